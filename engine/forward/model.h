@@ -1,0 +1,80 @@
+#pragma once
+// A loaded MoE model (weights in f32 in RAM for now; expert tiers come with issue 5) and its
+// forward pass. Two paths compute the same function:
+//   ForwardPath::Reference - scalar, single-threaded, written to be read top to bottom: the oracle.
+//   ForwardPath::Fast      - OpenMP across output rows / heads / experts; must match Reference
+//                            within 1e-5 relative on logits (tests assert it).
+// Thread-safety: a Model is immutable after load(); forward() may be called from one thread per
+// KVCache. OpenMP teams exist only inside forward(); no callback is made from a parallel region.
+#include "core/status.h"
+#include "model/config.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace coli {
+
+class Checkpoint;
+
+enum class ForwardPath { Reference, Fast };
+
+struct LoadProgress {
+    std::string stage;    // "config", "weights", "tokenizer", ...
+    double fraction = 0;  // 0..1 over the whole load
+};
+using ProgressFn = std::function<void(const LoadProgress&)>;
+
+struct ModelLoadOptions {
+    int threads = 0;                       // OpenMP threads for forward(); 0 = all cores
+    ForwardPath path = ForwardPath::Fast;
+};
+
+// Keys and values of every layer for one sequence. Capacity in tokens; grows on demand up to
+// the model's context length.
+class KVCache {
+public:
+    KVCache() = default;
+    int size() const { return m_nTokens; }  // tokens currently cached
+    void truncate(int nTokens);             // keep the first nTokens (prefix reuse)
+    void clear() { truncate(0); }
+
+    // Layout (owned by the forward pass): per layer, [capacity, n_kv_heads, head_dim] for K and V.
+    std::vector<std::vector<float>> k, v;
+    int capacity = 0;
+    int m_nTokens = 0;
+};
+
+class Model {
+public:
+    // Loads config.json and every tensor the family needs from `dir` (sharded or not).
+    // Errors: everything loadConfig and Checkpoint::open return; NotFound for a missing tensor
+    // (the message lists the expected names); Malformed for a tensor of the wrong shape;
+    // Cancelled when *cancel turns true during loading.
+    static Result<std::unique_ptr<Model>> load(const std::string& dir, const ModelLoadOptions& opt,
+                                               const ProgressFn& progress = {},
+                                               const std::atomic<bool>* cancel = nullptr);
+    ~Model();
+
+    const ModelConfig& config() const;
+    ModelSummary summary() const;
+    void setPath(ForwardPath p);
+    void setThreads(int n);
+
+    // Runs tokens[0..n) at positions kv.size() .. kv.size()+n-1, appending them to kv.
+    // logits: [n, vocab] when allLogits, else [vocab] for the last token only (resized here).
+    // Errors: InvalidArgument (token id outside [0, vocab), context length exceeded).
+    Status forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<float>& logits,
+                   bool allLogits = false) const;
+
+private:
+    Model();
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace coli

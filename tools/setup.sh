@@ -44,7 +44,7 @@ install_packages() {
     log "installing ${#missing[@]} Debian packages: ${missing[*]}"
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 \
-        --no-install-recommends "${missing[@]}"
+        "${missing[@]}"
 }
 
 configure_and_build() { # dir, extra cmake args..., -- targets...

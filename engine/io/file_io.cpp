@@ -1,5 +1,6 @@
 #include "io/file_io.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <unistd.h>

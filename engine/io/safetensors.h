@@ -60,6 +60,7 @@ public:
     Status readRaw(const TensorInfo& t, uint64_t offset, uint64_t nbytes, void* dst) const;
 
 private:
+    friend class Checkpoint; // sets TensorInfo::shard on the tensors it collects
     SafetensorsFile() = default;
     std::string m_path;
     int m_fd = -1;

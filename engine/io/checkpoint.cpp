@@ -32,7 +32,7 @@ Status readSmallFile(const std::string& path, std::string& out) {
         return {err == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
                 path + ": cannot open: " + std::strerror(err)};
     }
-    struct stat st{};
+    struct stat st {};
     Status s;
     if (::fstat(fd, &st) != 0) {
         s = Status(ErrorCode::Io, path + ": fstat: " + std::strerror(errno));
@@ -123,8 +123,8 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
         if (ec) return {ErrorCode::Io, dir + ": cannot list directory: " + ec.message()};
         std::sort(shardNames.begin(), shardNames.end());
         if (shardNames.empty()) {
-            return {ErrorCode::NotFound, dir + ": no *.safetensors file and no " +
-                                             std::string(kIndexName)};
+            return {ErrorCode::NotFound,
+                    dir + ": no *.safetensors file and no " + std::string(kIndexName)};
         }
     }
 
@@ -132,7 +132,8 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
         const std::string p = (fs::path(dir) / shardNames[i]).string();
         auto f = SafetensorsFile::open(p);
         if (!f) return f.status();
-        for (TensorInfo& t : f.value()->m_tensors) t.shard = int(i);
+        for (TensorInfo& t : f.value()->m_tensors)
+            t.shard = int(i);
         ck->m_shardPaths.push_back(p);
         ck->m_files.push_back(std::move(f.value()));
     }
@@ -140,9 +141,9 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
         for (const TensorInfo& t : file->tensors()) {
             auto [it, inserted] = ck->m_byName.emplace(t.name, &t);
             if (!inserted) {
-                return {ErrorCode::Malformed,
-                        dir + ": tensor '" + t.name + "' is in two shards: " +
-                            ck->m_shardPaths[size_t(it->second->shard)] + " and " + file->path()};
+                return {ErrorCode::Malformed, dir + ": tensor '" + t.name + "' is in two shards: " +
+                                                  ck->m_shardPaths[size_t(it->second->shard)] +
+                                                  " and " + file->path()};
             }
         }
     }
@@ -155,9 +156,9 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
                                               "' but that shard does not hold it"};
         }
         if (ck->m_shardPaths[size_t(it->second->shard)] != p) {
-            return {ErrorCode::Malformed,
-                    indexPath + ": tensor '" + name + "' is listed in shard '" + shard +
-                        "' but is in " + ck->m_shardPaths[size_t(it->second->shard)]};
+            return {ErrorCode::Malformed, indexPath + ": tensor '" + name +
+                                              "' is listed in shard '" + shard + "' but is in " +
+                                              ck->m_shardPaths[size_t(it->second->shard)]};
         }
     }
     return ck;
@@ -171,7 +172,8 @@ const TensorInfo* Checkpoint::find(const std::string& name) const {
 std::vector<const TensorInfo*> Checkpoint::tensors() const {
     std::vector<const TensorInfo*> out;
     out.reserve(m_byName.size());
-    for (const auto& [name, t] : m_byName) out.push_back(t);
+    for (const auto& [name, t] : m_byName)
+        out.push_back(t);
     std::sort(out.begin(), out.end(),
               [](const TensorInfo* a, const TensorInfo* b) { return a->name < b->name; });
     return out;
@@ -179,12 +181,12 @@ std::vector<const TensorInfo*> Checkpoint::tensors() const {
 
 uint64_t Checkpoint::totalBytes() const {
     uint64_t n = 0;
-    for (const auto& [name, t] : m_byName) n += t->nbytes;
+    for (const auto& [name, t] : m_byName)
+        n += t->nbytes;
     return n;
 }
 
-Status Checkpoint::readRaw(const TensorInfo& t, uint64_t offset, uint64_t nbytes,
-                           void* dst) const {
+Status Checkpoint::readRaw(const TensorInfo& t, uint64_t offset, uint64_t nbytes, void* dst) const {
     if (t.shard < 0 || size_t(t.shard) >= m_files.size()) {
         return {ErrorCode::InvalidArgument, m_dir + ": tensor '" + t.name + "': shard index " +
                                                 std::to_string(t.shard) + " out of range"};
@@ -213,7 +215,8 @@ Status Checkpoint::readF32Range(const std::string& name, int64_t first, int64_t 
     }
     const uint64_t es = dtypeSize(t->dtype);
     switch (t->dtype) {
-    case DType::F32: return readRaw(*t, uint64_t(first) * es, uint64_t(count) * es, dst);
+    case DType::F32:
+        return readRaw(*t, uint64_t(first) * es, uint64_t(count) * es, dst);
     case DType::F16:
     case DType::BF16: {
         // Convert through a bounded staging buffer so a huge tensor never needs a second copy.
@@ -223,8 +226,10 @@ Status Checkpoint::readF32Range(const std::string& name, int64_t first, int64_t 
             const int64_t m = std::min(count - done, kChunk);
             COLI_RETURN_IF_ERROR(
                 readRaw(*t, uint64_t(first + done) * es, uint64_t(m) * es, buf.data()));
-            if (t->dtype == DType::F16) f16ToF32(buf.data(), dst + done, size_t(m));
-            else bf16ToF32(buf.data(), dst + done, size_t(m));
+            if (t->dtype == DType::F16)
+                f16ToF32(buf.data(), dst + done, size_t(m));
+            else
+                bf16ToF32(buf.data(), dst + done, size_t(m));
             done += m;
         }
         return Status::ok();

@@ -36,14 +36,18 @@ float f16ToF32(uint16_t h) {
 }
 
 // bfloat16 is the upper half of a binary32.
-float bf16ToF32(uint16_t b) { return std::bit_cast<float>(uint32_t(b) << 16); }
+float bf16ToF32(uint16_t b) {
+    return std::bit_cast<float>(uint32_t(b) << 16);
+}
 
 void f16ToF32(const uint16_t* src, float* dst, size_t n) {
-    for (size_t i = 0; i < n; ++i) dst[i] = f16ToF32(src[i]);
+    for (size_t i = 0; i < n; ++i)
+        dst[i] = f16ToF32(src[i]);
 }
 
 void bf16ToF32(const uint16_t* src, float* dst, size_t n) {
-    for (size_t i = 0; i < n; ++i) dst[i] = bf16ToF32(src[i]);
+    for (size_t i = 0; i < n; ++i)
+        dst[i] = bf16ToF32(src[i]);
 }
 
 } // namespace coli

@@ -16,8 +16,9 @@ Status preadAll(int fd, uint64_t offset, uint64_t nbytes, void* dst, const std::
         const ssize_t got = ::pread(fd, out + done, size_t(want), off_t(offset + done));
         if (got < 0) {
             if (errno == EINTR) continue;
-            return {ErrorCode::Io, what + ": read of " + std::to_string(nbytes) + " bytes at offset " +
-                                       std::to_string(offset) + " failed: " + std::strerror(errno)};
+            return {ErrorCode::Io, what + ": read of " + std::to_string(nbytes) +
+                                       " bytes at offset " + std::to_string(offset) +
+                                       " failed: " + std::strerror(errno)};
         }
         if (got == 0) {
             return {ErrorCode::Io, what + ": unexpected end of file reading " +

@@ -47,8 +47,8 @@ std::string rangeString(uint64_t b, uint64_t e) {
 
 // dtypes of the safetensors format that this engine does not load (yet).
 bool isKnownUnsupportedDtype(const std::string& s) {
-    static const char* const kNames[] = {"BOOL", "F8_E5M2", "I16", "U16", "U32", "U64", "F64",
-                                         "F4",   "F6_E2M3", "F6_E3M2", "F8_E8M0", "C64"};
+    static const char* const kNames[] = {"BOOL", "F8_E5M2", "I16",     "U16",     "U32",     "U64",
+                                         "F64",  "F4",      "F6_E2M3", "F6_E3M2", "F8_E8M0", "C64"};
     for (const char* n : kNames)
         if (s == n) return true;
     return false;
@@ -85,35 +85,52 @@ bool jsonToU64(const json& v, uint64_t& out) {
 
 const char* dtypeName(DType t) {
     switch (t) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::F8_E4M3: return "F8_E4M3";
-    case DType::I8: return "I8";
-    case DType::U8: return "U8";
-    case DType::I32: return "I32";
-    case DType::I64: return "I64";
+    case DType::F32:
+        return "F32";
+    case DType::F16:
+        return "F16";
+    case DType::BF16:
+        return "BF16";
+    case DType::F8_E4M3:
+        return "F8_E4M3";
+    case DType::I8:
+        return "I8";
+    case DType::U8:
+        return "U8";
+    case DType::I32:
+        return "I32";
+    case DType::I64:
+        return "I64";
     }
     return "?";
 }
 
 size_t dtypeSize(DType t) {
     switch (t) {
-    case DType::F32: return 4;
-    case DType::F16: return 2;
-    case DType::BF16: return 2;
-    case DType::F8_E4M3: return 1;
-    case DType::I8: return 1;
-    case DType::U8: return 1;
-    case DType::I32: return 4;
-    case DType::I64: return 8;
+    case DType::F32:
+        return 4;
+    case DType::F16:
+        return 2;
+    case DType::BF16:
+        return 2;
+    case DType::F8_E4M3:
+        return 1;
+    case DType::I8:
+        return 1;
+    case DType::U8:
+        return 1;
+    case DType::I32:
+        return 4;
+    case DType::I64:
+        return 8;
     }
     return 0;
 }
 
 int64_t TensorInfo::numel() const {
     int64_t n = 1;
-    for (int64_t d : shape) n *= d; // validated in open(): no overflow
+    for (int64_t d : shape)
+        n *= d; // validated in open(): no overflow
     return n;
 }
 
@@ -154,7 +171,7 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
         return {err == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
                 P + ": cannot open: " + std::strerror(err)};
     }
-    struct stat st{};
+    struct stat st {};
     if (::fstat(f->m_fd, &st) != 0) return {ErrorCode::Io, P + ": fstat: " + std::strerror(errno)};
     if (!S_ISREG(st.st_mode)) return {ErrorCode::Malformed, P + ": not a regular file"};
     f->m_fileSize = uint64_t(st.st_size);
@@ -168,7 +185,8 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
     unsigned char lenBytes[8];
     COLI_RETURN_IF_ERROR(io_detail::preadAll(f->m_fd, 0, 8, lenBytes, P));
     uint64_t headerLen = 0;
-    for (int i = 7; i >= 0; --i) headerLen = headerLen << 8 | lenBytes[i];
+    for (int i = 7; i >= 0; --i)
+        headerLen = headerLen << 8 | lenBytes[i];
     if (headerLen > kMaxHeaderBytes) {
         return {ErrorCode::Malformed, P + ": header length " + std::to_string(headerLen) +
                                           " bytes is absurdly large (limit " +
@@ -191,7 +209,9 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
     bool dupTop = false;
     auto onEvent = [&](int, json::parse_event_t ev, json& parsed) -> bool {
         switch (ev) {
-        case json::parse_event_t::object_start: keyStack.emplace_back(); break;
+        case json::parse_event_t::object_start:
+            keyStack.emplace_back();
+            break;
         case json::parse_event_t::object_end:
             if (!keyStack.empty()) keyStack.pop_back();
             break;
@@ -206,7 +226,8 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
             if (keyStack.size() == 1) topKey = k;
             break;
         }
-        default: break;
+        default:
+            break;
         }
         return true;
     };
@@ -276,8 +297,8 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
         bool overflow = false;
         for (const json& d : js) {
             if (d.is_number_integer() && !d.is_number_unsigned() && d.get<int64_t>() < 0) {
-                return {ErrorCode::Malformed, T + "negative dimension " +
-                                                  std::to_string(d.get<int64_t>()) + " in shape"};
+                return {ErrorCode::Malformed,
+                        T + "negative dimension " + std::to_string(d.get<int64_t>()) + " in shape"};
             }
             uint64_t dim = 0;
             if (!jsonToU64(d, dim)) {
@@ -289,8 +310,10 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
                 break;
             }
             info.shape.push_back(int64_t(dim));
-            if (dim != 0 && numel > uint64_t(INT64_MAX) / dim) overflow = true;
-            else numel *= dim;
+            if (dim != 0 && numel > uint64_t(INT64_MAX) / dim)
+                overflow = true;
+            else
+                numel *= dim;
         }
         const uint64_t esize = dtypeSize(info.dtype);
         if (!overflow && numel > uint64_t(INT64_MAX) / esize) overflow = true;
@@ -311,11 +334,11 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
         }
         const uint64_t want = numel * esize;
         if (end - begin != want) {
-            return {ErrorCode::Malformed,
-                    T + "data offsets " + rangeString(begin, end) + " hold " +
-                        std::to_string(end - begin) + " bytes but shape " +
-                        shapeString(info.shape) + " x " + dname + " (" + std::to_string(esize) +
-                        " bytes) needs " + std::to_string(want)};
+            return {ErrorCode::Malformed, T + "data offsets " + rangeString(begin, end) + " hold " +
+                                              std::to_string(end - begin) + " bytes but shape " +
+                                              shapeString(info.shape) + " x " + dname + " (" +
+                                              std::to_string(esize) + " bytes) needs " +
+                                              std::to_string(want)};
         }
         info.fileOffset = begin; // relative until the bounds are checked below
         info.nbytes = want;
@@ -324,7 +347,8 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
 
     // --- overlap and bounds, in data order ---
     std::vector<size_t> order(f->m_tensors.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    for (size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
     auto& ts = f->m_tensors;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
         if (ts[a].fileOffset != ts[b].fileOffset) return ts[a].fileOffset < ts[b].fileOffset;
@@ -340,10 +364,10 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
         // the largest end is a witness. Zero-byte tensors occupy nothing and overlap nothing.
         if (k > 0 && t.nbytes > 0 && t.fileOffset < maxEnd) {
             const TensorInfo& o = ts[maxEndIdx];
-            return {ErrorCode::Malformed,
-                    P + ": tensor '" + t.name + "': data offsets " + rangeString(t.fileOffset, e) +
-                        " overlap tensor '" + o.name + "' at " +
-                        rangeString(o.fileOffset, o.fileOffset + o.nbytes)};
+            return {ErrorCode::Malformed, P + ": tensor '" + t.name + "': data offsets " +
+                                              rangeString(t.fileOffset, e) + " overlap tensor '" +
+                                              o.name + "' at " +
+                                              rangeString(o.fileOffset, o.fileOffset + o.nbytes)};
         }
         if (t.fileOffset != maxEnd) contiguous = false;
         if (k == 0 || e >= maxEnd) {
@@ -354,9 +378,9 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
     if (maxEnd > dataSize) {
         const TensorInfo& t = ts[maxEndIdx];
         if (contiguous) {
-            return {ErrorCode::Malformed,
-                    P + ": file truncated: data section is " + std::to_string(dataSize) +
-                        " bytes but tensor '" + t.name + "' ends at " + std::to_string(maxEnd)};
+            return {ErrorCode::Malformed, P + ": file truncated: data section is " +
+                                              std::to_string(dataSize) + " bytes but tensor '" +
+                                              t.name + "' ends at " + std::to_string(maxEnd)};
         }
         // Not laid out back to back: report the first tensor (in data order) that lies outside.
         for (size_t k : order) {

@@ -27,16 +27,16 @@ namespace coli {
 
 enum class DType { F32, F16, BF16, F8_E4M3, I8, U8, I32, I64 };
 
-const char* dtypeName(DType t);      // the safetensors spelling, e.g. "BF16"
-size_t dtypeSize(DType t);           // bytes per element
+const char* dtypeName(DType t); // the safetensors spelling, e.g. "BF16"
+size_t dtypeSize(DType t);      // bytes per element
 
 struct TensorInfo {
     std::string name;
     DType dtype = DType::F32;
-    std::vector<int64_t> shape;   // row-major, outermost first, e.g. [out_features, in_features]
-    uint64_t fileOffset = 0;      // absolute byte offset of the first element in the shard file
-    uint64_t nbytes = 0;          // bytes of data
-    int shard = 0;                // index into Checkpoint::shardPaths()
+    std::vector<int64_t> shape; // row-major, outermost first, e.g. [out_features, in_features]
+    uint64_t fileOffset = 0;    // absolute byte offset of the first element in the shard file
+    uint64_t nbytes = 0;        // bytes of data
+    int shard = 0;              // index into Checkpoint::shardPaths()
     int64_t numel() const;
 };
 
@@ -74,8 +74,8 @@ private:
 // A checkpoint directory: either `model.safetensors.index.json` (weight_map: name -> shard file;
 // every listed shard must exist and open cleanly before loading starts) or, without an index,
 // every `*.safetensors` file in the directory (usually one `model.safetensors`).
-// A tensor name present in two shards, or mapped by the index to a shard that lacks it, is Malformed.
-// Thread-safety: const methods safe from several threads after open().
+// A tensor name present in two shards, or mapped by the index to a shard that lacks it, is
+// Malformed. Thread-safety: const methods safe from several threads after open().
 class Checkpoint {
 public:
     // Errors: NotFound (no safetensors / missing shard, naming it), Malformed, Io, Unsupported.
@@ -84,8 +84,8 @@ public:
     const std::string& dir() const { return m_dir; }
     const std::vector<std::string>& shardPaths() const { return m_shardPaths; }
     const TensorInfo* find(const std::string& name) const; // nullptr when absent
-    std::vector<const TensorInfo*> tensors() const;         // all tensors, sorted by name
-    uint64_t totalBytes() const;                            // sum of tensor data bytes
+    std::vector<const TensorInfo*> tensors() const;        // all tensors, sorted by name
+    uint64_t totalBytes() const;                           // sum of tensor data bytes
 
     // Reads a whole tensor converted to f32 (F32/F16/BF16 sources) into out (resized to numel).
     // Errors: NotFound (no such tensor), Unsupported (dtype), Io.

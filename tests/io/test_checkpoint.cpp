@@ -18,12 +18,13 @@ using coli::ErrorCode;
 
 namespace {
 
-uint16_t bf16Of(float x) { return uint16_t(std::bit_cast<uint32_t>(x) >> 16); } // exact for these
+uint16_t bf16Of(float x) {
+    return uint16_t(std::bit_cast<uint32_t>(x) >> 16);
+} // exact for these
 
 std::string indexJson(const std::vector<std::pair<std::string, std::string>>& map) {
     std::string s = R"({"metadata": {"total_size": 0}, "weight_map": {)";
-    for (size_t i = 0; i < map.size(); ++i)
-    {
+    for (size_t i = 0; i < map.size(); ++i) {
         if (i) s += ",";
         s += "\"" + map[i].first + "\": \"" + map[i].second + "\"";
     }
@@ -37,7 +38,8 @@ void writeTwoShards(const TempDir& d) {
                       {"layer0", "F16", {3}, u16Bytes({0x3C00, 0x0001, 0xFC00})}});
     std::vector<uint16_t> experts;
     for (int e = 0; e < 4; ++e)
-        for (int i = 0; i < 6; ++i) experts.push_back(bf16Of(float(e * 10 + i)));
+        for (int i = 0; i < 6; ++i)
+            experts.push_back(bf16Of(float(e * 10 + i)));
     writeSafetensors(d.path() / "model-00002-of-00002.safetensors",
                      {{"experts", "BF16", {4, 2, 3}, u16Bytes(experts)}});
 }
@@ -51,11 +53,12 @@ const std::vector<std::pair<std::string, std::string>> kTwoShardMap = {
 
 TEST(Checkpoint, SingleFileReadsBackExactValues) {
     TempDir d;
-    writeSafetensors(d.path() / "model.safetensors",
-                     {{"f32", "F32", {4}, f32Bytes({1.5f, -2.25f, std::ldexp(1.0f, -140), INFINITY})},
-                      {"f16", "F16", {6}, u16Bytes({0x3C00, 0x0001, 0x03FF, 0x7C00, 0xFC00, 0x8000})},
-                      {"bf16", "BF16", {3}, u16Bytes({0x3F80, 0xC0A0, 0x0001})},
-                      {"i32", "I32", {1}, Bytes{7, 0, 0, 0}}});
+    writeSafetensors(
+        d.path() / "model.safetensors",
+        {{"f32", "F32", {4}, f32Bytes({1.5f, -2.25f, std::ldexp(1.0f, -140), INFINITY})},
+         {"f16", "F16", {6}, u16Bytes({0x3C00, 0x0001, 0x03FF, 0x7C00, 0xFC00, 0x8000})},
+         {"bf16", "BF16", {3}, u16Bytes({0x3F80, 0xC0A0, 0x0001})},
+         {"i32", "I32", {1}, Bytes{7, 0, 0, 0}}});
     auto ck = Checkpoint::open(d.path().string());
     ASSERT_TRUE(ck) << ck.status().toString();
     EXPECT_EQ(ck.value()->shardPaths().size(), 1u);
@@ -84,8 +87,10 @@ TEST(Checkpoint, SingleFileReadsBackExactValues) {
 TEST(Checkpoint, LargeF16TensorConvertsAcrossStagingChunks) {
     TempDir d;
     std::vector<uint16_t> h(200003);
-    for (size_t i = 0; i < h.size(); ++i) h[i] = uint16_t(i * 7919u); // all kinds of patterns
-    writeSafetensors(d.path() / "model.safetensors", {{"big", "F16", {int64_t(h.size())}, u16Bytes(h)}});
+    for (size_t i = 0; i < h.size(); ++i)
+        h[i] = uint16_t(i * 7919u); // all kinds of patterns
+    writeSafetensors(d.path() / "model.safetensors",
+                     {{"big", "F16", {int64_t(h.size())}, u16Bytes(h)}});
     auto ck = Checkpoint::open(d.path().string());
     ASSERT_TRUE(ck);
     std::vector<float> v;
@@ -93,8 +98,10 @@ TEST(Checkpoint, LargeF16TensorConvertsAcrossStagingChunks) {
     ASSERT_EQ(v.size(), h.size());
     for (size_t i = 0; i < h.size(); ++i) {
         const float want = coli::f16ToF32(h[i]);
-        if (std::isnan(want)) ASSERT_TRUE(std::isnan(v[i])) << i;
-        else ASSERT_EQ(v[i], want) << i;
+        if (std::isnan(want))
+            ASSERT_TRUE(std::isnan(v[i])) << i;
+        else
+            ASSERT_EQ(v[i], want) << i;
     }
 }
 
@@ -121,11 +128,12 @@ TEST(Checkpoint, ShardedWithIndex) {
     // Expert 2 of a stacked [4, 2, 3] tensor: elements [12, 18).
     float ex[6];
     ASSERT_TRUE(c.readF32Range("experts", 12, 6, ex));
-    for (int i = 0; i < 6; ++i) EXPECT_EQ(ex[i], float(20 + i));
+    for (int i = 0; i < 6; ++i)
+        EXPECT_EQ(ex[i], float(20 + i));
     EXPECT_TRUE(hasError(c.readF32Range("experts", 20, 5, ex), ErrorCode::InvalidArgument,
                          {"'experts'", "24 elements"}));
-    EXPECT_TRUE(hasError(c.readF32Range("experts", -1, 1, ex), ErrorCode::InvalidArgument,
-                         {"'experts'"}));
+    EXPECT_TRUE(
+        hasError(c.readF32Range("experts", -1, 1, ex), ErrorCode::InvalidArgument, {"'experts'"}));
     char raw[4];
     EXPECT_TRUE(c.readRaw(*c.find("layer0"), 2, 4, raw));
     EXPECT_TRUE(hasError(c.readRaw(*c.find("layer0"), 2, 5, raw), ErrorCode::InvalidArgument,
@@ -150,7 +158,8 @@ TEST(Checkpoint, ConcurrentReadsAgree) {
             }
         });
     }
-    for (auto& th : threads) th.join();
+    for (auto& th : threads)
+        th.join();
     EXPECT_EQ(bad, (std::vector<int>{0, 0, 0, 0}));
 }
 
@@ -186,9 +195,9 @@ TEST(Checkpoint, RefusesMissingShardBeforeOpeningAny) {
     writeBytes(d.path() / "model-00001-of-00002.safetensors", Bytes{1, 2, 3});
     std::filesystem::remove(d.path() / "model-00002-of-00002.safetensors");
     writeText(d.path() / "model.safetensors.index.json", indexJson(kTwoShardMap));
-    EXPECT_TRUE(hasError(Checkpoint::open(d.path().string()).status(), ErrorCode::NotFound,
-                         {"model-00002-of-00002.safetensors", "model.safetensors.index.json",
-                          "does not exist"}));
+    EXPECT_TRUE(hasError(
+        Checkpoint::open(d.path().string()).status(), ErrorCode::NotFound,
+        {"model-00002-of-00002.safetensors", "model.safetensors.index.json", "does not exist"}));
 }
 
 TEST(Checkpoint, RefusesIndexMappingTensorToWrongShard) {

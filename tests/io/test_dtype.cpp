@@ -16,10 +16,10 @@ TEST(F16, KnownValues) {
     EXPECT_EQ(f16ToF32(0x3C00), 1.0f);
     EXPECT_EQ(f16ToF32(0xC000), -2.0f);
     EXPECT_EQ(f16ToF32(0x3800), 0.5f);
-    EXPECT_EQ(f16ToF32(0x7BFF), 65504.0f);         // largest finite
-    EXPECT_EQ(f16ToF32(0x3555), 0.333251953125f);  // 1365/4096
-    EXPECT_EQ(f16ToF32(0x0400), std::ldexp(1.0f, -14)); // smallest normal
-    EXPECT_EQ(f16ToF32(0x0001), std::ldexp(1.0f, -24)); // smallest subnormal
+    EXPECT_EQ(f16ToF32(0x7BFF), 65504.0f);                 // largest finite
+    EXPECT_EQ(f16ToF32(0x3555), 0.333251953125f);          // 1365/4096
+    EXPECT_EQ(f16ToF32(0x0400), std::ldexp(1.0f, -14));    // smallest normal
+    EXPECT_EQ(f16ToF32(0x0001), std::ldexp(1.0f, -24));    // smallest subnormal
     EXPECT_EQ(f16ToF32(0x03FF), std::ldexp(1023.0f, -24)); // largest subnormal
     EXPECT_EQ(f16ToF32(0x8001), -std::ldexp(1.0f, -24));
     EXPECT_EQ(f16ToF32(0x0200), std::ldexp(1.0f, -15));
@@ -37,7 +37,8 @@ TEST(F16, ZerosInfinitiesNaN) {
 
 TEST(F16, BulkMatchesScalar) {
     std::vector<uint16_t> src(65536);
-    for (uint32_t i = 0; i < 65536; ++i) src[i] = uint16_t(i);
+    for (uint32_t i = 0; i < 65536; ++i)
+        src[i] = uint16_t(i);
     std::vector<float> dst(src.size());
     coli::f16ToF32(src.data(), dst.data(), src.size());
     for (uint32_t i = 0; i < 65536; ++i) {
@@ -79,8 +80,10 @@ TEST(BF16, KnownValues) {
 
 TEST(BF16, BulkIsUpperHalf) {
     std::vector<uint16_t> src(65536);
-    for (uint32_t i = 0; i < 65536; ++i) src[i] = uint16_t(i);
+    for (uint32_t i = 0; i < 65536; ++i)
+        src[i] = uint16_t(i);
     std::vector<float> dst(src.size());
     coli::bf16ToF32(src.data(), dst.data(), src.size());
-    for (uint32_t i = 0; i < 65536; ++i) ASSERT_EQ(std::bit_cast<uint32_t>(dst[i]), i << 16) << i;
+    for (uint32_t i = 0; i < 65536; ++i)
+        ASSERT_EQ(std::bit_cast<uint32_t>(dst[i]), i << 16) << i;
 }

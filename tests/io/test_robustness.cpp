@@ -35,10 +35,13 @@ void mutate(Bytes& b, size_t headerLen, std::mt19937_64& rng) {
     const int nMut = 1 + int(rng() % 4);
     for (int m = 0; m < nMut && !b.empty(); ++m) {
         switch (rng() % kinds) {
-        case 0: b[pick(0, b.size() - 1)] = uint8_t(rng()); break; // any byte anywhere
-        case 1: // a header byte replaced by a JSON-significant character
-            if (b.size() > 8) b[pick(8, std::min(b.size() - 1, 8 + headerLen))] =
-                uint8_t(kJsonChars[rng() % (sizeof(kJsonChars) - 1)]);
+        case 0:
+            b[pick(0, b.size() - 1)] = uint8_t(rng());
+            break; // any byte anywhere
+        case 1:    // a header byte replaced by a JSON-significant character
+            if (b.size() > 8)
+                b[pick(8, std::min(b.size() - 1, 8 + headerLen))] =
+                    uint8_t(kJsonChars[rng() % (sizeof(kJsonChars) - 1)]);
             break;
         case 2: { // a digit in the header changed (keeps the JSON valid, breaks offsets/shapes)
             std::vector<size_t> digits;
@@ -47,12 +50,18 @@ void mutate(Bytes& b, size_t headerLen, std::mt19937_64& rng) {
             if (!digits.empty()) b[digits[rng() % digits.size()]] = uint8_t('0' + rng() % 10);
             break;
         }
-        case 3: b.resize(pick(0, b.size())); break; // truncate
-        case 4: b[pick(0, 7)] = uint8_t(rng()); break; // header length byte
-        case 5: { // insert or delete a header byte (shifts everything after)
+        case 3:
+            b.resize(pick(0, b.size()));
+            break; // truncate
+        case 4:
+            b[pick(0, 7)] = uint8_t(rng());
+            break; // header length byte
+        case 5: {  // insert or delete a header byte (shifts everything after)
             const size_t at = pick(std::min<size_t>(8, b.size()), b.size());
-            if (rng() & 1) b.insert(b.begin() + ptrdiff_t(at), uint8_t(rng()));
-            else if (at < b.size()) b.erase(b.begin() + ptrdiff_t(at));
+            if (rng() & 1)
+                b.insert(b.begin() + ptrdiff_t(at), uint8_t(rng()));
+            else if (at < b.size())
+                b.erase(b.begin() + ptrdiff_t(at));
             break;
         }
         case 6: { // a big digit run (overflowing numbers)

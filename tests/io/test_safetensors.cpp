@@ -78,8 +78,8 @@ TEST_F(SafetensorsTest, GoodFileListsTensorsWithAbsoluteOffsets) {
 
 TEST_F(SafetensorsTest, ScalarZeroSizeAndPaddedHeader) {
     // A scalar (shape []), a zero-element tensor and trailing header spaces (writers pad to 8).
-    std::string header = "{" + entryJson("s", "F32", {}, 0, 4) + "," +
-                         entryJson("z", "F16", {0, 5}, 4, 4) + "}   ";
+    std::string header =
+        objectJson({entryJson("s", "F32", {}, 0, 4), entryJson("z", "F16", {0, 5}, 4, 4)}) + "   ";
     writeBytes(path, fileImage(header, f32Bytes({42.0f})));
     auto f = SafetensorsFile::open(path);
     ASSERT_TRUE(f) << f.status().toString();
@@ -99,12 +99,12 @@ TEST_F(SafetensorsTest, ReadRawOutsideTensorIsInvalidArgument) {
     ASSERT_TRUE(f);
     const coli::TensorInfo* a = f.value()->find("a.f32");
     char buf[32];
-    EXPECT_TRUE(hasError(f.value()->readRaw(*a, 8, 9, buf), ErrorCode::InvalidArgument,
-                         {path, "a.f32"}));
-    EXPECT_TRUE(hasError(f.value()->readRaw(*a, 17, 0, buf), ErrorCode::InvalidArgument,
-                         {path, "a.f32"}));
-    EXPECT_TRUE(hasError(f.value()->readRaw(*a, 1, UINT64_MAX, buf),
-                         ErrorCode::InvalidArgument, {"a.f32"}));
+    EXPECT_TRUE(
+        hasError(f.value()->readRaw(*a, 8, 9, buf), ErrorCode::InvalidArgument, {path, "a.f32"}));
+    EXPECT_TRUE(
+        hasError(f.value()->readRaw(*a, 17, 0, buf), ErrorCode::InvalidArgument, {path, "a.f32"}));
+    EXPECT_TRUE(hasError(f.value()->readRaw(*a, 1, UINT64_MAX, buf), ErrorCode::InvalidArgument,
+                         {"a.f32"}));
     EXPECT_TRUE(f.value()->readRaw(*a, 16, 0, buf)); // empty range at the end is fine
 }
 
@@ -186,11 +186,9 @@ TEST_F(SafetensorsTest, RefusesDataOffsetsOfWrongJsonType) {
 
 TEST_F(SafetensorsTest, RefusesDuplicateTensorNames) {
     // nlohmann would silently keep the second entry; the reader must notice.
-    writeHeader("{" + entryJson("w", "F32", {1}, 0, 4) + "," + entryJson("w", "F32", {1}, 4, 8) +
-                    "}",
+    writeHeader(objectJson({entryJson("w", "F32", {1}, 0, 4), entryJson("w", "F32", {1}, 4, 8)}),
                 8);
-    EXPECT_TRUE(
-        hasError(openStatus(), ErrorCode::Malformed, {path, "duplicate tensor name 'w'"}));
+    EXPECT_TRUE(hasError(openStatus(), ErrorCode::Malformed, {path, "duplicate tensor name 'w'"}));
 }
 
 TEST_F(SafetensorsTest, RefusesDuplicateKeyInsideAnEntry) {
@@ -200,73 +198,71 @@ TEST_F(SafetensorsTest, RefusesDuplicateKeyInsideAnEntry) {
 }
 
 TEST_F(SafetensorsTest, RefusesUnknownDtype) {
-    writeHeader("{" + entryJson("w", "F17", {1}, 0, 4) + "}", 4);
+    writeHeader(objectJson({entryJson("w", "F17", {1}, 0, 4)}), 4);
     EXPECT_TRUE(hasError(openStatus(), ErrorCode::Malformed, {path, "'w'", "unknown dtype 'F17'"}));
 }
 
 TEST_F(SafetensorsTest, RefusesUnsupportedKnownDtype) {
-    writeHeader("{" + entryJson("w", "F64", {1}, 0, 8) + "}", 8);
+    writeHeader(objectJson({entryJson("w", "F64", {1}, 0, 8)}), 8);
     EXPECT_TRUE(hasError(openStatus(), ErrorCode::Unsupported, {path, "'w'", "F64"}));
 }
 
 TEST_F(SafetensorsTest, RefusesF8E4M3ClearlyForNow) {
-    writeHeader("{" + entryJson("mlp.w", "F8_E4M3", {4}, 0, 4) + "}", 4);
+    writeHeader(objectJson({entryJson("mlp.w", "F8_E4M3", {4}, 0, 4)}), 4);
     EXPECT_TRUE(hasError(openStatus(), ErrorCode::Unsupported,
                          {path, "'mlp.w'", "F8_E4M3", "not supported yet", "quantised container"}));
 }
 
 TEST_F(SafetensorsTest, RefusesNegativeShape) {
-    writeHeader("{" + entryJson("w", "F32", {2, -3}, 0, 4) + "}", 4);
+    writeHeader(objectJson({entryJson("w", "F32", {2, -3}, 0, 4)}), 4);
     EXPECT_TRUE(hasError(openStatus(), ErrorCode::Malformed, {path, "'w'", "negative", "-3"}));
 }
 
 TEST_F(SafetensorsTest, RefusesOverflowingShape) {
     // 2^32 x 2^32 elements overflows int64; 2^61 F32 elements overflows the byte count.
-    writeHeader("{" + entryJson("w", "F32", {int64_t(1) << 32, int64_t(1) << 32}, 0, 4) + "}", 4);
+    writeHeader(objectJson({entryJson("w", "F32", {int64_t(1) << 32, int64_t(1) << 32}, 0, 4)}), 4);
     EXPECT_TRUE(hasError(openStatus(), ErrorCode::Malformed, {path, "'w'", "overflows"}));
-    writeHeader("{" + entryJson("w", "F32", {int64_t(1) << 61}, 0, 4) + "}", 4);
+    writeHeader(objectJson({entryJson("w", "F32", {int64_t(1) << 61}, 0, 4)}), 4);
     EXPECT_TRUE(hasError(openStatus(), ErrorCode::Malformed, {path, "'w'", "overflows"}));
     // A zero dimension does not excuse a product that overflows before it.
-    writeHeader("{" + entryJson("w", "F32", {int64_t(1) << 40, int64_t(1) << 40, 0}, 0, 0) + "}",
+    writeHeader(objectJson({entryJson("w", "F32", {int64_t(1) << 40, int64_t(1) << 40, 0}, 0, 0)}),
                 0);
     EXPECT_TRUE(hasError(openStatus(), ErrorCode::Malformed, {path, "'w'", "overflows"}));
     // A dimension beyond int64.
-    writeHeader(R"({"w": {"dtype": "F32", "shape": [18446744073709551615], "data_offsets": [0, 4]}})",
-                4);
+    writeHeader(
+        R"({"w": {"dtype": "F32", "shape": [18446744073709551615], "data_offsets": [0, 4]}})", 4);
     EXPECT_TRUE(hasError(openStatus(), ErrorCode::Malformed, {path, "'w'", "overflows"}));
 }
 
 TEST_F(SafetensorsTest, RefusesReversedOffsets) {
-    writeHeader("{" + entryJson("w", "F32", {1}, 8, 4) + "}", 8);
+    writeHeader(objectJson({entryJson("w", "F32", {1}, 8, 4)}), 8);
     EXPECT_TRUE(hasError(openStatus(), ErrorCode::Malformed, {path, "'w'", "reversed"}));
 }
 
 TEST_F(SafetensorsTest, RefusesOffsetsOutsideDataSection) {
     // 'a' is fine; 'b' points far past the 16-byte data section (not a plain truncation).
-    writeHeader("{" + entryJson("a", "F32", {2}, 0, 8) + "," + entryJson("b", "F32", {2}, 100, 108) +
-                    "}",
-                16);
+    writeHeader(
+        objectJson({entryJson("a", "F32", {2}, 0, 8), entryJson("b", "F32", {2}, 100, 108)}), 16);
     EXPECT_TRUE(hasError(openStatus(), ErrorCode::Malformed,
                          {path, "'b'", "[100, 108)", "outside the data section", "16 bytes"}));
 }
 
 TEST_F(SafetensorsTest, RefusesOverlappingTensors) {
-    writeHeader("{" + entryJson("a", "F32", {2}, 0, 8) + "," + entryJson("b", "F32", {2}, 4, 12) +
-                    "}",
+    writeHeader(objectJson({entryJson("a", "F32", {2}, 0, 8), entryJson("b", "F32", {2}, 4, 12)}),
                 12);
     EXPECT_TRUE(hasError(openStatus(), ErrorCode::Malformed, {path, "'b'", "overlap", "'a'"}));
 }
 
 TEST_F(SafetensorsTest, RefusesOverlapHiddenBehindZeroSizeTensor) {
     // Sorted by begin: a [0,16), z [4,4), b [8,12): b overlaps a even though z sits in between.
-    writeHeader("{" + entryJson("a", "F32", {4}, 0, 16) + "," + entryJson("z", "F32", {0}, 4, 4) +
-                    "," + entryJson("b", "F32", {1}, 8, 12) + "}",
+    writeHeader(objectJson({entryJson("a", "F32", {4}, 0, 16), entryJson("z", "F32", {0}, 4, 4),
+                            entryJson("b", "F32", {1}, 8, 12)}),
                 16);
     EXPECT_TRUE(hasError(openStatus(), ErrorCode::Malformed, {path, "'b'", "overlap", "'a'"}));
 }
 
 TEST_F(SafetensorsTest, RefusesByteSizeThatDisagreesWithShape) {
-    writeHeader("{" + entryJson("w", "BF16", {2, 3}, 0, 8) + "}", 8);
+    writeHeader(objectJson({entryJson("w", "BF16", {2, 3}, 0, 8)}), 8);
     EXPECT_TRUE(hasError(openStatus(), ErrorCode::Malformed,
                          {path, "'w'", "hold 8 bytes", "[2, 3]", "BF16", "needs 12"}));
 }

@@ -13,6 +13,7 @@
 #include "chat/chat_template.h"
 #include "core/status.h"
 #include "forward/model.h"
+#include "runtime/generation_config.h"
 #include "sampler/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -26,19 +27,15 @@
 
 namespace coli {
 
-// generation_config.json: eos_token_id (int or list), bos_token_id, and sampling defaults.
-struct GenerationConfig {
-    std::vector<int32_t> eosIds;
-    int32_t bosId = -1;
-    bool hasSamplingDefaults = false;
-    SamplerParams defaults;
-};
-
 class LoadedModel {
 public:
-    // Loads config, weights, tokenizer.json, tokenizer_config.json (chat template, optional: its
-    // absence is reported only when renderChat is called) and generation_config.json (optional).
-    // Errors: as Model::load and Tokenizer::fromFile, each naming the file.
+    // Loads config.json + weights (Model::load), tokenizer.json, tokenizer_config.json (chat
+    // template, optional: its absence or a template we cannot parse is reported only when
+    // renderChat is called) and generation_config.json (optional).
+    // progress: stages "config" (0), the model's weight stages (scaled into [0.02, 0.92]),
+    // "tokenizer" (0.92), "chat template" (0.96), "ready" (1.0); called on the calling thread.
+    // Errors: as Model::load and Tokenizer::fromFile, each naming the file; Malformed for a bad
+    // generation_config.json; Cancelled when *cancel turns true.
     static Result<std::unique_ptr<LoadedModel>> load(const std::string& dir,
                                                      const ModelLoadOptions& opt,
                                                      const ProgressFn& progress = {},
@@ -46,9 +43,12 @@ public:
     const std::string& dir() const;
     Model& model() const;
     const Tokenizer& tokenizer() const;
-    const ChatTemplate* chatTemplate() const; // nullptr when tokenizer_config.json has none
+    const ChatTemplate* chatTemplate() const; // nullptr when none could be loaded
     const GenerationConfig& generationConfig() const;
-    // Errors: NotFound (no chat template; names the file), template errors.
+    // Renders a conversation with the model's chat template (text, to be encoded with
+    // addSpecial = false, as transformers' apply_chat_template does).
+    // Errors: NotFound (no tokenizer_config.json or no chat_template; names the file), the
+    // template's load error, or its render errors.
     Result<std::string> renderChat(const std::vector<ChatMessage>& messages,
                                    bool addGenerationPrompt) const;
     ~LoadedModel();
@@ -60,44 +60,56 @@ private:
 };
 
 enum class StopReason { Eos, StopString, MaxTokens, Cancelled, ContextFull, Error };
+// "eos", "stop string", "max tokens", "cancelled", "context full", "error".
 const char* stopReasonName(StopReason r);
 
 struct GenerateParams {
-    int maxNewTokens = 256;               // >= 1
+    int maxNewTokens = 256;               // >= 1; counts every sampled token, a final EOS included
     SamplerParams sampler;
-    std::vector<std::string> stopStrings; // generation ends before emitting any of them
-    bool ignoreEos = false;
+    std::vector<std::string> stopStrings; // non-empty, valid UTF-8; never emitted
+    bool ignoreEos = false;               // keep sampling past EOS ids (their text is not emitted)
 };
 
 struct GenerateStats {
     int promptTokens = 0;
     int reusedTokens = 0;       // prompt tokens served from the KV cache (exact id prefix)
-    int generatedTokens = 0;
-    double ttftSeconds = 0;     // request start -> first piece emitted (or first token sampled)
-    double prefillSeconds = 0;
-    double decodeSeconds = 0;
-    double prefillTokensPerSecond = 0;
-    double decodeTokensPerSecond = 0;
+    int generatedTokens = 0;    // tokens sampled, including a final EOS; == generatedIds.size()
+    double ttftSeconds = 0;     // generate() call -> first token sampled
+    double prefillSeconds = 0;  // forward passes over the prompt's non-reused tokens
+    double decodeSeconds = 0;   // first token sampled -> last token sampled
+    double prefillTokensPerSecond = 0; // (promptTokens - reusedTokens) / prefillSeconds
+    double decodeTokensPerSecond = 0;  // (generatedTokens - 1) / decodeSeconds
     StopReason stopReason = StopReason::MaxTokens;
+    std::vector<int32_t> generatedIds; // every sampled id in order (a final EOS included)
 };
 
 // Called with each piece of text as soon as it is complete UTF-8 and cannot be part of a stop
 // string. Called on the thread that runs generate(), never from an OpenMP region.
 using PieceFn = std::function<void(std::string_view piece)>;
 
+// One conversation's state: the tokens whose keys/values are in the KV cache.
+// Invariant: tokens() are exactly the tokens in the KV cache, in order. The last sampled token of
+// a generation is not run through the model (nothing needs its logits yet), so it is not cached:
+// the next turn's prompt, which starts with it, re-runs it.
 class Session {
 public:
     explicit Session(const LoadedModel& model);
-    // Runs prompt (the full conversation's ids; a prefix matching the cached tokens is reused) then
-    // samples until EOS, a stop string, maxNewTokens, the context limit, or *cancel.
-    // Cancelled is not an error: it returns stats with stopReason Cancelled.
-    // Errors: InvalidArgument (params, empty prompt, prompt longer than context), Numeric (NaN/Inf
-    // logits), forward errors.
+    // Runs prompt (the full conversation's ids) then samples until EOS, a stop string,
+    // maxNewTokens, the context limit, or *cancel, calling onPiece with the text.
+    // Prefix reuse: the longest common prefix of prompt and tokens() is kept in the KV cache
+    // (at most prompt.size() - 1 tokens, since the last prompt token must run to give logits);
+    // the rest is prefilled in chunks (cancel is checked between chunks and between tokens).
+    // EOS ids (generation config) end generation unless ignoreEos; their text is never emitted.
+    // Output is the same, token for token, whatever was reused.
+    // Cancelled is not an error: it returns stats with stopReason Cancelled; so are ContextFull
+    // (the context filled up while decoding), Eos, StopString and MaxTokens.
+    // Errors: InvalidArgument (params, empty prompt, prompt longer than the context), Numeric
+    // (NaN/Inf logits), forward errors. After an error the session stays usable.
     Result<GenerateStats> generate(std::span<const int32_t> prompt, const GenerateParams& params,
                                    const PieceFn& onPiece,
                                    const std::atomic<bool>* cancel = nullptr);
     void reset(); // forget the conversation (clears the KV cache)
-    // Tokens in the KV cache (prompt + generated so far).
+    // Tokens in the KV cache (see the invariant above).
     const std::vector<int32_t>& tokens() const { return m_tokens; }
 
 private:
@@ -105,5 +117,9 @@ private:
     KVCache m_kv;
     std::vector<int32_t> m_tokens;
 };
+
+// Checks GenerateParams (sampler ranges via validate(), maxNewTokens, stop strings).
+// Errors: InvalidArgument naming the parameter.
+Status validate(const GenerateParams& p);
 
 } // namespace coli

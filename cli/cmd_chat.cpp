@@ -1,0 +1,136 @@
+// coli chat MODEL_DIR: an interactive multi-turn conversation using the model's chat template.
+// Each turn renders the whole conversation; the session reuses the KV cache for the common token
+// prefix, so only the new message is prefilled.
+#include "commands.h"
+#include "exit_codes.h"
+#include "generation_output.h"
+#include "line_reader.h"
+#include "options.h"
+#include "signals.h"
+
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <memory>
+#include <unistd.h>
+
+namespace coli::cli {
+namespace {
+
+struct ChatOptions {
+    ModelOptions model;
+    SamplingOptions sampling;
+    std::string system;
+    int maxNewTokens = 1024;
+    bool ignoreEos = false;
+};
+
+void printPrompt(bool interactive) {
+    if (!interactive) return;
+    std::fputs("> ", stdout);
+    std::fflush(stdout);
+}
+
+int runChat(const ChatOptions& o) {
+    if (std::string e = checkSamplingFlags(o.sampling); !e.empty()) {
+        printError(e);
+        return kExitUsage;
+    }
+    installSigintHandler();
+    int code = kExitOk;
+    auto lm = loadModel(o.model, code);
+    if (!lm) return code;
+    if (!lm->chatTemplate()) {
+        // Render once to get the reason (names tokenizer_config.json).
+        auto r = lm->renderChat({{"user", "x"}}, true);
+        printError(fmt::format("chat needs the model's chat template: {}", r.status().toString()));
+        return kExitModel;
+    }
+
+    GenerateParams params;
+    params.maxNewTokens = o.maxNewTokens;
+    params.sampler = resolveSampling(o.sampling, lm->generationConfig());
+    params.ignoreEos = o.ignoreEos;
+    if (Status s = validate(params); !s) {
+        printError(s.message());
+        return kExitUsage;
+    }
+    const bool interactive = isatty(STDIN_FILENO);
+    if (interactive)
+        fmt::print(stderr, "chat with {} ({}). /reset starts over; Ctrl+C stops an answer; "
+                           "Ctrl+C or Ctrl+D at the prompt quits.\n",
+                   lm->dir(), describeSampling(params.sampler));
+
+    Session session(*lm);
+    std::vector<ChatMessage> messages;
+    auto startConversation = [&] {
+        messages.clear();
+        if (!o.system.empty()) messages.push_back({"system", o.system});
+        session.reset();
+    };
+    startConversation();
+
+    LineReader reader(STDIN_FILENO);
+    PieceWriter writer;
+    std::string line;
+    for (;;) {
+        clearInterrupt();
+        printPrompt(interactive);
+        const auto got = reader.next(line);
+        if (got != LineReader::Result::Line) {
+            if (interactive) std::fputs("\n", stdout);
+            return kExitOk; // EOF or Ctrl+C at the prompt: a normal way to leave
+        }
+        if (line == "/reset") {
+            startConversation();
+            fmt::print(stderr, "[new conversation]\n");
+            continue;
+        }
+        if (line == "/quit" || line == "/exit") return kExitOk;
+        if (line.empty()) continue;
+
+        messages.push_back({"user", line});
+        auto text = lm->renderChat(messages, /*addGenerationPrompt=*/true);
+        if (!text) {
+            messages.pop_back();
+            printError(text.status().toString());
+            continue;
+        }
+        const auto ids = lm->tokenizer().encode(text.value(), /*addSpecial=*/false);
+        writer.clear();
+        auto r = session.generate(ids, params, std::ref(writer), &interruptFlag());
+        std::fputs("\n", stdout);
+        std::fflush(stdout);
+        if (!r) {
+            messages.pop_back();
+            printError(fmt::format("generation failed: {}", r.status().toString()));
+            continue;
+        }
+        // The answer as shown (a cancelled answer is kept as far as it went).
+        messages.push_back({"assistant", writer.text()});
+        printTurnStats(r.value());
+        if (r.value().stopReason == StopReason::ContextFull)
+            printError("the context is full; /reset starts a new conversation");
+    }
+}
+
+} // namespace
+
+Command addChatCommand(CLI::App& root) {
+    auto o = std::make_shared<ChatOptions>();
+    CLI::App* cmd = root.add_subcommand(
+        "chat", "Interactive multi-turn chat with the model's template (reads lines from stdin)");
+    cmd->footer(std::string("Type a message and Enter. /reset starts a new conversation, /quit "
+                            "leaves. Ctrl+C stops the answer; Ctrl+C or EOF at the prompt exits "
+                            "with 0.\n") +
+                kExitCodesHelp);
+    addModelOptions(*cmd, o->model);
+    cmd->add_option("--system", o->system, "System message for the conversation");
+    cmd->add_option("-n,--max-tokens", o->maxNewTokens, "Maximum tokens per answer")
+        ->check(CLI::PositiveNumber);
+    cmd->add_flag("--ignore-eos", o->ignoreEos, "Keep generating past end-of-sequence tokens");
+    addSamplingOptions(*cmd, o->sampling);
+    return {cmd, [o] { return runChat(*o); }};
+}
+
+} // namespace coli::cli

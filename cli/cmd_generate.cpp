@@ -1,0 +1,131 @@
+// coli generate MODEL_DIR -p TEXT: one completion, text on stdout, statistics on stderr.
+#include "commands.h"
+#include "exit_codes.h"
+#include "generation_output.h"
+#include "options.h"
+#include "signals.h"
+
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <unistd.h>
+
+namespace coli::cli {
+namespace {
+
+struct GenerateOptions {
+    ModelOptions model;
+    SamplingOptions sampling;
+    std::string prompt;
+    int maxNewTokens = 256;
+    std::string system;
+    bool chat = false;
+    bool ignoreEos = false;
+    std::vector<std::string> stops;
+};
+
+// `-p -`: all of stdin, minus one trailing newline (so `echo TEXT |` equals `-p TEXT`).
+std::string readStdinPrompt() {
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    if (text.ends_with("\r\n")) text.resize(text.size() - 2);
+    else if (text.ends_with('\n')) text.pop_back();
+    return text;
+}
+
+int runGenerate(GenerateOptions o) {
+    if (std::string e = checkSamplingFlags(o.sampling); !e.empty()) {
+        printError(e);
+        return kExitUsage;
+    }
+    for (const auto& s : o.stops)
+        if (s.empty()) {
+            printError("--stop: the stop string must not be empty");
+            return kExitUsage;
+        }
+    if (!o.system.empty()) o.chat = true; // --system implies --chat (docs/cli.md)
+    if (o.prompt == "-") o.prompt = readStdinPrompt();
+
+    installSigintHandler();
+    int code = kExitOk;
+    auto lm = loadModel(o.model, code);
+    if (!lm) return code;
+
+    std::vector<int32_t> ids;
+    if (o.chat) {
+        std::vector<ChatMessage> messages;
+        if (!o.system.empty()) messages.push_back({"system", o.system});
+        messages.push_back({"user", o.prompt});
+        auto text = lm->renderChat(messages, /*addGenerationPrompt=*/true);
+        if (!text) {
+            printError(fmt::format("--chat: {}", text.status().toString()));
+            return kExitModel;
+        }
+        ids = lm->tokenizer().encode(text.value(), /*addSpecial=*/false);
+    } else {
+        ids = lm->tokenizer().encode(o.prompt, /*addSpecial=*/true);
+    }
+    if (ids.empty()) {
+        printError("the prompt is empty (no tokens); give some text with -p");
+        return kExitUsage;
+    }
+
+    GenerateParams params;
+    params.maxNewTokens = o.maxNewTokens;
+    params.sampler = resolveSampling(o.sampling, lm->generationConfig());
+    params.stopStrings = o.stops;
+    params.ignoreEos = o.ignoreEos;
+    if (Status s = validate(params); !s) { // model defaults combined with flags
+        printError(s.message());
+        return kExitUsage;
+    }
+
+    Session session(*lm);
+    PieceWriter writer;
+    auto r = session.generate(ids, params, std::ref(writer), &interruptFlag());
+    if (!writer.endsWithNewline() && isatty(STDERR_FILENO) && isatty(STDOUT_FILENO))
+        fmt::print(stderr, "\n"); // keep the report off the text's last line on a terminal
+    if (!r) {
+        printError(fmt::format("generation failed: {}", r.status().toString()));
+        return kExitGeneration;
+    }
+    printStats(r.value(), describeSampling(params.sampler));
+    switch (r.value().stopReason) {
+    case StopReason::Cancelled: return kExitInterrupted;
+    case StopReason::ContextFull:
+        printError(fmt::format("the context is full ({} tokens)",
+                               lm->model().config().maxPositions));
+        return kExitGeneration;
+    default: return kExitOk;
+    }
+}
+
+} // namespace
+
+Command addGenerateCommand(CLI::App& root) {
+    auto o = std::make_shared<GenerateOptions>();
+    CLI::App* cmd = root.add_subcommand(
+        "generate", "Complete a prompt: generated text on stdout, statistics on stderr");
+    cmd->footer(std::string("--system implies --chat. Sampling flags left out take the model's "
+                            "generation_config.json defaults, else temp 0.8, top-k 40, "
+                            "top-p 0.95, min-p 0.05.\n") +
+                kExitCodesHelp);
+    addModelOptions(*cmd, o->model);
+    cmd->add_option("-p,--prompt", o->prompt,
+                    "Prompt text, encoded as given (\"-\" reads stdin); no chat template unless "
+                    "--chat")
+        ->required();
+    cmd->add_option("-n,--max-tokens", o->maxNewTokens, "Maximum tokens to generate")
+        ->check(CLI::PositiveNumber);
+    cmd->add_flag("--chat", o->chat,
+                  "Wrap the prompt as a user message in the model's chat template");
+    cmd->add_option("--system", o->system, "System message (implies --chat)");
+    cmd->add_flag("--ignore-eos", o->ignoreEos, "Keep generating past end-of-sequence tokens");
+    cmd->add_option("--stop", o->stops, "Stop before this text (repeatable)");
+    addSamplingOptions(*cmd, o->sampling);
+    return {cmd, [o] { return runGenerate(*o); }};
+}
+
+} // namespace coli::cli

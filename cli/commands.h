@@ -1,0 +1,19 @@
+#pragma once
+// Each subcommand registers its flags on the CLI11 app and returns the function that runs it
+// after a successful parse. run() returns the process exit code (exit_codes.h).
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace coli::cli {
+
+struct Command {
+    CLI::App* app = nullptr;
+    std::function<int()> run;
+};
+
+Command addInfoCommand(CLI::App& root);
+Command addGenerateCommand(CLI::App& root);
+Command addChatCommand(CLI::App& root);
+
+} // namespace coli::cli

@@ -1,0 +1,31 @@
+#pragma once
+// What `generate` and `chat` print around a generation: pieces to stdout (flushed), statistics
+// to stderr.
+#include "runtime/session.h"
+
+#include <string>
+#include <string_view>
+
+namespace coli::cli {
+
+// Writes a piece to stdout and flushes, remembering whether the text ended with a newline.
+class PieceWriter {
+public:
+    void operator()(std::string_view piece);
+    bool endsWithNewline() const { return m_endsWithNewline; }
+    bool wroteAnything() const { return m_wrote; }
+    const std::string& text() const { return m_text; }
+    void clear();
+
+private:
+    bool m_endsWithNewline = true;
+    bool m_wrote = false;
+    std::string m_text;
+};
+
+// The end-of-generation report for `generate` (one fact per line).
+void printStats(const GenerateStats& s, const std::string& sampling);
+// One line per chat turn: "[12 tokens, ttft 3.1 ms, 250.0 tok/s, stop: eos]".
+void printTurnStats(const GenerateStats& s);
+
+} // namespace coli::cli

@@ -1,0 +1,125 @@
+#include "options.h"
+
+#include "exit_codes.h"
+#include "signals.h"
+
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <random>
+#include <unistd.h>
+
+namespace coli::cli {
+
+SamplerParams defaultSampling() {
+    SamplerParams p;
+    p.temperature = 0.8f;
+    p.topK = 40;
+    p.topP = 0.95f;
+    p.minP = 0.05f;
+    p.repeatPenalty = 1.0f;
+    p.repeatLastN = 64;
+    return p;
+}
+
+void addModelOptions(CLI::App& cmd, ModelOptions& o) {
+    cmd.add_option("model_dir", o.dir, "Hugging Face checkpoint directory (config.json, ...)")
+        ->required();
+    cmd.add_option("-t,--threads", o.threads, "CPU threads for the forward pass (0 = all cores)")
+        ->check(CLI::NonNegativeNumber);
+}
+
+void addSamplingOptions(CLI::App& cmd, SamplingOptions& o) {
+    cmd.add_option("--temp", o.temperature, "Temperature, 0..100 (0 = greedy)");
+    cmd.add_option("--top-k", o.topK, "Keep the K most likely tokens (0 = off)");
+    cmd.add_option("--top-p", o.topP, "Nucleus sampling, (0, 1] (1 = off)");
+    cmd.add_option("--min-p", o.minP, "Drop tokens below P x the top probability, [0, 1)");
+    cmd.add_option("--repeat-penalty", o.repeatPenalty, "Repetition penalty (1 = off)");
+    cmd.add_option("--repeat-last-n", o.repeatLastN, "Tokens of history the penalty looks at");
+    cmd.add_option("-s,--seed", o.seed, "Random seed (default: random, printed on stderr)");
+}
+
+std::string checkSamplingFlags(const SamplingOptions& o) {
+    // Each flag alone on top of valid defaults, so the message names the flag the user typed.
+    auto check = [](const char* flag, auto set) -> std::string {
+        SamplerParams p = defaultSampling();
+        set(p);
+        Status s = validate(p);
+        return s ? std::string() : fmt::format("{}: {}", flag, s.message());
+    };
+    std::string e;
+    if (o.temperature && (e = check("--temp", [&](auto& p) { p.temperature = *o.temperature; })) != "")
+        return e;
+    if (o.topK && (e = check("--top-k", [&](auto& p) { p.topK = *o.topK; })) != "") return e;
+    if (o.topP && (e = check("--top-p", [&](auto& p) { p.topP = *o.topP; })) != "") return e;
+    if (o.minP && (e = check("--min-p", [&](auto& p) { p.minP = *o.minP; })) != "") return e;
+    if (o.repeatPenalty &&
+        (e = check("--repeat-penalty", [&](auto& p) { p.repeatPenalty = *o.repeatPenalty; })) != "")
+        return e;
+    if (o.repeatLastN &&
+        (e = check("--repeat-last-n", [&](auto& p) { p.repeatLastN = *o.repeatLastN; })) != "")
+        return e;
+    return {};
+}
+
+SamplerParams resolveSampling(const SamplingOptions& o, const GenerationConfig& gc) {
+    SamplerParams p = gc.hasSamplingDefaults ? gc.defaults : defaultSampling();
+    if (o.temperature) p.temperature = *o.temperature;
+    if (o.topK) p.topK = *o.topK;
+    if (o.topP) p.topP = *o.topP;
+    if (o.minP) p.minP = *o.minP;
+    if (o.repeatPenalty) p.repeatPenalty = *o.repeatPenalty;
+    if (o.repeatLastN) p.repeatLastN = *o.repeatLastN;
+    if (o.seed) {
+        p.seed = *o.seed;
+    } else {
+        std::random_device rd;
+        p.seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    }
+    return p;
+}
+
+std::string describeSampling(const SamplerParams& p) {
+    return fmt::format("temp {:.2f}, top-k {}, top-p {:.2f}, min-p {:.2f}, repeat-penalty {:.2f} "
+                       "(last {}), seed {}",
+                       p.temperature, p.topK, p.topP, p.minP, p.repeatPenalty, p.repeatLastN,
+                       p.seed);
+}
+
+void printError(const std::string& msg) {
+    std::fflush(stdout);
+    fmt::print(stderr, "coli: error: {}\n", msg);
+}
+
+std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode) {
+    const bool tty = isatty(STDERR_FILENO);
+    int lastPercent = -1;
+    ProgressFn progress;
+    if (tty) {
+        progress = [&](const LoadProgress& p) {
+            const int percent = static_cast<int>(p.fraction * 100);
+            if (percent == lastPercent) return;
+            lastPercent = percent;
+            fmt::print(stderr, "\rloading {:<14} {:3d}%", p.stage, percent);
+            std::fflush(stderr);
+        };
+    }
+    ModelLoadOptions opt;
+    opt.threads = o.threads;
+    auto lm = LoadedModel::load(o.dir, opt, progress, &interruptFlag());
+    if (tty) fmt::print(stderr, "\r{:<30}\r", "");
+    if (!lm) {
+        if (lm.status().code() == ErrorCode::Cancelled) {
+            exitCode = kExitInterrupted;
+            fmt::print(stderr, "coli: interrupted while loading {}\n", o.dir);
+        } else {
+            exitCode = kExitModel;
+            printError(fmt::format("cannot load model {}: {}", o.dir, lm.status().toString()));
+        }
+        return nullptr;
+    }
+    exitCode = kExitOk;
+    return std::move(lm.value());
+}
+
+} // namespace coli::cli

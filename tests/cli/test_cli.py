@@ -1,0 +1,368 @@
+#!/usr/bin/python3
+"""End-to-end tests of the `coli` command-line tool on the generated fixture checkpoints.
+
+Usage: test_cli.py --coli PATH --fixtures DIR --work DIR --version X.Y.Z [unittest args]
+
+Facts `coli info` prints are checked against config.json and the safetensors headers, read here
+independently of the engine. Generation is checked for the split of stdout (text only) and stderr
+(statistics), determinism, stdin prompts, exit codes, and Ctrl+C (SIGINT) behaviour.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+ARGS = None
+FAMILIES = ("olmoe", "qwen2moe", "qwen3moe", "mixtral", "granitemoe")
+LARGEST = "qwen3moe"
+DTYPE_BYTES = {"F32": 4, "F16": 2, "BF16": 2}
+
+
+def fixture(name):
+    return os.path.join(ARGS.fixtures, name)
+
+
+def coli(*args, stdin=None, timeout=120):
+    return subprocess.run([ARGS.coli, *args], input=stdin, capture_output=True, timeout=timeout)
+
+
+def safetensors_tensors(model_dir):
+    """{name: (dtype, shape, nbytes)} over every shard, from the headers (8-byte length + JSON)."""
+    files = sorted(f for f in os.listdir(model_dir) if f.endswith(".safetensors"))
+    out = {}
+    for fn in files:
+        with open(os.path.join(model_dir, fn), "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(n))
+        for name, t in header.items():
+            if name == "__metadata__":
+                continue
+            b, e = t["data_offsets"]
+            out[name] = (t["dtype"], t["shape"], e - b)
+    return out
+
+
+def is_expert_tensor(name):
+    # Routed experts: one tensor per expert (".experts.N.") or stacked (Granite's input/output
+    # linear). Shared experts (Qwen2-MoE "shared_expert") are dense.
+    return ".experts." in name or "block_sparse_moe.input_linear" in name or \
+        "block_sparse_moe.output_linear" in name
+
+
+class Reader(threading.Thread):
+    """Collects a pipe's bytes in the background so the child never blocks on a full pipe."""
+
+    def __init__(self, pipe):
+        super().__init__(daemon=True)
+        self.pipe, self.data, self.lock = pipe, b"", threading.Lock()
+        self.start()
+
+    def run(self):
+        while True:
+            chunk = os.read(self.pipe.fileno(), 4096)
+            if not chunk:
+                return
+            with self.lock:
+                self.data += chunk
+
+    def text(self):
+        with self.lock:
+            return self.data.decode("utf-8", "replace")
+
+    def wait_for(self, predicate, timeout, what):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if predicate(self.text()):
+                return
+            time.sleep(0.02)
+        raise AssertionError(f"timed out waiting for {what}; got {self.text()[-2000:]!r}")
+
+
+class Info(unittest.TestCase):
+    def test_info_matches_config_and_headers(self):
+        for name in FAMILIES:
+            with self.subTest(name):
+                cfg = json.load(open(os.path.join(fixture(name), "config.json")))
+                r = coli("info", fixture(name))
+                self.assertEqual(r.returncode, 0, r.stderr)
+                out = r.stdout.decode()
+                self.assertEqual(r.stderr, b"")
+                line = dict(re.findall(r"^([a-z ]+):\s+(.*)$", out, re.M))
+                self.assertEqual(line["family"], cfg["model_type"])
+                self.assertEqual(line["architecture"], cfg["architectures"][0])
+                self.assertTrue(line["layers"].startswith(f"{cfg['num_hidden_layers']} "))
+                n_exp = cfg.get("num_experts", cfg.get("num_local_experts"))
+                self.assertTrue(line["experts"].startswith(
+                    f"{n_exp} per layer, top-{cfg['num_experts_per_tok']}"), line["experts"])
+                self.assertEqual(line["context length"],
+                                 f"{cfg['max_position_embeddings']} tokens")
+                self.assertEqual(line["vocab"], str(cfg["vocab_size"]))
+
+                j = json.loads(coli("info", "--json", fixture(name)).stdout)
+                tensors = safetensors_tensors(fixture(name))
+                total = sum(_prod(s) for _, s, _ in tensors.values())
+                expert_bytes = sum(b for n, (_, _, b) in tensors.items() if is_expert_tensor(n))
+                all_bytes = sum(b for _, _, b in tensors.values())
+                moe_layers = j["moe_layers"]
+                per_expert = expert_bytes // (moe_layers * n_exp)
+                dtype = next(iter(tensors.values()))[0]
+                per_expert_params = per_expert // DTYPE_BYTES[dtype]
+                active = total - (n_exp - cfg["num_experts_per_tok"]) * per_expert_params * \
+                    moe_layers
+                self.assertEqual(j["total_params"], total)
+                self.assertEqual(j["expert_bytes"], expert_bytes)
+                self.assertEqual(j["dense_bytes"], all_bytes - expert_bytes)
+                self.assertEqual(j["bytes_per_expert"], per_expert)
+                self.assertEqual(j["active_params"], active)
+                self.assertEqual(j["experts_per_layer"], n_exp)
+                self.assertEqual(j["layers"], cfg["num_hidden_layers"])
+                self.assertIn(dtype, j["storage"])
+                self.assertIn(f"{total:,}", line["parameters"])
+                self.assertIn(f"{per_expert:,}", line["bytes per expert"])
+
+    def test_info_missing_dir_exits_3(self):
+        missing = os.path.join(ARGS.work, "no-such-model")
+        r = coli("info", missing)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn(missing, r.stderr.decode())
+
+
+def _prod(shape):
+    p = 1
+    for s in shape:
+        p *= s
+    return p
+
+
+class Generate(unittest.TestCase):
+    def test_text_on_stdout_stats_on_stderr(self):
+        r = coli("generate", fixture(LARGEST), "-p", "Hello", "-n", "8", "--temp", "0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out, err = r.stdout.decode("utf-8", "replace"), r.stderr.decode()
+        self.assertNotEqual(out, "")
+        for key in ("prompt tokens:", "generated tokens:", "ttft:", "prefill:", "decode:",
+                    "stop reason:", "tok/s"):
+            self.assertIn(key, err)
+            self.assertNotIn(key, out)
+        self.assertRegex(err, r"generated tokens:\s+8\b")
+        self.assertRegex(err, r"stop reason:\s+(max tokens|eos)")
+        # Greedy is deterministic.
+        r2 = coli("generate", fixture(LARGEST), "-p", "Hello", "-n", "8", "--temp", "0")
+        self.assertEqual(r.stdout, r2.stdout)
+
+    def test_every_family_generates(self):
+        for name in FAMILIES:
+            with self.subTest(name):
+                r = coli("generate", fixture(name), "-p", "The cat", "-n", "6", "--seed", "3",
+                         "--ignore-eos")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertRegex(r.stderr.decode(), r"generated tokens:\s+6\b")
+
+    def test_same_seed_same_output(self):
+        base = ["generate", fixture(LARGEST), "-p", "Once upon", "-n", "24", "--temp", "1.0",
+                "--top-k", "0", "--top-p", "1", "--min-p", "0", "--ignore-eos"]
+        a = coli(*base, "--seed", "42")
+        b = coli(*base, "--seed", "42")
+        c = coli(*base, "--seed", "43")
+        for r in (a, b, c):
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(a.stdout, b.stdout)
+        self.assertNotEqual(a.stdout, c.stdout)
+        self.assertIn("seed 42", a.stderr.decode())
+
+    def test_prompt_from_stdin_equals_flag(self):
+        base = ["generate", fixture(LARGEST), "-n", "12", "--seed", "9", "--ignore-eos"]
+        flag = coli(*base, "-p", "Tell me a story")
+        piped = coli(*base, "-p", "-", stdin=b"Tell me a story")
+        echoed = coli(*base, "-p", "-", stdin=b"Tell me a story\n")
+        for r in (flag, piped, echoed):
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(flag.stdout, piped.stdout)
+        self.assertEqual(flag.stdout, echoed.stdout)
+        self.assertRegex(piped.stderr.decode(), r"prompt tokens:\s+\d+")
+
+    def test_chat_flag_and_system(self):
+        plain = coli("generate", fixture(LARGEST), "-p", "Hi", "-n", "4", "--temp", "0")
+        chat = coli("generate", fixture(LARGEST), "-p", "Hi", "-n", "4", "--temp", "0", "--chat")
+        system = coli("generate", fixture(LARGEST), "-p", "Hi", "-n", "4", "--temp", "0",
+                      "--system", "Be brief.")
+        for r in (plain, chat, system):
+            self.assertEqual(r.returncode, 0, r.stderr)
+        ntok = [int(re.search(r"prompt tokens:\s+(\d+)", r.stderr.decode()).group(1))
+                for r in (plain, chat, system)]
+        # The template adds role markers; a system message adds more.
+        self.assertLess(ntok[0], ntok[1])
+        self.assertLess(ntok[1], ntok[2])
+
+    def test_out_of_range_sampling_exits_2_naming_flag(self):
+        for flag, value in (("--temp", "-1"), ("--top-p", "1.5"), ("--min-p", "-0.1"),
+                            ("--top-k", "-3"), ("--repeat-penalty", "0")):
+            with self.subTest(flag):
+                r = coli("generate", fixture(LARGEST), "-p", "Hi", flag, value)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(flag, r.stderr.decode())
+                self.assertEqual(r.stdout, b"")
+        # Usage errors come before model errors.
+        r = coli("generate", os.path.join(ARGS.work, "nope"), "-p", "Hi", "--temp", "-1")
+        self.assertEqual(r.returncode, 2)
+
+    def test_usage_errors_exit_2(self):
+        for args in (["generate", fixture(LARGEST)],                  # no -p
+                     ["generate", fixture(LARGEST), "-p", "x", "--bogus"],
+                     ["generate", fixture(LARGEST), "-p", "x", "-n", "0"],
+                     ["generate", fixture(LARGEST), "-p", "x", "-n", "many"],
+                     ["frobnicate"], []):
+            with self.subTest(args):
+                r = coli(*args)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                err = r.stderr.decode()
+                self.assertNotIn("terminate called", err)
+                self.assertNotIn("what():", err)
+
+    def test_missing_dir_exits_3_naming_it(self):
+        missing = os.path.join(ARGS.work, "does-not-exist")
+        r = coli("generate", missing, "-p", "Hi")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn(missing, r.stderr.decode())
+        self.assertEqual(r.stdout, b"")
+
+    def test_corrupt_config_exits_3(self):
+        bad = os.path.join(ARGS.work, "corrupt-config")
+        shutil.rmtree(bad, ignore_errors=True)
+        shutil.copytree(fixture(LARGEST), bad)
+        with open(os.path.join(bad, "config.json"), "w") as f:
+            f.write('{"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": ')
+        for sub in (["generate", bad, "-p", "Hi"], ["info", bad], ["chat", bad]):
+            with self.subTest(sub[0]):
+                r = coli(*sub, stdin=b"")
+                self.assertEqual(r.returncode, 3, r.stderr)
+                self.assertIn("config.json", r.stderr.decode())
+
+    def test_corrupt_tokenizer_exits_3(self):
+        bad = os.path.join(ARGS.work, "corrupt-tokenizer")
+        shutil.rmtree(bad, ignore_errors=True)
+        shutil.copytree(fixture(LARGEST), bad)
+        with open(os.path.join(bad, "tokenizer.json"), "w") as f:
+            f.write("[]")
+        r = coli("generate", bad, "-p", "Hi")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("tokenizer.json", r.stderr.decode())
+
+    def test_sigint_during_generate_exits_130(self):
+        p = subprocess.Popen([ARGS.coli, "generate", fixture(LARGEST), "-p", "Go", "-n", "100000",
+                              "--ignore-eos", "--seed", "1"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        out, err = Reader(p.stdout), Reader(p.stderr)
+        try:
+            out.wait_for(lambda t: len(t) > 0, 60, "generated text")
+            p.send_signal(signal.SIGINT)
+            rc = p.wait(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        out.join(5)
+        err.join(5)
+        self.assertEqual(rc, 130, err.text())
+        self.assertRegex(err.text(), r"stop reason:\s+cancelled")
+
+
+class Meta(unittest.TestCase):
+    def test_version(self):
+        r = coli("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn(ARGS.version, r.stdout.decode())
+
+    def test_help_everywhere(self):
+        for args in (["--help"], ["info", "--help"], ["generate", "--help"], ["chat", "--help"]):
+            with self.subTest(args):
+                r = coli(*args)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                text = r.stdout.decode()
+                self.assertIn("Exit codes", text)
+                self.assertIn("130", text)
+        text = coli("generate", "--help").stdout.decode()
+        for flag in ("--prompt", "--max-tokens", "--temp", "--top-k", "--top-p", "--min-p",
+                     "--repeat-penalty", "--seed", "--threads", "--system", "--chat"):
+            self.assertIn(flag, text)
+
+
+class Chat(unittest.TestCase):
+    def test_two_lines_two_answers(self):
+        r = coli("chat", fixture(LARGEST), "-n", "8", "--seed", "5",
+                 stdin=b"Hello there\nHow are you?\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        err = r.stderr.decode()
+        turns = re.findall(r"^\[(\d+) prompt tokens \((\d+) reused\), (\d+) tokens.*stop: "
+                           r"([a-z ]+)\]$", err, re.M)
+        self.assertEqual(len(turns), 2, err)
+        self.assertEqual(turns[0][1], "0")
+        # Turn 2 reuses the cached conversation.
+        self.assertGreater(int(turns[1][1]), 0)
+        self.assertGreater(int(turns[1][0]), int(turns[0][0]))
+        self.assertNotEqual(r.stdout.strip(), b"")
+        self.assertNotIn(b"> ", r.stdout)  # no prompt when stdin is not a terminal
+
+    def test_reset_and_eof(self):
+        r = coli("chat", fixture(LARGEST), "-n", "4", "--seed", "5",
+                 stdin=b"Hello\n/reset\nHello")  # last line without newline, then EOF
+        self.assertEqual(r.returncode, 0, r.stderr)
+        err = r.stderr.decode()
+        turns = re.findall(r"^\[(\d+) prompt tokens \((\d+) reused\)", err, re.M)
+        self.assertEqual(len(turns), 2, err)
+        # After /reset the same first message is the same prompt, with nothing reused.
+        self.assertEqual(turns[0], turns[1])
+        self.assertIn("[new conversation]", err)
+
+    def test_empty_stdin_exits_0(self):
+        r = coli("chat", fixture(LARGEST), stdin=b"")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_sigint_cancels_the_answer_not_the_program(self):
+        p = subprocess.Popen([ARGS.coli, "chat", fixture(LARGEST), "-n", "100000", "--ignore-eos",
+                              "--seed", "1"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        out, err = Reader(p.stdout), Reader(p.stderr)
+        try:
+            for turn, line in enumerate((b"Write forever\n", b"Again\n")):
+                seen = len(out.text())
+                p.stdin.write(line)
+                p.stdin.flush()
+                out.wait_for(lambda t: len(t) > seen + 4, 60, f"answer {turn + 1}")
+                p.send_signal(signal.SIGINT)
+                err.wait_for(lambda t: t.count("stop: cancelled") == turn + 1, 30,
+                             f"answer {turn + 1} cancelled")
+                self.assertIsNone(p.poll(), "chat must survive Ctrl+C during an answer")
+            p.stdin.close()
+            rc = p.wait(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        self.assertEqual(rc, 0, err.text())
+        self.assertEqual(err.text().count("stop: cancelled"), 2)
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--coli", required=True)
+    ap.add_argument("--fixtures", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--version", required=True)
+    ARGS, rest = ap.parse_known_args()
+    os.makedirs(ARGS.work, exist_ok=True)
+    unittest.main(argv=[sys.argv[0], "-v", *rest])
+
+
+if __name__ == "__main__":
+    main()

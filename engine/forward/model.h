@@ -35,18 +35,24 @@ struct ModelLoadOptions {
 };
 
 // Keys and values of every layer for one sequence. Capacity in tokens; grows on demand up to
-// the model's context length.
+// the model's context length. A cache belongs to the model that first filled it (forward()
+// refuses a cache with other dimensions unless it is empty). Copyable (e.g. to fork a sequence).
+// Thread-safety: one thread at a time per cache.
 class KVCache {
 public:
     KVCache() = default;
     int size() const { return m_nTokens; }  // tokens currently cached
-    void truncate(int nTokens);             // keep the first nTokens (prefix reuse)
+    void truncate(int nTokens);             // keep the first nTokens (prefix reuse); clamps
     void clear() { truncate(0); }
+    int capacity() const { return m_capacity; } // tokens the buffers hold without growing
 
-    // Layout (owned by the forward pass): per layer, [capacity, n_kv_heads, head_dim] for K and V.
-    std::vector<std::vector<float>> k, v;
-    int capacity = 0;
+private:
+    friend struct KVCacheAccess; // the forward pass (forward/kv_access.h)
+    // Per layer, [capacity, n_kv_heads, head_dim] for K (after RoPE) and V.
+    std::vector<std::vector<float>> m_k, m_v;
+    int m_capacity = 0;
     int m_nTokens = 0;
+    int m_kvDim = 0; // n_kv_heads * head_dim of the model that filled it
 };
 
 class Model {
@@ -61,13 +67,21 @@ public:
     ~Model();
 
     const ModelConfig& config() const;
+    // Parameter counts and on-disk sizes (see ModelSummary), computed at load.
     ModelSummary summary() const;
+    // Not thread-safe against a concurrent forward().
     void setPath(ForwardPath p);
+    ForwardPath path() const;
+    // OpenMP threads for the Fast path (0 = all cores). Not thread-safe against forward().
     void setThreads(int n);
+    int threads() const;
 
     // Runs tokens[0..n) at positions kv.size() .. kv.size()+n-1, appending them to kv.
     // logits: [n, vocab] when allLogits, else [vocab] for the last token only (resized here).
-    // Errors: InvalidArgument (token id outside [0, vocab), context length exceeded).
+    // Errors: InvalidArgument (no tokens, token id outside [0, vocab), context length
+    // max_position_embeddings exceeded, a cache filled by a model of other dimensions); on error
+    // kv is unchanged. Concurrent calls on one Model are serialised (the Fast path's scratch
+    // buffers are per model).
     Status forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<float>& logits,
                    bool allLogits = false) const;
 

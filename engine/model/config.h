@@ -46,17 +46,25 @@ struct ModelConfig {
     float ropeTheta = 10000.f; // rope_theta
     RopeScaling ropeScaling;
     bool tieWordEmbeddings = false; // tie_word_embeddings
-    bool attentionBias = false;     // q/k/v biases (Qwen2-MoE: true)
+    bool attentionBias = false;     // q/k/v biases (Qwen2-MoE qkv_bias; OLMoE/Granite attention_bias)
+    bool attentionOutBias = false;  // o_proj bias (OLMoE/Granite attention_bias; never Qwen2-MoE)
     QkNorm qkNorm = QkNorm::None;
     float clipQkv = 0.0f;           // OLMoE clip_qkv (0 = off)
-    int slidingWindow = 0;          // Mixtral sliding_window (0 = off)
+    int slidingWindow = 0;          // Mixtral sliding_window (0 = off): key j is visible from
+                                    // query i when i - window < j <= i (HF masking_utils)
+    std::string hiddenAct = "silu"; // hidden_act; only "silu" is supported
 
     // Routed experts
     int nExperts = 0;          // num_experts | num_local_experts
     int topK = 0;              // num_experts_per_tok
     int expertFfn = 0;         // moe_intermediate_size | intermediate_size (per expert)
     bool normTopkProb = false; // norm_topk_prob (Mixtral, Granite: implicitly true)
-    bool routerSoftmaxOverTopk = false; // Mixtral/Granite: softmax over the selected logits
+    // Routing rule (all families: router logits = W_router x, no bias):
+    //   routerSoftmaxOverTopk == false: p = softmax(all logits); pick top-k of p (ties -> lower
+    //       expert index); if normTopkProb, divide the k picked p by their sum.
+    //   routerSoftmaxOverTopk == true (GraniteMoE, JetMoeTopKGating): pick top-k logits, weights =
+    //       softmax over the k picked logits (mathematically the same as normTopkProb).
+    bool routerSoftmaxOverTopk = false;
     std::vector<bool> sparseLayer; // [nLayers]: true where the layer's MLP is MoE
     int denseFfn = 0;              // intermediate_size for dense (mlp_only) layers
 
@@ -72,6 +80,11 @@ struct ModelConfig {
 
     std::string torchDtype;     // torch_dtype, informational
 };
+
+// True when `name` (config.json "architectures"[0]) is one of the supported families; sets *out.
+bool familyFromArchitecture(const std::string& name, Family* out);
+// "OlmoeForCausalLM, Qwen2MoeForCausalLM, ..." for error messages.
+std::string supportedArchitectures();
 
 // Parses `<dir>/config.json`. Errors: NotFound, Malformed (bad JSON, missing or absurd key, naming
 // the key), Unsupported (architecture not in the list above; the message lists the supported ones).

@@ -1,0 +1,306 @@
+// The Fast forward pass: the same function as forward_reference.cpp, computed as matrix-matrix
+// products over a chunk of tokens with OpenMP across output rows (matmuls), across
+// (token, head) pairs (attention) and across tokens (norms, RoPE, routing). No allocation in the
+// loops: every buffer lives in the FastWorkspace sized at load.
+// Determinism: every output element is computed by one thread with a fixed summation order
+// (dotFast), and experts are summed in the router's top-k order, so the thread count never
+// changes a bit of the result.
+#include "forward/kernels.h"
+#include "forward/kv_access.h"
+#include "forward/model_impl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace coli {
+
+namespace {
+
+int threadId() {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+// Y[t, r] = W.row(r) . X[t] (+ bias[r]) for t < n. X: [n, ldx], Y: [n, ldy].
+// Parallel over output rows r: each thread streams its rows of W once for all n tokens.
+void matmul(const Matrix& W, const float* X, int ldx, int n, float* Y, int ldy, const float* bias,
+            int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int r = 0; r < W.rows; ++r) {
+        const float* w = W.row(r);
+        for (int t = 0; t < n; ++t) {
+            float y = dotFast(w, X + size_t(t) * ldx, W.cols);
+            if (bias) y += bias[r];
+            Y[size_t(t) * ldy + r] = y;
+        }
+    }
+}
+
+// g <- silu(g) * u, both [n, ffn] with leading dimension ld.
+void swigluAct(float* g, const float* u, int n, int ffn, int ld, int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int t = 0; t < n; ++t)
+        for (int i = 0; i < ffn; ++i) g[size_t(t) * ld + i] = silu(g[size_t(t) * ld + i]) * u[size_t(t) * ld + i];
+}
+
+// Y [n, d_model] = down(silu(gate X) * up X) for X [n, d_model]; uses ws.g / ws.u.
+void swiglu(const SwiGluWeights& e, const float* X, int n, int d, float* Y, FastWorkspace& ws,
+            int threads) {
+    const int ffn = e.gate.rows;
+    matmul(e.gate, X, d, n, ws.g.data(), ffn, nullptr, threads);
+    matmul(e.up, X, d, n, ws.u.data(), ffn, nullptr, threads);
+    swigluAct(ws.g.data(), ws.u.data(), n, ffn, ffn, threads);
+    matmul(e.down, ws.g.data(), ffn, n, Y, d, nullptr, threads);
+}
+
+class ChunkRunner {
+public:
+    ChunkRunner(const ModelImpl& m, KVCache& kv) : m(m), c(m.cfg), ws(m.ws), kv(kv), T(m.threads) {}
+
+    // Runs n <= kChunk tokens at positions pos0.. and, when `logits` is set, writes the logits
+    // of rows [firstLogitRow, n) to logits (one [vocab] row each).
+    void run(const int32_t* tokens, int n, int pos0, int firstLogitRow, float* logits) {
+        const int d = c.dModel;
+#pragma omp parallel for num_threads(T) schedule(static)
+        for (int t = 0; t < n; ++t) {
+            const float* e = m.w.embed.row(tokens[t]);
+            for (int i = 0; i < d; ++i) ws.x[size_t(t) * d + i] = e[i] * c.embeddingMultiplier;
+        }
+        for (int l = 0; l < c.nLayers; ++l) {
+            const LayerWeights& L = m.w.layers[l];
+            normRows(L.attnNorm.data(), n);
+            attention(L, l, n, pos0);
+            addResidual(ws.o.data(), n);
+            normRows(L.ffnNorm.data(), n);
+            if (L.sparse) {
+                moe(L, m.w.experts[l], n);
+            } else {
+                swiglu(L.dense, ws.h.data(), n, d, ws.mlpOut.data(), ws, T);
+            }
+            addResidual(ws.mlpOut.data(), n);
+        }
+        KVCacheAccess::setSize(kv, pos0 + n);
+        if (!logits) return;
+        const int rows = n - firstLogitRow;
+        normRows(m.w.finalNorm.data(), n);
+        matmul(m.w.outputMatrix(), ws.h.data() + size_t(firstLogitRow) * d, d, rows, logits,
+               c.vocabSize, nullptr, T);
+        const float inv = c.logitsScaling;
+#pragma omp parallel for num_threads(T) schedule(static)
+        for (int t = 0; t < rows; ++t)
+            for (int i = 0; i < c.vocabSize; ++i) logits[size_t(t) * c.vocabSize + i] /= inv;
+    }
+
+private:
+    // h[t] = rmsnorm(x[t]) * w
+    void normRows(const float* w, int n) {
+        const int d = c.dModel;
+#pragma omp parallel for num_threads(T) schedule(static)
+        for (int t = 0; t < n; ++t)
+            rmsNorm(ws.x.data() + size_t(t) * d, w, d, c.rmsNormEps, ws.h.data() + size_t(t) * d);
+    }
+
+    // x[t] += y[t] * residual_multiplier
+    void addResidual(const float* y, int n) {
+        const int d = c.dModel;
+#pragma omp parallel for num_threads(T) schedule(static)
+        for (int t = 0; t < n; ++t)
+            for (int i = 0; i < d; ++i)
+                ws.x[size_t(t) * d + i] += y[size_t(t) * d + i] * c.residualMultiplier;
+    }
+
+    // h [n, d_model] -> o [n, d_model]; appends K/V of the n tokens to the cache.
+    void attention(const LayerWeights& L, int layer, int n, int pos0) {
+        const int d = c.dModel, hd = c.headDim, half = hd / 2;
+        const int qDim = c.nHeads * hd, kvDim = c.nKvHeads * hd;
+        auto ptr = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
+        matmul(L.q, ws.h.data(), d, n, ws.q.data(), qDim, ptr(L.qBias), T);
+        matmul(L.k, ws.h.data(), d, n, ws.k.data(), kvDim, ptr(L.kBias), T);
+        matmul(L.v, ws.h.data(), d, n, ws.v.data(), kvDim, ptr(L.vBias), T);
+
+        float* K = KVCacheAccess::keys(kv, layer);
+        float* V = KVCacheAccess::values(kv, layer);
+#pragma omp parallel for num_threads(T) schedule(static)
+        for (int t = 0; t < n; ++t) {
+            float* q = ws.q.data() + size_t(t) * qDim;
+            float* k = ws.k.data() + size_t(t) * kvDim;
+            float* v = ws.v.data() + size_t(t) * kvDim;
+            if (c.qkNorm == QkNorm::WholeProjection) {
+                rmsNorm(q, L.qNorm.data(), qDim, c.rmsNormEps, q);
+                rmsNorm(k, L.kNorm.data(), kvDim, c.rmsNormEps, k);
+            }
+            if (c.clipQkv > 0) {
+                for (int i = 0; i < qDim; ++i) q[i] = std::clamp(q[i], -c.clipQkv, c.clipQkv);
+                for (int i = 0; i < kvDim; ++i) k[i] = std::clamp(k[i], -c.clipQkv, c.clipQkv);
+                for (int i = 0; i < kvDim; ++i) v[i] = std::clamp(v[i], -c.clipQkv, c.clipQkv);
+            }
+            if (c.qkNorm == QkNorm::PerHead) {
+                for (int h = 0; h < c.nHeads; ++h)
+                    rmsNorm(q + h * hd, L.qNorm.data(), hd, c.rmsNormEps, q + h * hd);
+                for (int h = 0; h < c.nKvHeads; ++h)
+                    rmsNorm(k + h * hd, L.kNorm.data(), hd, c.rmsNormEps, k + h * hd);
+            }
+            float* cs = ws.cosSin.data() + size_t(t) * hd;
+            m.rope.cosSin(pos0 + t, cs, cs + half);
+            for (int h = 0; h < c.nHeads; ++h) Rope::apply(q + h * hd, hd, cs, cs + half);
+            for (int h = 0; h < c.nKvHeads; ++h) Rope::apply(k + h * hd, hd, cs, cs + half);
+            std::memcpy(K + size_t(pos0 + t) * kvDim, k, sizeof(float) * kvDim);
+            std::memcpy(V + size_t(pos0 + t) * kvDim, v, sizeof(float) * kvDim);
+        }
+
+        const float scale = m.attentionScale();
+        const int group = c.nHeads / c.nKvHeads;
+#pragma omp parallel for collapse(2) num_threads(T) schedule(static)
+        for (int t = 0; t < n; ++t) {
+            for (int h = 0; h < c.nHeads; ++h) {
+                const int pos = pos0 + t, kvh = h / group;
+                const int first = c.slidingWindow > 0 ? std::max(0, pos - c.slidingWindow + 1) : 0;
+                float* scores = ws.scores.data() + size_t(threadId()) * c.maxPositions;
+                const float* q = ws.q.data() + size_t(t) * qDim + h * hd;
+                for (int j = first; j <= pos; ++j)
+                    scores[j - first] = dotFast(q, K + size_t(j) * kvDim + kvh * hd, hd) * scale;
+                softmax(scores, pos - first + 1);
+                float* out = ws.att.data() + size_t(t) * qDim + h * hd;
+                std::fill(out, out + hd, 0.0f);
+                for (int j = first; j <= pos; ++j) {
+                    const float p = scores[j - first];
+                    const float* vv = V + size_t(j) * kvDim + kvh * hd;
+                    for (int i = 0; i < hd; ++i) out[i] += p * vv[i];
+                }
+            }
+        }
+        matmul(L.o, ws.att.data(), qDim, n, ws.o.data(), d, ptr(L.oBias), T);
+    }
+
+    // h [n, d_model] -> mlpOut [n, d_model]: router, top-k experts, shared expert.
+    void moe(const LayerWeights& L, const std::vector<SwiGluWeights>& experts, int n) {
+        const int d = c.dModel, E = c.nExperts, K = c.topK;
+        matmul(L.router, ws.h.data(), d, n, ws.routerLogits.data(), E, nullptr, T);
+#pragma omp parallel for num_threads(T) schedule(static)
+        for (int t = 0; t < n; ++t) {
+            float* lg = ws.routerLogits.data() + size_t(t) * E;
+            int* sel = ws.sel.data() + size_t(t) * K;
+            float* w = ws.gateW.data() + size_t(t) * K;
+            if (c.routerSoftmaxOverTopk) {
+                topK(lg, E, K, sel);
+                for (int j = 0; j < K; ++j) w[j] = lg[sel[j]];
+                softmax(w, K);
+            } else {
+                softmax(lg, E);
+                topK(lg, E, K, sel);
+                float sum = 0.0f;
+                for (int j = 0; j < K; ++j) {
+                    w[j] = lg[sel[j]];
+                    sum += w[j];
+                }
+                if (c.normTopkProb)
+                    for (int j = 0; j < K; ++j) w[j] /= sum;
+            }
+        }
+        // Union of the chunk's routed experts: each distinct expert runs once over its tokens,
+        // writing each (token, slot) result into its own row of slotOut.
+        const int cap = FastWorkspace::kChunk;
+        std::fill(ws.expertCount.begin(), ws.expertCount.end(), 0);
+        for (int s = 0; s < n * K; ++s) {
+            const int e = ws.sel[s];
+            ws.expertTokens[size_t(e) * cap + ws.expertCount[e]++] = s;
+        }
+        for (int e = 0; e < E; ++e) {
+            const int cnt = ws.expertCount[e];
+            if (cnt == 0) continue;
+            const int* slots = ws.expertTokens.data() + size_t(e) * cap;
+            for (int i = 0; i < cnt; ++i)
+                std::memcpy(ws.gather.data() + size_t(i) * d,
+                            ws.h.data() + size_t(slots[i] / K) * d, sizeof(float) * d);
+            swiglu(experts[e], ws.gather.data(), cnt, d, ws.y.data(), ws, T);
+            for (int i = 0; i < cnt; ++i) {
+                const float w = ws.gateW[slots[i]];
+                float* dst = ws.slotOut.data() + size_t(slots[i]) * d;
+                const float* y = ws.y.data() + size_t(i) * d;
+                for (int j = 0; j < d; ++j) dst[j] = y[j] * w;
+            }
+        }
+#pragma omp parallel for num_threads(T) schedule(static)
+        for (int t = 0; t < n; ++t) {
+            float* out = ws.mlpOut.data() + size_t(t) * d;
+            std::fill(out, out + d, 0.0f);
+            for (int j = 0; j < K; ++j) { // the router's top-k order
+                const float* y = ws.slotOut.data() + (size_t(t) * K + j) * d;
+                for (int i = 0; i < d; ++i) out[i] += y[i];
+            }
+        }
+        if (c.sharedFfn > 0) {
+            swiglu(L.shared, ws.h.data(), n, d, ws.y.data(), ws, T);
+            if (c.sharedExpertGate)
+                matmul(L.sharedExpertGate, ws.h.data(), d, n, ws.sharedGate.data(), 1, nullptr, T);
+#pragma omp parallel for num_threads(T) schedule(static)
+            for (int t = 0; t < n; ++t) {
+                const float g = c.sharedExpertGate ? sigmoid(ws.sharedGate[t]) : 1.0f;
+                for (int i = 0; i < d; ++i)
+                    ws.mlpOut[size_t(t) * d + i] += ws.y[size_t(t) * d + i] * g;
+            }
+        }
+    }
+
+    const ModelImpl& m;
+    const ModelConfig& c;
+    FastWorkspace& ws;
+    KVCache& kv;
+    const int T; // OpenMP threads
+};
+
+} // namespace
+
+void FastWorkspace::allocate(const ModelConfig& c, int threads) {
+    const size_t C = kChunk, d = c.dModel, K = c.topK, E = c.nExperts;
+    const size_t qDim = size_t(c.nHeads) * c.headDim, kvDim = size_t(c.nKvHeads) * c.headDim;
+    const size_t ffn = std::max({c.expertFfn, c.sharedFfn, c.denseFfn, 1});
+    x.assign(C * d, 0);
+    h.assign(C * d, 0);
+    q.assign(C * qDim, 0);
+    k.assign(C * kvDim, 0);
+    v.assign(C * kvDim, 0);
+    att.assign(C * qDim, 0);
+    o.assign(C * d, 0);
+    routerLogits.assign(C * E, 0);
+    gateW.assign(C * K, 0);
+    sel.assign(C * K, 0);
+    slotOut.assign(C * K * d, 0);
+    expertTokens.assign(E * C, 0);
+    expertCount.assign(E, 0);
+    gather.assign(C * d, 0);
+    g.assign(C * ffn, 0);
+    u.assign(C * ffn, 0);
+    y.assign(C * d, 0);
+    mlpOut.assign(C * d, 0);
+    sharedGate.assign(C, 0);
+    cosSin.assign(C * c.headDim, 0);
+    scoreThreads = std::max(threads, 1);
+    scores.assign(size_t(scoreThreads) * c.maxPositions, 0);
+}
+
+void forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
+                 std::vector<float>& logits, bool allLogits) {
+    const int n = int(tokens.size()), V = m.cfg.vocabSize;
+    logits.resize(size_t(allLogits ? n : 1) * V);
+    ChunkRunner runner(m, kv);
+    for (int c0 = 0; c0 < n; c0 += FastWorkspace::kChunk) {
+        const int cn = std::min(FastWorkspace::kChunk, n - c0);
+        const bool last = c0 + cn == n;
+        if (allLogits) {
+            runner.run(tokens.data() + c0, cn, kv.size(), 0, logits.data() + size_t(c0) * V);
+        } else {
+            runner.run(tokens.data() + c0, cn, kv.size(), cn - 1, last ? logits.data() : nullptr);
+        }
+    }
+}
+
+} // namespace coli

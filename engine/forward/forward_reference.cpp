@@ -1,0 +1,164 @@
+// The Reference forward pass: scalar, single-threaded, one token at a time, written to be read
+// top to bottom. It is the oracle the Fast path is tested against. It allocates freely.
+// Family differences are fields of ModelConfig (see docs/families.md for their HF sources).
+#include "forward/kernels.h"
+#include "forward/kv_access.h"
+#include "forward/model_impl.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace coli {
+
+namespace {
+
+using Vec = std::vector<float>;
+
+// y = W x (+ bias). W: [rows, cols], x: [cols] -> y: [rows].
+Vec linear(const Matrix& W, const Vec& x, const Vec& bias = {}) {
+    Vec y(W.rows);
+    for (int r = 0; r < W.rows; ++r) {
+        y[r] = dotReference(W.row(r), x.data(), W.cols);
+        if (!bias.empty()) y[r] += bias[r];
+    }
+    return y;
+}
+
+// down(silu(gate x) * up x): x [d_model] -> [d_model]
+Vec swiglu(const SwiGluWeights& e, const Vec& x) {
+    Vec g = linear(e.gate, x);
+    const Vec u = linear(e.up, x);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = silu(g[i]) * u[i];
+    return linear(e.down, g);
+}
+
+// Router + top-k experts (+ shared expert). x: [d_model] -> [d_model].
+Vec moe(const ModelConfig& c, const LayerWeights& L, const std::vector<SwiGluWeights>& experts,
+        const Vec& x) {
+    Vec logits = linear(L.router, x); // [n_experts]
+    std::vector<int> sel(c.topK);
+    Vec weight(c.topK);
+    if (c.routerSoftmaxOverTopk) {
+        // GraniteMoE (JetMoeTopKGating): top-k of the logits, softmax over those k.
+        topK(logits.data(), c.nExperts, c.topK, sel.data());
+        for (int j = 0; j < c.topK; ++j) weight[j] = logits[sel[j]];
+        softmax(weight.data(), c.topK);
+    } else {
+        // OLMoE / Qwen / Mixtral: softmax over all experts, top-k, optional renormalisation.
+        Vec p = logits;
+        softmax(p.data(), c.nExperts);
+        topK(p.data(), c.nExperts, c.topK, sel.data());
+        float sum = 0.0f;
+        for (int j = 0; j < c.topK; ++j) {
+            weight[j] = p[sel[j]];
+            sum += weight[j];
+        }
+        if (c.normTopkProb)
+            for (float& w : weight) w /= sum;
+    }
+    // Each expert's weighted output is added in the router's top-k order.
+    Vec out(c.dModel, 0.0f);
+    for (int j = 0; j < c.topK; ++j) {
+        const Vec y = swiglu(experts[sel[j]], x);
+        for (int i = 0; i < c.dModel; ++i) out[i] += y[i] * weight[j];
+    }
+    if (c.sharedFfn > 0) {
+        // Qwen2MoeSparseMoeBlock: shared_expert(x) * sigmoid(shared_expert_gate(x)).
+        const Vec s = swiglu(L.shared, x);
+        const float gate = c.sharedExpertGate ? sigmoid(linear(L.sharedExpertGate, x)[0]) : 1.0f;
+        for (int i = 0; i < c.dModel; ++i) out[i] += s[i] * gate;
+    }
+    return out;
+}
+
+// Self-attention for one token at position `pos`; appends its K/V to the cache.
+// h: [d_model] (normed input) -> [d_model].
+Vec attention(const ModelImpl& m, const LayerWeights& L, int layer, const Vec& h, int pos,
+              KVCache& kv) {
+    const ModelConfig& c = m.cfg;
+    const int hd = c.headDim, kvDim = c.nKvHeads * hd;
+    Vec q = linear(L.q, h, L.qBias); // [n_heads * head_dim]
+    Vec k = linear(L.k, h, L.kBias); // [n_kv * head_dim]
+    Vec v = linear(L.v, h, L.vBias); // [n_kv * head_dim]
+
+    if (c.qkNorm == QkNorm::WholeProjection) { // OLMoE: over the whole projection
+        rmsNorm(q.data(), L.qNorm.data(), int(q.size()), c.rmsNormEps, q.data());
+        rmsNorm(k.data(), L.kNorm.data(), int(k.size()), c.rmsNormEps, k.data());
+    }
+    if (c.clipQkv > 0) { // OLMoE clip_qkv, after the norms
+        for (Vec* t : {&q, &k, &v})
+            for (float& x : *t) x = std::clamp(x, -c.clipQkv, c.clipQkv);
+    }
+    if (c.qkNorm == QkNorm::PerHead) { // Qwen3-MoE: per head, before RoPE
+        for (int hh = 0; hh < c.nHeads; ++hh)
+            rmsNorm(&q[hh * hd], L.qNorm.data(), hd, c.rmsNormEps, &q[hh * hd]);
+        for (int hh = 0; hh < c.nKvHeads; ++hh)
+            rmsNorm(&k[hh * hd], L.kNorm.data(), hd, c.rmsNormEps, &k[hh * hd]);
+    }
+
+    Vec cos(hd / 2), sin(hd / 2);
+    m.rope.cosSin(pos, cos.data(), sin.data());
+    for (int hh = 0; hh < c.nHeads; ++hh) Rope::apply(&q[hh * hd], hd, cos.data(), sin.data());
+    for (int hh = 0; hh < c.nKvHeads; ++hh) Rope::apply(&k[hh * hd], hd, cos.data(), sin.data());
+
+    float* K = KVCacheAccess::keys(kv, layer);   // [capacity, kvDim]
+    float* V = KVCacheAccess::values(kv, layer); // [capacity, kvDim]
+    std::copy(k.begin(), k.end(), K + size_t(pos) * kvDim);
+    std::copy(v.begin(), v.end(), V + size_t(pos) * kvDim);
+
+    // Causal (and, with a sliding window w, only keys j > pos - w; HF masking_utils).
+    const int first = c.slidingWindow > 0 ? std::max(0, pos - c.slidingWindow + 1) : 0;
+    const float scale = m.attentionScale();
+    const int group = c.nHeads / c.nKvHeads; // query heads per KV head (repeat_kv)
+    Vec out(size_t(c.nHeads) * hd, 0.0f);
+    for (int hh = 0; hh < c.nHeads; ++hh) {
+        const int kvh = hh / group;
+        Vec scores(pos - first + 1);
+        for (int j = first; j <= pos; ++j)
+            scores[j - first] =
+                dotReference(&q[hh * hd], K + size_t(j) * kvDim + kvh * hd, hd) * scale;
+        softmax(scores.data(), int(scores.size()));
+        for (int j = first; j <= pos; ++j)
+            for (int i = 0; i < hd; ++i)
+                out[hh * hd + i] += scores[j - first] * V[size_t(j) * kvDim + kvh * hd + i];
+    }
+    return linear(L.o, out, L.oBias);
+}
+
+} // namespace
+
+void forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
+                      std::vector<float>& logits, bool allLogits) {
+    const ModelConfig& c = m.cfg;
+    const int n = int(tokens.size()), start = kv.size();
+    logits.assign(size_t(allLogits ? n : 1) * c.vocabSize, 0.0f);
+
+    for (int t = 0; t < n; ++t) {
+        const int pos = start + t;
+        // Embedding (GraniteMoE: times embedding_multiplier).
+        Vec x(m.w.embed.row(tokens[t]), m.w.embed.row(tokens[t]) + c.dModel);
+        for (float& e : x) e *= c.embeddingMultiplier;
+
+        for (int l = 0; l < c.nLayers; ++l) {
+            const LayerWeights& L = m.w.layers[l];
+            Vec h(c.dModel);
+            rmsNorm(x.data(), L.attnNorm.data(), c.dModel, c.rmsNormEps, h.data());
+            const Vec a = attention(m, L, l, h, pos, kv);
+            for (int i = 0; i < c.dModel; ++i) x[i] += a[i] * c.residualMultiplier;
+
+            rmsNorm(x.data(), L.ffnNorm.data(), c.dModel, c.rmsNormEps, h.data());
+            const Vec f = L.sparse ? moe(c, L, m.w.experts[l], h) : swiglu(L.dense, h);
+            for (int i = 0; i < c.dModel; ++i) x[i] += f[i] * c.residualMultiplier;
+        }
+        KVCacheAccess::setSize(kv, pos + 1);
+
+        if (!allLogits && t != n - 1) continue;
+        Vec h(c.dModel);
+        rmsNorm(x.data(), m.w.finalNorm.data(), c.dModel, c.rmsNormEps, h.data());
+        const Vec out = linear(m.w.outputMatrix(), h); // [vocab]
+        float* dst = logits.data() + (allLogits ? size_t(t) * c.vocabSize : 0);
+        for (int i = 0; i < c.vocabSize; ++i) dst[i] = out[i] / c.logitsScaling;
+    }
+}
+
+} // namespace coli

@@ -1,0 +1,63 @@
+#include "forward/kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace coli {
+
+void rmsNorm(const float* x, const float* w, int n, float eps, float* out) {
+    float ss = 0.0f;
+    for (int i = 0; i < n; ++i) ss += x[i] * x[i];
+    const float r = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+    for (int i = 0; i < n; ++i) out[i] = w[i] * (x[i] * r);
+}
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+float silu(float x) { return x * sigmoid(x); }
+
+void softmax(float* x, int n) {
+    float mx = x[0];
+    for (int i = 1; i < n; ++i) mx = std::max(mx, x[i]);
+    float sum = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        x[i] = std::exp(x[i] - mx);
+        sum += x[i];
+    }
+    const float inv = 1.0f / sum;
+    for (int i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void topK(const float* x, int n, int k, int* out) {
+    // Selection by repeated scans (no allocation): n is the number of experts (tens to
+    // hundreds), k <= n. Strict '>' keeps the lower index among equal values.
+    for (int j = 0; j < k; ++j) {
+        int best = -1;
+        for (int i = 0; i < n; ++i) {
+            bool taken = false;
+            for (int p = 0; p < j; ++p) taken = taken || out[p] == i;
+            if (taken) continue;
+            if (best < 0 || x[i] > x[best]) best = i;
+        }
+        out[j] = best;
+    }
+}
+
+float dotReference(const float* a, const float* b, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; ++i) s += double(a[i]) * double(b[i]);
+    return static_cast<float>(s);
+}
+
+float dotFast(const float* a, const float* b, int n) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
+    float tail = 0.0f;
+    for (; i < n; ++i) tail += a[i] * b[i];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+}
+
+} // namespace coli

@@ -1,0 +1,33 @@
+#pragma once
+// Small numeric kernels shared by the Reference and Fast forward paths. All f32.
+// Thread-safety: pure functions.
+#include <cstdint>
+#include <vector>
+
+namespace coli {
+
+// RMSNorm (HF *RMSNorm.forward): out[i] = w[i] * (x[i] * rsqrt(mean(x^2) + eps)). x, w, out: [n].
+// out may alias x. The sum of squares runs in index order.
+void rmsNorm(const float* x, const float* w, int n, float eps, float* out);
+
+// silu(x) = x * sigmoid(x) (torch.nn.functional.silu).
+float silu(float x);
+float sigmoid(float x);
+
+// In-place softmax over x[0..n): exp(x - max) / sum, sums in index order.
+void softmax(float* x, int n);
+
+// Indices of the k largest values of x[0..n) in descending order of value; ties -> lower index
+// first (a total order, so the result never depends on the sort algorithm). out: [k].
+void topK(const float* x, int n, int k, int* out);
+
+// Dot product in plain index order, accumulated in double and rounded once (the Reference path:
+// the oracle is kept as close to exact as is cheap, so Fast-vs-Reference differences measure the
+// Fast path's own f32 rounding).
+float dotReference(const float* a, const float* b, int n);
+
+// Dot product with 8 interleaved partial sums combined in a fixed order (the Fast path): the
+// order depends only on n, never on threads, so results are reproducible bit for bit.
+float dotFast(const float* a, const float* b, int n);
+
+} // namespace coli

@@ -1,0 +1,138 @@
+#include "forward/model.h"
+
+#include "forward/kv_access.h"
+#include "forward/model_impl.h"
+#include "io/safetensors.h"
+
+#include <algorithm>
+#include <cmath>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace coli {
+
+namespace {
+
+int resolveThreads(int requested) {
+    if (requested > 0) return requested;
+#ifdef _OPENMP
+    return std::max(1, omp_get_max_threads());
+#else
+    return 1;
+#endif
+}
+
+} // namespace
+
+// ---- KVCache ----
+
+void KVCache::truncate(int nTokens) { m_nTokens = std::clamp(nTokens, 0, m_nTokens); }
+
+bool KVCacheAccess::reserve(KVCache& kv, int nLayers, int kvDim, int tokens, int maxTokens) {
+    if (kv.m_kvDim != kvDim || int(kv.m_k.size()) != nLayers) {
+        if (kv.m_nTokens > 0) return false;
+        kv.m_k.assign(nLayers, {});
+        kv.m_v.assign(nLayers, {});
+        kv.m_kvDim = kvDim;
+        kv.m_capacity = 0;
+    }
+    if (tokens <= kv.m_capacity) return true;
+    const int cap = std::min(maxTokens, std::max({tokens, 2 * kv.m_capacity, 64}));
+    for (int l = 0; l < nLayers; ++l) {
+        kv.m_k[l].resize(size_t(cap) * kvDim);
+        kv.m_v[l].resize(size_t(cap) * kvDim);
+    }
+    kv.m_capacity = cap;
+    return true;
+}
+
+// ---- ModelImpl ----
+
+float ModelImpl::attentionScale() const {
+    // GraniteMoE: attention_multiplier is the softmax scale; others: 1/sqrt(head_dim).
+    return cfg.attentionMultiplier > 0 ? cfg.attentionMultiplier
+                                       : 1.0f / std::sqrt(static_cast<float>(cfg.headDim));
+}
+
+struct Model::Impl : ModelImpl {};
+
+// ---- Model ----
+
+Model::Model() : m_impl(std::make_unique<Impl>()) {}
+Model::~Model() = default;
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLoadOptions& opt,
+                                           const ProgressFn& progress,
+                                           const std::atomic<bool>* cancel) {
+    auto report = [&](const char* stage, double f) {
+        if (progress) progress(LoadProgress{stage, f});
+    };
+    auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
+    report("config", 0.0);
+    Result<ModelConfig> cfg = loadConfig(dir);
+    if (!cfg) return cfg.status();
+    Result<Rope> rope = Rope::create(*cfg);
+    if (!rope) return rope.status();
+    if (cancelled()) return Status(ErrorCode::Cancelled, dir + ": loading cancelled");
+
+    Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(dir);
+    if (!ckpt) return ckpt.status();
+    std::unique_ptr<Model> model(new Model());
+    Impl& m = *model->m_impl;
+    m.cfg = std::move(cfg.value());
+    m.rope = std::move(rope.value());
+    m.summary = computeSummary(**ckpt, m.cfg);
+    report("weights", 0.01);
+    Result<ModelWeights> w = loadWeights(
+        **ckpt, m.cfg, [&](double f) { report("weights", 0.01 + 0.98 * f); }, cancel);
+    if (!w) return w.status();
+    m.w = std::move(w.value());
+    m.path = opt.path;
+    m.threads = resolveThreads(opt.threads);
+    m.ws.allocate(m.cfg, m.threads);
+    report("weights", 1.0);
+    return model;
+}
+
+const ModelConfig& Model::config() const { return m_impl->cfg; }
+ModelSummary Model::summary() const { return m_impl->summary; }
+void Model::setPath(ForwardPath p) { m_impl->path = p; }
+ForwardPath Model::path() const { return m_impl->path; }
+int Model::threads() const { return m_impl->threads; }
+
+void Model::setThreads(int n) {
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    m_impl->threads = resolveThreads(n);
+    if (m_impl->threads > m_impl->ws.scoreThreads) m_impl->ws.allocate(m_impl->cfg, m_impl->threads);
+}
+
+Status Model::forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<float>& logits,
+                      bool allLogits) const {
+    const ModelConfig& c = m_impl->cfg;
+    if (tokens.empty()) return {ErrorCode::InvalidArgument, "forward: no tokens given"};
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (tokens[i] < 0 || tokens[i] >= c.vocabSize)
+            return {ErrorCode::InvalidArgument,
+                    "forward: token id " + std::to_string(tokens[i]) + " at index " +
+                        std::to_string(i) + " outside [0, " + std::to_string(c.vocabSize) + ")"};
+    }
+    const int64_t end = int64_t(kv.size()) + int64_t(tokens.size());
+    if (end > c.maxPositions)
+        return {ErrorCode::InvalidArgument,
+                "forward: context length exceeded: " + std::to_string(end) +
+                    " positions > max_position_embeddings " + std::to_string(c.maxPositions)};
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    if (!KVCacheAccess::reserve(kv, c.nLayers, c.nKvHeads * c.headDim, int(end), c.maxPositions))
+        return {ErrorCode::InvalidArgument,
+                "forward: the KV cache holds tokens of a model with other dimensions"};
+    if (m_impl->path == ForwardPath::Reference) {
+        forwardReference(*m_impl, tokens, kv, logits, allLogits);
+    } else {
+        forwardFast(*m_impl, tokens, kv, logits, allLogits);
+    }
+    return {};
+}
+
+} // namespace coli

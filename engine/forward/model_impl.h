@@ -1,0 +1,50 @@
+#pragma once
+// Internal: what a loaded Model holds, and the two forward paths over it.
+#include "forward/model.h"
+#include "forward/rope.h"
+#include "model/weights.h"
+
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace coli {
+
+// Scratch buffers of the Fast path, sized at load for kChunk tokens (longer batches run in chunks
+// of kChunk; each token's row is computed independently, so chunking never changes a bit).
+struct FastWorkspace {
+    static constexpr int kChunk = 32;
+    std::vector<float> x, h, q, k, v, att, o;   // [kChunk, dim]
+    std::vector<float> routerLogits, gateW;     // [kChunk, n_experts], [kChunk, top_k]
+    std::vector<int> sel;                       // [kChunk, top_k]
+    std::vector<float> slotOut;                 // [kChunk * top_k, d_model]
+    std::vector<int> expertTokens, expertCount; // [n_experts, kChunk * top_k], [n_experts]
+    std::vector<float> gather, g, u, y;         // [kChunk*top_k, d_model | ffn | ffn | d_model]
+    std::vector<float> mlpOut, sharedGate;      // [kChunk, d_model], [kChunk]
+    std::vector<float> scores;                  // [threads, max_positions]
+    std::vector<float> cosSin;                  // [kChunk, head_dim] (cos then sin halves)
+    int scoreThreads = 0;
+    void allocate(const ModelConfig& c, int threads);
+};
+
+struct ModelImpl {
+    ModelConfig cfg;
+    ModelWeights w;
+    Rope rope;
+    ModelSummary summary;
+    ForwardPath path = ForwardPath::Fast;
+    int threads = 1;
+    mutable std::mutex mutex; // serialises forward() (the workspace is shared)
+    mutable FastWorkspace ws;
+
+    float attentionScale() const;
+};
+
+// Both: tokens already validated, kv already reserved for kv.size() + tokens.size() positions.
+// They append to kv and fill logits as Model::forward documents.
+void forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
+                      std::vector<float>& logits, bool allLogits);
+void forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
+                 std::vector<float>& logits, bool allLogits);
+
+} // namespace coli

@@ -1,0 +1,106 @@
+#include "model/tensor_names.h"
+
+#include <array>
+
+namespace coli {
+
+namespace {
+
+// Columns follow the Family enum: Olmoe, Qwen2Moe, Qwen3Moe, Mixtral, GraniteMoe.
+// {L} is the layer index, {E} the expert index; nullptr = the family has no such tensor.
+struct Row {
+    TensorKind kind;
+    std::array<const char*, 5> pattern;
+};
+
+#define ALL5(p) {p, p, p, p, p}
+
+const Row kTable[] = {
+    {TensorKind::Embed, ALL5("model.embed_tokens.weight")},
+    {TensorKind::FinalNorm, ALL5("model.norm.weight")},
+    {TensorKind::LmHead, ALL5("lm_head.weight")},
+    {TensorKind::AttnNorm, ALL5("model.layers.{L}.input_layernorm.weight")},
+    {TensorKind::FfnNorm, ALL5("model.layers.{L}.post_attention_layernorm.weight")},
+    {TensorKind::Q, ALL5("model.layers.{L}.self_attn.q_proj.weight")},
+    {TensorKind::K, ALL5("model.layers.{L}.self_attn.k_proj.weight")},
+    {TensorKind::V, ALL5("model.layers.{L}.self_attn.v_proj.weight")},
+    {TensorKind::O, ALL5("model.layers.{L}.self_attn.o_proj.weight")},
+    {TensorKind::QBias, ALL5("model.layers.{L}.self_attn.q_proj.bias")},
+    {TensorKind::KBias, ALL5("model.layers.{L}.self_attn.k_proj.bias")},
+    {TensorKind::VBias, ALL5("model.layers.{L}.self_attn.v_proj.bias")},
+    {TensorKind::OBias, ALL5("model.layers.{L}.self_attn.o_proj.bias")},
+    {TensorKind::QNorm,
+     {"model.layers.{L}.self_attn.q_norm.weight", nullptr,
+      "model.layers.{L}.self_attn.q_norm.weight", nullptr, nullptr}},
+    {TensorKind::KNorm,
+     {"model.layers.{L}.self_attn.k_norm.weight", nullptr,
+      "model.layers.{L}.self_attn.k_norm.weight", nullptr, nullptr}},
+    {TensorKind::Router,
+     {"model.layers.{L}.mlp.gate.weight", "model.layers.{L}.mlp.gate.weight",
+      "model.layers.{L}.mlp.gate.weight", "model.layers.{L}.block_sparse_moe.gate.weight",
+      "model.layers.{L}.block_sparse_moe.router.layer.weight"}},
+    {TensorKind::ExpertGate,
+     {"model.layers.{L}.mlp.experts.{E}.gate_proj.weight",
+      "model.layers.{L}.mlp.experts.{E}.gate_proj.weight",
+      "model.layers.{L}.mlp.experts.{E}.gate_proj.weight",
+      "model.layers.{L}.block_sparse_moe.experts.{E}.w1.weight", nullptr}},
+    {TensorKind::ExpertUp,
+     {"model.layers.{L}.mlp.experts.{E}.up_proj.weight",
+      "model.layers.{L}.mlp.experts.{E}.up_proj.weight",
+      "model.layers.{L}.mlp.experts.{E}.up_proj.weight",
+      "model.layers.{L}.block_sparse_moe.experts.{E}.w3.weight", nullptr}},
+    {TensorKind::ExpertDown,
+     {"model.layers.{L}.mlp.experts.{E}.down_proj.weight",
+      "model.layers.{L}.mlp.experts.{E}.down_proj.weight",
+      "model.layers.{L}.mlp.experts.{E}.down_proj.weight",
+      "model.layers.{L}.block_sparse_moe.experts.{E}.w2.weight", nullptr}},
+    {TensorKind::ExpertsGateUp,
+     {nullptr, nullptr, nullptr, nullptr, "model.layers.{L}.block_sparse_moe.input_linear.weight"}},
+    {TensorKind::ExpertsDown,
+     {nullptr, nullptr, nullptr, nullptr,
+      "model.layers.{L}.block_sparse_moe.output_linear.weight"}},
+    {TensorKind::SharedGate,
+     {nullptr, "model.layers.{L}.mlp.shared_expert.gate_proj.weight", nullptr, nullptr, nullptr}},
+    {TensorKind::SharedUp,
+     {nullptr, "model.layers.{L}.mlp.shared_expert.up_proj.weight", nullptr, nullptr, nullptr}},
+    {TensorKind::SharedDown,
+     {nullptr, "model.layers.{L}.mlp.shared_expert.down_proj.weight", nullptr, nullptr, nullptr}},
+    {TensorKind::SharedExpertGate,
+     {nullptr, "model.layers.{L}.mlp.shared_expert_gate.weight", nullptr, nullptr, nullptr}},
+    {TensorKind::DenseGate,
+     {nullptr, "model.layers.{L}.mlp.gate_proj.weight", "model.layers.{L}.mlp.gate_proj.weight",
+      nullptr, nullptr}},
+    {TensorKind::DenseUp,
+     {nullptr, "model.layers.{L}.mlp.up_proj.weight", "model.layers.{L}.mlp.up_proj.weight",
+      nullptr, nullptr}},
+    {TensorKind::DenseDown,
+     {nullptr, "model.layers.{L}.mlp.down_proj.weight", "model.layers.{L}.mlp.down_proj.weight",
+      nullptr, nullptr}},
+};
+#undef ALL5
+
+void replaceAll(std::string& s, const std::string& from, const std::string& to) {
+    for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+        s.replace(p, from.size(), to);
+}
+
+} // namespace
+
+ExpertLayout expertLayout(Family f) {
+    return f == Family::GraniteMoe ? ExpertLayout::Stacked : ExpertLayout::PerExpert;
+}
+
+std::string tensorName(Family f, TensorKind kind, int layer, int expert) {
+    for (const Row& row : kTable) {
+        if (row.kind != kind) continue;
+        const char* p = row.pattern[static_cast<size_t>(f)];
+        if (!p) return {};
+        std::string s = p;
+        replaceAll(s, "{L}", std::to_string(layer));
+        replaceAll(s, "{E}", std::to_string(expert));
+        return s;
+    }
+    return {};
+}
+
+} // namespace coli

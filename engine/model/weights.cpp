@@ -1,0 +1,243 @@
+#include "model/weights.h"
+
+#include "io/safetensors.h"
+#include "model/tensor_names.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+namespace coli {
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+std::string shapeString(const Shape& s) {
+    std::string r = "[";
+    for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+    return r + "]";
+}
+
+// One tensor the model needs: its name, expected shape and how to read it into the weights.
+struct Need {
+    std::string name;
+    Shape shape;
+    bool routedExpert = false;      // part of a routed expert (stacked: all experts of a layer)
+    std::function<Status(const Checkpoint&)> read; // empty when only planning (summary)
+};
+
+class Planner {
+public:
+    Planner(const ModelConfig& c, ModelWeights* w) : m_c(c), m_w(w) {}
+
+    std::vector<Need> plan() {
+        const ModelConfig& c = m_c;
+        const int64_t d = c.dModel, vocab = c.vocabSize;
+        if (m_w) {
+            m_w->layers.resize(c.nLayers);
+            m_w->experts.resize(c.nLayers);
+        }
+        matrix(TensorKind::Embed, 0, vocab, d, m_w ? &m_w->embed : nullptr);
+        vec(TensorKind::FinalNorm, 0, d, m_w ? &m_w->finalNorm : nullptr);
+        // Tied: HF ties lm_head.weight to embed_tokens.weight and ignores any stored copy.
+        if (!c.tieWordEmbeddings) matrix(TensorKind::LmHead, 0, vocab, d, m_w ? &m_w->lmHead : nullptr);
+
+        const int64_t qDim = int64_t(c.nHeads) * c.headDim, kvDim = int64_t(c.nKvHeads) * c.headDim;
+        for (int l = 0; l < c.nLayers; ++l) {
+            LayerWeights* L = m_w ? &m_w->layers[l] : nullptr;
+            vec(TensorKind::AttnNorm, l, d, L ? &L->attnNorm : nullptr);
+            vec(TensorKind::FfnNorm, l, d, L ? &L->ffnNorm : nullptr);
+            matrix(TensorKind::Q, l, qDim, d, L ? &L->q : nullptr);
+            matrix(TensorKind::K, l, kvDim, d, L ? &L->k : nullptr);
+            matrix(TensorKind::V, l, kvDim, d, L ? &L->v : nullptr);
+            matrix(TensorKind::O, l, d, qDim, L ? &L->o : nullptr);
+            if (c.attentionBias) {
+                vec(TensorKind::QBias, l, qDim, L ? &L->qBias : nullptr);
+                vec(TensorKind::KBias, l, kvDim, L ? &L->kBias : nullptr);
+                vec(TensorKind::VBias, l, kvDim, L ? &L->vBias : nullptr);
+            }
+            if (c.attentionOutBias) vec(TensorKind::OBias, l, d, L ? &L->oBias : nullptr);
+            if (c.qkNorm == QkNorm::PerHead) {
+                vec(TensorKind::QNorm, l, c.headDim, L ? &L->qNorm : nullptr);
+                vec(TensorKind::KNorm, l, c.headDim, L ? &L->kNorm : nullptr);
+            } else if (c.qkNorm == QkNorm::WholeProjection) {
+                vec(TensorKind::QNorm, l, qDim, L ? &L->qNorm : nullptr);
+                vec(TensorKind::KNorm, l, kvDim, L ? &L->kNorm : nullptr);
+            }
+            const bool sparse = c.sparseLayer[l];
+            if (L) L->sparse = sparse;
+            if (!sparse) {
+                swiglu(TensorKind::DenseGate, TensorKind::DenseUp, TensorKind::DenseDown, l, 0,
+                       c.denseFfn, L ? &L->dense : nullptr, false);
+                continue;
+            }
+            matrix(TensorKind::Router, l, c.nExperts, d, L ? &L->router : nullptr);
+            if (c.sharedFfn > 0) {
+                swiglu(TensorKind::SharedGate, TensorKind::SharedUp, TensorKind::SharedDown, l, 0,
+                       c.sharedFfn, L ? &L->shared : nullptr, false);
+                if (c.sharedExpertGate)
+                    matrix(TensorKind::SharedExpertGate, l, 1, d,
+                           L ? &L->sharedExpertGate : nullptr);
+            }
+            if (m_w) m_w->experts[l].resize(c.nExperts);
+            if (expertLayout(c.family) == ExpertLayout::PerExpert) {
+                for (int e = 0; e < c.nExperts; ++e)
+                    swiglu(TensorKind::ExpertGate, TensorKind::ExpertUp, TensorKind::ExpertDown, l,
+                           e, c.expertFfn, m_w ? &m_w->experts[l][e] : nullptr, true);
+            } else {
+                stackedExperts(l);
+            }
+        }
+        return std::move(m_needs);
+    }
+
+private:
+    void add(TensorKind kind, int layer, int expert, Shape shape, bool routed,
+             std::function<Status(const Checkpoint&)> read) {
+        m_needs.push_back(
+            {tensorName(m_c.family, kind, layer, expert), std::move(shape), routed, std::move(read)});
+    }
+
+    void matrix(TensorKind kind, int layer, int64_t rows, int64_t cols, Matrix* m,
+                int expert = 0, bool routed = false) {
+        std::string name = tensorName(m_c.family, kind, layer, expert);
+        std::function<Status(const Checkpoint&)> read;
+        if (m) {
+            read = [m, name, rows, cols](const Checkpoint& ck) {
+                m->rows = static_cast<int>(rows);
+                m->cols = static_cast<int>(cols);
+                return ck.readF32(name, m->data);
+            };
+        }
+        add(kind, layer, expert, {rows, cols}, routed, std::move(read));
+    }
+
+    void vec(TensorKind kind, int layer, int64_t n, std::vector<float>* v) {
+        std::string name = tensorName(m_c.family, kind, layer, 0);
+        std::function<Status(const Checkpoint&)> read;
+        if (v) read = [v, name](const Checkpoint& ck) { return ck.readF32(name, *v); };
+        add(kind, layer, 0, {n}, false, std::move(read));
+    }
+
+    void swiglu(TensorKind g, TensorKind u, TensorKind dn, int layer, int expert, int64_t ffn,
+                SwiGluWeights* s, bool routed) {
+        const int64_t d = m_c.dModel;
+        matrix(g, layer, ffn, d, s ? &s->gate : nullptr, expert, routed);
+        matrix(u, layer, ffn, d, s ? &s->up : nullptr, expert, routed);
+        matrix(dn, layer, d, ffn, s ? &s->down : nullptr, expert, routed);
+    }
+
+    // GraniteMoE: input_linear.weight [E, 2*ffn, d] holds, per expert, the gate rows then the up
+    // rows (GraniteMoeMoE.forward: chunk(2, dim=-1), activation on chunk 0); output_linear.weight
+    // [E, d, ffn] is the down projection. Experts are read one by one (readF32Range) so the
+    // per-(layer, expert) structure is the same as for per-expert checkpoints.
+    void stackedExperts(int layer) {
+        const int64_t E = m_c.nExperts, F = m_c.expertFfn, d = m_c.dModel;
+        const std::string gu = tensorName(m_c.family, TensorKind::ExpertsGateUp, layer);
+        const std::string dn = tensorName(m_c.family, TensorKind::ExpertsDown, layer);
+        std::function<Status(const Checkpoint&)> readGu, readDn;
+        if (m_w) {
+            auto* experts = &m_w->experts[layer];
+            readGu = [experts, gu, E, F, d](const Checkpoint& ck) {
+                for (int64_t e = 0; e < E; ++e) {
+                    SwiGluWeights& s = (*experts)[e];
+                    s.gate = {std::vector<float>(F * d), int(F), int(d)};
+                    s.up = {std::vector<float>(F * d), int(F), int(d)};
+                    COLI_RETURN_IF_ERROR(ck.readF32Range(gu, e * 2 * F * d, F * d, s.gate.data.data()));
+                    COLI_RETURN_IF_ERROR(
+                        ck.readF32Range(gu, e * 2 * F * d + F * d, F * d, s.up.data.data()));
+                }
+                return Status();
+            };
+            readDn = [experts, dn, E, F, d](const Checkpoint& ck) {
+                for (int64_t e = 0; e < E; ++e) {
+                    SwiGluWeights& s = (*experts)[e];
+                    s.down = {std::vector<float>(d * F), int(d), int(F)};
+                    COLI_RETURN_IF_ERROR(ck.readF32Range(dn, e * d * F, d * F, s.down.data.data()));
+                }
+                return Status();
+            };
+        }
+        add(TensorKind::ExpertsGateUp, layer, 0, {E, 2 * F, d}, true, std::move(readGu));
+        add(TensorKind::ExpertsDown, layer, 0, {E, d, F}, true, std::move(readDn));
+    }
+
+    const ModelConfig& m_c;
+    ModelWeights* m_w;
+    std::vector<Need> m_needs;
+};
+
+// Every needed tensor must exist with its shape; all missing names are listed at once.
+Status checkPresence(const Checkpoint& ck, const std::vector<Need>& needs) {
+    std::vector<std::string> missing;
+    for (const Need& n : needs)
+        if (!ck.find(n.name)) missing.push_back(n.name);
+    if (!missing.empty()) {
+        std::string msg = ck.dir() + ": " + std::to_string(missing.size()) +
+                          " expected tensor(s) missing: ";
+        const size_t shown = std::min<size_t>(missing.size(), 24);
+        for (size_t i = 0; i < shown; ++i) msg += (i ? ", " : "") + missing[i];
+        if (shown < missing.size()) msg += ", ... (" + std::to_string(missing.size() - shown) + " more)";
+        return {ErrorCode::NotFound, msg};
+    }
+    for (const Need& n : needs) {
+        const TensorInfo* t = ck.find(n.name);
+        if (t->shape != n.shape)
+            return {ErrorCode::Malformed, ck.dir() + ": tensor '" + n.name + "' has shape " +
+                                              shapeString(t->shape) + ", expected " +
+                                              shapeString(n.shape)};
+    }
+    return {};
+}
+
+} // namespace
+
+Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
+                                 const WeightProgressFn& progress,
+                                 const std::atomic<bool>* cancel) {
+    ModelWeights w;
+    std::vector<Need> needs = Planner(cfg, &w).plan();
+    COLI_RETURN_IF_ERROR(checkPresence(ckpt, needs));
+    uint64_t total = 0, done = 0;
+    for (const Need& n : needs) total += ckpt.find(n.name)->nbytes;
+    for (const Need& n : needs) {
+        if (cancel && cancel->load(std::memory_order_relaxed))
+            return Status(ErrorCode::Cancelled, ckpt.dir() + ": loading cancelled");
+        COLI_RETURN_IF_ERROR(n.read(ckpt));
+        done += ckpt.find(n.name)->nbytes;
+        if (progress) progress(total ? double(done) / double(total) : 1.0);
+    }
+    return w;
+}
+
+ModelSummary computeSummary(const Checkpoint& ckpt, const ModelConfig& cfg) {
+    ModelSummary s;
+    const std::vector<Need> needs = Planner(cfg, nullptr).plan();
+    std::set<std::string> dtypes;
+    for (const Need& n : needs) {
+        const TensorInfo* t = ckpt.find(n.name);
+        int64_t numel = 1;
+        for (int64_t x : n.shape) numel *= x;
+        s.totalParams += numel;
+        if (!t) continue;
+        dtypes.insert(dtypeName(t->dtype));
+        if (n.routedExpert) {
+            s.expertBytes += int64_t(t->nbytes);
+        } else {
+            s.denseBytes += int64_t(t->nbytes);
+        }
+    }
+    s.expertsPerLayer = cfg.nExperts;
+    for (bool sp : cfg.sparseLayer) s.moeLayers += sp ? 1 : 0;
+    const int64_t paramsPerExpert = 3 * int64_t(cfg.expertFfn) * cfg.dModel;
+    s.activeParams = s.totalParams - int64_t(s.moeLayers) * (cfg.nExperts - cfg.topK) * paramsPerExpert;
+    const int64_t nExpertsTotal = int64_t(s.moeLayers) * cfg.nExperts;
+    s.bytesPerExpert = nExpertsTotal ? s.expertBytes / nExpertsTotal : 0;
+    std::string list;
+    for (const std::string& d : dtypes) list += (list.empty() ? "" : "+") + d;
+    s.storage = "safetensors (" + list + ")";
+    return s;
+}
+
+} // namespace coli

@@ -1,0 +1,72 @@
+#pragma once
+// Model weights in f32 in RAM, read through coli::Checkpoint using the names of tensor_names.h.
+// Routed experts are kept per (layer, expert), apart from the dense weights, so a later expert
+// tier can stream them instead. Matrices are row-major [out_features, in_features] like
+// nn.Linear.weight: y[r] = sum_c W[r, c] * x[c].
+// Thread-safety: plain data; immutable after loadWeights().
+#include "core/status.h"
+#include "model/config.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace coli {
+
+class Checkpoint;
+
+struct Matrix {
+    std::vector<float> data; // [rows, cols]
+    int rows = 0;
+    int cols = 0;
+    bool empty() const { return data.empty(); }
+    const float* row(int r) const { return data.data() + static_cast<size_t>(r) * cols; }
+};
+
+// One SwiGLU MLP: down(silu(gate x) * up x).
+struct SwiGluWeights {
+    Matrix gate; // [ffn, d_model]
+    Matrix up;   // [ffn, d_model]
+    Matrix down; // [d_model, ffn]
+};
+
+struct LayerWeights {
+    std::vector<float> attnNorm; // [d_model]
+    std::vector<float> ffnNorm;  // [d_model]
+    Matrix q, k, v, o;           // see TensorKind for shapes
+    std::vector<float> qBias, kBias, vBias, oBias; // empty when the family has none
+    std::vector<float> qNorm, kNorm;               // empty when QkNorm::None
+    bool sparse = false;         // MoE layer (else `dense` is the MLP)
+    Matrix router;               // [n_experts, d_model] (sparse layers)
+    SwiGluWeights shared;        // Qwen2-MoE shared expert (empty otherwise)
+    Matrix sharedExpertGate;     // [1, d_model]
+    SwiGluWeights dense;         // dense layers (mlp_only_layers / decoder_sparse_step)
+};
+
+struct ModelWeights {
+    Matrix embed;                 // [vocab, d_model]
+    Matrix lmHead;                // [vocab, d_model]; empty when tied (use embed)
+    std::vector<float> finalNorm; // [d_model]
+    std::vector<LayerWeights> layers;
+    std::vector<std::vector<SwiGluWeights>> experts; // [n_layers][n_experts]; empty for dense layers
+    const Matrix& outputMatrix() const { return lmHead.empty() ? embed : lmHead; }
+};
+
+// fraction in [0, 1] over the tensors to read.
+using WeightProgressFn = std::function<void(double fraction)>;
+
+// Checks that every tensor the config needs exists with the right shape, then reads them all.
+// Errors: NotFound (missing tensors; the message lists the expected names), Malformed (a tensor
+// with the wrong shape; the message names it with the expected and actual shapes), the read
+// errors of Checkpoint (Io, Unsupported dtype), Cancelled when *cancel turns true.
+Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
+                                 const WeightProgressFn& progress = {},
+                                 const std::atomic<bool>* cancel = nullptr);
+
+// Counts and on-disk sizes for `coli info`, from the checkpoint's tensor table (no data read).
+// Tensors are matched by the names of tensor_names.h; tensors the model does not use are ignored.
+ModelSummary computeSummary(const Checkpoint& ckpt, const ModelConfig& cfg);
+
+} // namespace coli

@@ -27,7 +27,9 @@ uint64_t splitmix64(uint64_t& x) {
     return z ^ (z >> 31);
 }
 
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+uint64_t rotl(uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
 
 } // namespace
 
@@ -36,19 +38,24 @@ Status validate(const SamplerParams& p) {
     if (!(p.temperature >= 0.0f && p.temperature <= 100.0f))
         return rangeError("temperature", "in [0, 100] (0 = greedy)", p.temperature);
     if (p.topK < 0) return rangeError("topK", ">= 0 (0 = off)", p.topK);
-    if (!(p.topP > 0.0f && p.topP <= 1.0f)) return rangeError("topP", "in (0, 1] (1 = off)", p.topP);
-    if (!(p.minP >= 0.0f && p.minP < 1.0f)) return rangeError("minP", "in [0, 1) (0 = off)", p.minP);
+    if (!(p.topP > 0.0f && p.topP <= 1.0f))
+        return rangeError("topP", "in (0, 1] (1 = off)", p.topP);
+    if (!(p.minP >= 0.0f && p.minP < 1.0f))
+        return rangeError("minP", "in [0, 1) (0 = off)", p.minP);
     if (!(p.repeatPenalty > 0.0f && p.repeatPenalty <= 10.0f))
         return rangeError("repeatPenalty", "in (0, 10] (1 = off)", p.repeatPenalty);
     if (p.repeatLastN < 0) return rangeError("repeatLastN", ">= 0 (0 = off)", p.repeatLastN);
     return Status::ok();
 }
 
-Sampler::Sampler(const SamplerParams& p) : m_p(p), m_valid(validate(p)) { reseed(p.seed); }
+Sampler::Sampler(const SamplerParams& p) : m_p(p), m_valid(validate(p)) {
+    reseed(p.seed);
+}
 
 void Sampler::reseed(uint64_t seed) {
     uint64_t x = seed;
-    for (uint64_t& s : m_state) s = splitmix64(x);
+    for (uint64_t& s : m_state)
+        s = splitmix64(x);
 }
 
 // xoshiro256** 1.0 (Blackman & Vigna 2018).
@@ -65,7 +72,9 @@ uint64_t Sampler::nextU64() {
     return result;
 }
 
-double Sampler::nextUniform() { return double(nextU64() >> 11) * 0x1.0p-53; }
+double Sampler::nextUniform() {
+    return double(nextU64() >> 11) * 0x1.0p-53;
+}
 
 Result<int32_t> Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
     if (!m_valid) return m_valid;
@@ -79,15 +88,15 @@ Result<int32_t> Sampler::sample(std::span<const float> logits, std::span<const i
         }
     }
     if (bad) {
-        return {ErrorCode::Numeric, "sampler: " + std::to_string(bad) + " of " +
-                                        std::to_string(n) +
+        return {ErrorCode::Numeric, "sampler: " + std::to_string(bad) + " of " + std::to_string(n) +
                                         " logits are NaN or Inf; first at index " +
-                                        std::to_string(firstBad) + " (" +
-                                        num(logits[firstBad]) + ")"};
+                                        std::to_string(firstBad) + " (" + num(logits[firstBad]) +
+                                        ")"};
     }
 
     m_cand.resize(n);
-    for (size_t i = 0; i < n; ++i) m_cand[i] = {double(logits[i]), 0.0, int32_t(i)};
+    for (size_t i = 0; i < n; ++i)
+        m_cand[i] = {double(logits[i]), 0.0, int32_t(i)};
 
     // --- repetition penalty, once per distinct recent token ---
     if (m_p.repeatPenalty != 1.0f && m_p.repeatLastN > 0 && !history.empty()) {
@@ -130,7 +139,8 @@ Result<int32_t> Sampler::sample(std::span<const float> logits, std::span<const i
     // --- temperature + softmax (unnormalised; shifted by the max so exp cannot overflow) ---
     double maxLogit = m_cand[0].logit;
     if (!sorted)
-        for (size_t i = 1; i < kept; ++i) maxLogit = std::max(maxLogit, m_cand[i].logit);
+        for (size_t i = 1; i < kept; ++i)
+            maxLogit = std::max(maxLogit, m_cand[i].logit);
     const double temp = m_p.temperature;
     double total = 0.0, pMax = 0.0;
     for (size_t i = 0; i < kept; ++i) {
@@ -164,7 +174,8 @@ Result<int32_t> Sampler::sample(std::span<const float> logits, std::span<const i
 
     // --- renormalise and draw ---
     double mass = 0.0;
-    for (size_t i = 0; i < kept; ++i) mass += m_cand[i].p;
+    for (size_t i = 0; i < kept; ++i)
+        mass += m_cand[i].p;
     const double u = nextUniform() * mass;
     double cum = 0.0;
     for (size_t i = 0; i < kept; ++i) {

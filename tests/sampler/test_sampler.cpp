@@ -37,18 +37,23 @@ int32_t draw(Sampler& s, const std::vector<float>& logits,
 
 std::vector<int> histogram(Sampler& s, const std::vector<float>& logits, int draws) {
     std::vector<int> h(logits.size(), 0);
-    for (int i = 0; i < draws; ++i) ++h[size_t(draw(s, logits))];
+    for (int i = 0; i < draws; ++i)
+        ++h[size_t(draw(s, logits))];
     return h;
 }
 
 // softmax(logits / t) written out here, independent of the sampler.
 std::vector<double> softmax(const std::vector<float>& logits, double t) {
     double m = -INFINITY, z = 0;
-    for (float l : logits) m = std::max(m, double(l));
+    for (float l : logits)
+        m = std::max(m, double(l));
     std::vector<double> p;
-    for (float l : logits) p.push_back(std::exp((l - m) / t));
-    for (double v : p) z += v;
-    for (double& v : p) v /= z;
+    for (float l : logits)
+        p.push_back(std::exp((l - m) / t));
+    for (double v : p)
+        z += v;
+    for (double& v : p)
+        v /= z;
     return p;
 }
 
@@ -159,7 +164,8 @@ TEST(Sampler, TemperatureZeroIsGreedyWhateverTheOtherParameters) {
                     p.topP = topP;
                     p.minP = minP;
                     Sampler s(p);
-                    for (int i = 0; i < 5; ++i) ASSERT_EQ(draw(s, logits), 2);
+                    for (int i = 0; i < 5; ++i)
+                        ASSERT_EQ(draw(s, logits), 2);
                 }
             }
         }
@@ -170,14 +176,33 @@ TEST(Sampler, TopK1IsGreedy) {
     SamplerParams p = plain(1.5f, 99);
     p.topK = 1;
     Sampler s(p);
-    for (int i = 0; i < 200; ++i) ASSERT_EQ(draw(s, {1.0f, 4.0f, 3.99f, 4.0f}), 1);
+    for (int i = 0; i < 200; ++i)
+        ASSERT_EQ(draw(s, {1.0f, 4.0f, 3.99f, 4.0f}), 1);
 }
 
 TEST(Sampler, TinyTopPIsGreedy) {
     SamplerParams p = plain(2.0f, 5);
     p.topP = 1e-6f;
     Sampler s(p);
-    for (int i = 0; i < 200; ++i) ASSERT_EQ(draw(s, {1.0f, 2.0f, 2.0f, 1.9f}), 1);
+    for (int i = 0; i < 200; ++i)
+        ASSERT_EQ(draw(s, {1.0f, 2.0f, 2.0f, 1.9f}), 1);
+}
+
+TEST(Sampler, TiesBreakToTheLowestIdInTheFilters) {
+    // 1000 equal logits with a permutation-sensitive sort: only the id tie-break makes top-k=1
+    // and a tiny top-p deterministic (the lowest id wins, as in greedy).
+    std::vector<float> logits(1000, 0.25f);
+    logits[0] = -1.0f; // the lowest tied id is 1
+    SamplerParams p = plain(1.0f, 17);
+    p.topK = 1;
+    Sampler k1(p);
+    for (int i = 0; i < 20; ++i)
+        ASSERT_EQ(draw(k1, logits), 1);
+    p.topK = 0;
+    p.topP = 1e-6f;
+    Sampler tinyP(p);
+    for (int i = 0; i < 20; ++i)
+        ASSERT_EQ(draw(tinyP, logits), 1);
 }
 
 // ---- determinism ----
@@ -199,12 +224,14 @@ TEST(Sampler, SameSeedSameSequenceDifferentSeedDiffers) {
     EXPECT_EQ(sa, sb);
     EXPECT_NE(sa, sc);
     int same = 0;
-    for (size_t i = 0; i < sa.size(); ++i) same += sa[i] == sc[i];
+    for (size_t i = 0; i < sa.size(); ++i)
+        same += sa[i] == sc[i];
     EXPECT_LT(same, 250); // independent streams agree about 1/5 of the time here
 
     a.reseed(42);
     std::vector<int32_t> again;
-    for (int i = 0; i < 500; ++i) again.push_back(draw(a, logits));
+    for (int i = 0; i < 500; ++i)
+        again.push_back(draw(a, logits));
     EXPECT_EQ(again, sa);
 }
 
@@ -259,13 +286,15 @@ TEST(Sampler, MinPDropsTokensBelowFractionOfTheBest) {
     // min-p close to 1 leaves only the best.
     p.minP = 0.9f;
     Sampler only(p);
-    for (int i = 0; i < 100; ++i) ASSERT_EQ(draw(only, logits), 0);
+    for (int i = 0; i < 100; ++i)
+        ASSERT_EQ(draw(only, logits), 0);
 }
 
 TEST(Sampler, VeryLowTemperatureIsStable) {
     // (l - max) / t underflows exp to 0 for all but the best: no NaN, always the argmax.
     Sampler s(plain(1e-30f, 8));
-    for (int i = 0; i < 100; ++i) ASSERT_EQ(draw(s, {1.0f, 1.5f, -3e38f, 3e38f, 2.0f}), 3);
+    for (int i = 0; i < 100; ++i)
+        ASSERT_EQ(draw(s, {1.0f, 1.5f, -3e38f, 3e38f, 2.0f}), 3);
 }
 
 // ---- repetition penalty ----
@@ -314,7 +343,8 @@ TEST(Sampler, RepetitionPenaltyShiftsSampledFrequencies) {
     const int draws = 20000;
     std::vector<int> h(3, 0);
     const std::vector<int32_t> history = {2};
-    for (int i = 0; i < draws; ++i) ++h[size_t(draw(s, logits, history))];
+    for (int i = 0; i < draws; ++i)
+        ++h[size_t(draw(s, logits, history))];
     EXPECT_LT(chiSquare(h, softmax({1.0f, 1.0f, 1.0f / 3.0f}, 1.0), draws), chi999(2));
 }
 
@@ -352,7 +382,9 @@ TEST(Sampler, LargeVocabularyWithDefaults) {
     logits[7] = 9.0f;
     Sampler s(SamplerParams{});
     std::map<int32_t, int> seen;
-    for (int i = 0; i < 300; ++i) ++seen[draw(s, logits)];
-    for (const auto& [id, n] : seen) EXPECT_TRUE(id == 123 || id == 40000 || id == 7) << id;
+    for (int i = 0; i < 300; ++i)
+        ++seen[draw(s, logits)];
+    for (const auto& [id, n] : seen)
+        EXPECT_TRUE(id == 123 || id == 40000 || id == 7) << id;
     EXPECT_GT(seen[123], seen[7]);
 }

@@ -1,0 +1,43 @@
+#pragma once
+// Command line of `colibri` and the choice of the model folder at start.
+// Thread-safety: plain functions and values.
+#include "runtime/session.h"
+#include "sampling_overrides.h"
+
+#include <QString>
+#include <QStringList>
+
+namespace coli::app {
+
+struct AppOptions {
+    QString modelArg;    // --model DIR or the first positional argument ("" when absent)
+    int threads = 0;     // --threads, 0 = all cores
+    GenerateParams params; // maxNewTokens; params.sampler unused (see `sampling`)
+    SamplingOverrides sampling;
+    bool showHelp = false, showVersion = false;
+    QString helpText;
+    QString error;       // a usage error (exit code kExitUsage)
+};
+
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitNoDisplay = 3;
+inline constexpr int kExitQml = 4;
+
+// Parses argv (no QCoreApplication needed). Sampling flags left out take the model's
+// generation_config.json defaults, else temperature 0.8, top-k 40, top-p 0.95, min-p 0.05 (as
+// `coli generate`); the seed is fixed (0 unless --seed), so the same conversation gives the same
+// answers on every run; up to 512 new tokens per answer.
+AppOptions parseAppOptions(const QStringList& args);
+
+// The model folder to open: the command line's, else the remembered one (QSettings
+// "model/lastDir"), else the compiled-in default.
+QString chooseModelDir(const QString& commandLine, const QString& remembered,
+                       const QString& compiledDefault);
+
+// True when a windowing system can be reached: DISPLAY or WAYLAND_DISPLAY set, or the user chose
+// a platform plugin with QT_QPA_PLATFORM (e.g. offscreen). Reads the environment only.
+bool displayAvailable();
+// The message printed when displayAvailable() is false.
+const char* noDisplayMessage();
+
+} // namespace coli::app

@@ -1,0 +1,114 @@
+#include "chat_model.h"
+
+namespace coli::app {
+
+ChatModel::ChatModel(QObject* parent) : QAbstractListModel(parent) {}
+
+int ChatModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : int(m_rows.size());
+}
+
+QVariant ChatModel::data(const QModelIndex& index, int role) const {
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+        return {};
+    const Message& m = m_rows[index.row()];
+    switch (role) {
+    case Qt::DisplayRole:
+    case TextRole: return m.text;
+    case RoleRole: return m.role;
+    case TokensPerSecondRole: return m.tokensPerSecond;
+    case TtftRole: return m.ttft;
+    case TokensRole: return m.tokens;
+    case StreamingRole: return m.streaming;
+    case ErrorRole: return m.error;
+    default: return {};
+    }
+}
+
+QHash<int, QByteArray> ChatModel::roleNames() const {
+    return {{RoleRole, "role"},
+            {TextRole, "text"},
+            {TokensPerSecondRole, "tokensPerSecond"},
+            {TtftRole, "ttft"},
+            {TokensRole, "tokens"},
+            {StreamingRole, "streaming"},
+            {ErrorRole, "error"}};
+}
+
+int ChatModel::appendMessage(const QString& role, const QString& text) {
+    const int row = int(m_rows.size());
+    beginInsertRows({}, row, row);
+    Message m;
+    m.role = role;
+    m.text = text;
+    m_rows.push_back(std::move(m));
+    endInsertRows();
+    emit countChanged();
+    return row;
+}
+
+int ChatModel::beginAssistant() {
+    const int row = appendMessage(QStringLiteral("assistant"), {});
+    m_rows[row].streaming = true;
+    changed(row, {StreamingRole});
+    return row;
+}
+
+void ChatModel::appendText(int row, const QString& piece) {
+    if (row < 0 || row >= m_rows.size() || piece.isEmpty()) return;
+    m_rows[row].text += piece;
+    changed(row, {TextRole});
+}
+
+void ChatModel::setLiveRate(int row, double tokensPerSecond) {
+    if (row < 0 || row >= m_rows.size() || m_rows[row].tokensPerSecond == tokensPerSecond) return;
+    m_rows[row].tokensPerSecond = tokensPerSecond;
+    changed(row, {TokensPerSecondRole});
+}
+
+void ChatModel::finish(int row, int tokens, double tokensPerSecond, double ttftSeconds) {
+    if (row < 0 || row >= m_rows.size()) return;
+    Message& m = m_rows[row];
+    m.tokens = tokens;
+    m.tokensPerSecond = tokensPerSecond;
+    m.ttft = ttftSeconds;
+    m.streaming = false;
+    changed(row, {TokensRole, TokensPerSecondRole, TtftRole, StreamingRole});
+}
+
+void ChatModel::fail(int row, const QString& error) {
+    if (row < 0 || row >= m_rows.size()) return;
+    m_rows[row].streaming = false;
+    m_rows[row].error = error;
+    changed(row, {StreamingRole, ErrorRole});
+}
+
+void ChatModel::clear() {
+    if (m_rows.isEmpty()) return;
+    beginResetModel();
+    m_rows.clear();
+    endResetModel();
+    emit countChanged();
+}
+
+std::vector<ChatMessage> ChatModel::conversation() const {
+    std::vector<ChatMessage> out;
+    for (const Message& m : m_rows) {
+        if (!m.error.isEmpty() || m.text.isEmpty()) {
+            // A failed or empty answer also takes its question out, so that roles keep
+            // alternating (several families' templates raise an exception otherwise).
+            if (m.role == QLatin1String("assistant") && !out.empty() && out.back().role == "user")
+                out.pop_back();
+            continue;
+        }
+        out.push_back({m.role.toStdString(), m.text.toStdString()});
+    }
+    return out;
+}
+
+void ChatModel::changed(int row, const QList<int>& roles) {
+    const QModelIndex i = index(row);
+    emit dataChanged(i, i, roles);
+}
+
+} // namespace coli::app

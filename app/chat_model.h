@@ -1,0 +1,76 @@
+#pragma once
+// The conversation shown in the chat view: one row per message (threading contract rule 5: it
+// changes only on the GUI thread, and streamed text is appended once per ring drain).
+// Roles: role ("user"/"assistant"/"system"), text, tokensPerSecond, ttft (seconds), tokens
+// (generated tokens of an answer), streaming (bool), error (string, empty when none).
+// Thread-safety: GUI thread only (QObject affinity).
+#include <QAbstractListModel>
+#include <QString>
+#include <QVector>
+
+#include <string>
+#include <vector>
+
+#include "chat/chat_template.h"
+
+namespace coli::app {
+
+class ChatModel : public QAbstractListModel {
+    Q_OBJECT
+    Q_PROPERTY(int count READ rowCount NOTIFY countChanged)
+public:
+    enum Role {
+        RoleRole = Qt::UserRole + 1,
+        TextRole,
+        TokensPerSecondRole,
+        TtftRole,
+        TokensRole,
+        StreamingRole,
+        ErrorRole,
+    };
+    Q_ENUM(Role)
+
+    struct Message {
+        QString role;
+        QString text;
+        double tokensPerSecond = 0;
+        double ttft = 0;
+        int tokens = 0;
+        bool streaming = false;
+        QString error;
+    };
+
+    explicit ChatModel(QObject* parent = nullptr);
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role) const override;
+    QHash<int, QByteArray> roleNames() const override;
+
+    const Message& at(int row) const { return m_rows[row]; }
+    // Appends a finished message; returns its row.
+    int appendMessage(const QString& role, const QString& text);
+    // Appends an empty assistant message with streaming = true; returns its row.
+    int beginAssistant();
+    // Appends text to a row (one dataChanged for the whole batch).
+    void appendText(int row, const QString& piece);
+    // Live tok/s while streaming (from the telemetry snapshot).
+    void setLiveRate(int row, double tokensPerSecond);
+    // Ends streaming with the final statistics.
+    void finish(int row, int tokens, double tokensPerSecond, double ttftSeconds);
+    // Ends streaming with an error (the text streamed so far stays).
+    void fail(int row, const QString& error);
+    void clear();
+
+    // The conversation for the engine: every message with text; a failed or empty answer is left
+    // out together with the question before it.
+    std::vector<ChatMessage> conversation() const;
+
+signals:
+    void countChanged();
+
+private:
+    void changed(int row, const QList<int>& roles);
+    QVector<Message> m_rows;
+};
+
+} // namespace coli::app

@@ -1,0 +1,101 @@
+#pragma once
+// Commands from the GUI thread to the engine thread (threading contract rule 2): a small FIFO
+// guarded by a mutex and a condition variable. Plain C++, no Qt.
+//
+// Each command carries its own cancel flag, which the engine passes to LoadedModel::load and
+// Session::generate (read between tokens). Cancel and Quit are not queued behind running work:
+//   - push(Cancel) sets the flag of the running command and of every queued one, and drops queued
+//     Generate commands (a stopped answer must not start later); nothing is delivered.
+//   - push(Quit) cancels everything the same way, drops all queued commands and delivers Quit next.
+// Thread-safety: every member may be called from any thread.
+#include "chat/chat_template.h"
+#include "runtime/session.h"
+#include "sampling_overrides.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace coli::app {
+
+enum class CommandKind { Load, Generate, Cancel, Reset, Quit };
+
+struct Command {
+    explicit Command(CommandKind k = CommandKind::Quit) : kind(k) {}
+    CommandKind kind;
+    uint64_t id = 0;                        // request id, echoed in the events it produces
+    std::string dir;                        // Load: model directory
+    std::vector<ChatMessage> messages;      // Generate: the whole conversation so far
+    GenerateParams params;                  // Generate (params.sampler is resolved by the engine
+    SamplingOverrides sampling;             //   thread from these and the model's defaults)
+    std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+};
+
+class CommandQueue {
+public:
+    void push(Command cmd) {
+        std::lock_guard lock(m_mutex);
+        switch (cmd.kind) {
+        case CommandKind::Cancel:
+            cancelAllLocked();
+            std::erase_if(m_queue, [](const Command& c) { return c.kind == CommandKind::Generate; });
+            return; // nothing to deliver: the flags did the work
+        case CommandKind::Quit:
+            cancelAllLocked();
+            m_queue.clear();
+            m_queue.push_front(std::move(cmd));
+            break;
+        default:
+            m_queue.push_back(std::move(cmd));
+        }
+        m_cv.notify_one();
+    }
+
+    // Engine thread: blocks until a command arrives. The popped command becomes "running" (its
+    // cancel flag is reachable by a later Cancel/Quit) until the next pop.
+    Command pop() {
+        std::unique_lock lock(m_mutex);
+        m_cv.wait(lock, [this] { return !m_queue.empty(); });
+        Command c = std::move(m_queue.front());
+        m_queue.pop_front();
+        m_running = c.cancel;
+        return c;
+    }
+
+    // Like pop() but gives up after `timeout` (used by tests).
+    std::optional<Command> popFor(std::chrono::milliseconds timeout) {
+        std::unique_lock lock(m_mutex);
+        if (!m_cv.wait_for(lock, timeout, [this] { return !m_queue.empty(); })) return std::nullopt;
+        Command c = std::move(m_queue.front());
+        m_queue.pop_front();
+        m_running = c.cancel;
+        return c;
+    }
+
+    size_t size() const {
+        std::lock_guard lock(m_mutex);
+        return m_queue.size();
+    }
+
+private:
+    void cancelAllLocked() {
+        // relaxed is enough: the flag carries no data, the engine only needs to see it eventually
+        // (it polls between tokens), and the mutex orders it with the queue contents anyway.
+        if (m_running) m_running->store(true, std::memory_order_relaxed);
+        for (auto& c : m_queue) c.cancel->store(true, std::memory_order_relaxed);
+    }
+
+    mutable std::mutex m_mutex;
+    std::condition_variable m_cv;
+    std::deque<Command> m_queue;
+    std::shared_ptr<std::atomic<bool>> m_running;
+};
+
+} // namespace coli::app

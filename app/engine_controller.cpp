@@ -1,0 +1,215 @@
+#include "engine_controller.h"
+
+#include <QDir>
+#include <QMetaObject>
+#include <QSettings>
+
+namespace coli::app {
+
+EngineController::EngineController(WorkerOptions opt, QObject* parent) : QObject(parent) {
+    m_params.maxNewTokens = 512;
+    m_telemetryTimer.setInterval(33); // ~30 Hz, rule 4
+    connect(&m_telemetryTimer, &QTimer::timeout, this, &EngineController::sampleTelemetry);
+    // The wake-up runs on the engine thread: it only posts a queued call (rule 3), once per
+    // empty -> non-empty transition of the ring.
+    m_worker = std::make_unique<EngineWorker>(opt, [this] {
+        QMetaObject::invokeMethod(this, &EngineController::drainEvents, Qt::QueuedConnection);
+    });
+}
+
+EngineController::~EngineController() { shutdown(); }
+
+void EngineController::shutdown() {
+    if (!m_worker) return;
+    m_telemetryTimer.stop();
+    m_worker->quit(); // cancels the running command first, then joins
+    m_worker.reset();
+    if (m_turnRow >= 0) endTurn();
+}
+
+void EngineController::setMaxNewTokens(int n) {
+    if (n == m_params.maxNewTokens) return;
+    m_params.maxNewTokens = n;
+    emit paramsChanged();
+}
+
+void EngineController::setGenerateParams(const GenerateParams& p,
+                                         const SamplingOverrides& sampling) {
+    m_params = p;
+    m_sampling = sampling;
+    emit paramsChanged();
+}
+
+void EngineController::loadModel(const QString& dir) {
+    if (!m_worker) return;
+    m_worker->post(Command{CommandKind::Cancel});
+    if (m_turnRow >= 0) {
+        m_chat.fail(m_turnRow, tr("stopped: another model was opened"));
+        endTurn();
+    }
+    m_chat.clear();
+    Command c{CommandKind::Load};
+    c.id = m_loadId = m_nextId++;
+    c.dir = QDir::cleanPath(dir).toStdString();
+    m_modelDir = QDir::cleanPath(dir);
+    m_modelName = QDir(m_modelDir).dirName();
+    m_modelInfo.clear();
+    emit modelChanged();
+    clearError();
+    m_loadProgress = 0;
+    m_loadStage = tr("starting");
+    emit loadProgressChanged();
+    setLoadState(QStringLiteral("loading"));
+    m_worker->post(std::move(c));
+}
+
+void EngineController::openModelFolder(const QUrl& folder) {
+    const QString dir = folder.isLocalFile() ? folder.toLocalFile() : folder.toString();
+    QSettings settings(QStringLiteral("Colibri"), QStringLiteral("Colibri Desktop"));
+    settings.setValue(settingsKeyLastDir(), dir);
+    loadModel(dir);
+}
+
+bool EngineController::send(const QString& text) {
+    if (!m_worker || text.trimmed().isEmpty() || m_generating || m_loadState != "ready")
+        return false;
+    clearError();
+    m_chat.appendMessage(QStringLiteral("user"), text);
+    Command c{CommandKind::Generate};
+    c.id = m_turnId = m_nextId++;
+    c.messages = m_chat.conversation(); // before the empty answer row exists
+    c.params = m_params;
+    c.sampling = m_sampling;
+    m_turnRow = m_chat.beginAssistant();
+    m_liveRate = 0;
+    emit liveTokensPerSecondChanged();
+    setGenerating(true);
+    m_telemetryTimer.start();
+    m_worker->post(std::move(c));
+    return true;
+}
+
+void EngineController::stop() {
+    // The answer ends when the engine reports it (Finished with stopReason Cancelled), so the
+    // text already streamed is kept and the KV cache matches it.
+    if (m_worker) m_worker->post(Command{CommandKind::Cancel});
+}
+
+void EngineController::newChat() {
+    if (!m_worker) return;
+    m_worker->post(Command{CommandKind::Cancel});
+    if (m_turnRow >= 0) endTurn(); // late events of that turn are ignored (id mismatch)
+    m_chat.clear();
+    m_worker->post(Command{CommandKind::Reset});
+    clearError();
+}
+
+void EngineController::clearError() { setError({}); }
+
+void EngineController::drainEvents() {
+    if (!m_worker) return;
+    // Batch (rule 5): pieces of the current answer are concatenated and applied once per drain.
+    QString pending;
+    auto flush = [&] {
+        if (!pending.isEmpty() && m_turnRow >= 0) m_chat.appendText(m_turnRow, pending);
+        pending.clear();
+    };
+    const size_t n = m_worker->ring().drain([&](EngineEvent&& ev) {
+        switch (ev.kind) {
+        case EventKind::Piece:
+            if (ev.id == m_turnId) pending += QString::fromStdString(ev.text);
+            break;
+        case EventKind::Finished:
+            flush();
+            if (ev.id == m_turnId && m_turnRow >= 0) {
+                const GenerateStats& s = ev.stats;
+                m_chat.finish(m_turnRow, s.generatedTokens, s.decodeTokensPerSecond, s.ttftSeconds);
+                const int row = m_turnRow;
+                endTurn();
+                emit answerFinished(row);
+            }
+            break;
+        case EventKind::Failed:
+            flush();
+            if (ev.id == m_turnId && m_turnRow >= 0) {
+                const QString msg = QString::fromStdString(ev.text);
+                m_chat.fail(m_turnRow, msg);
+                setError(msg);
+                const int row = m_turnRow;
+                endTurn();
+                emit answerFinished(row);
+            }
+            break;
+        case EventKind::LoadProgress:
+            if (ev.id == m_loadId) {
+                m_loadProgress = ev.fraction;
+                m_loadStage = QString::fromStdString(ev.text);
+                emit loadProgressChanged();
+            }
+            break;
+        case EventKind::Loaded:
+            if (ev.id == m_loadId) {
+                m_modelName = QString::fromStdString(ev.text);
+                m_modelInfo = QString::fromStdString(ev.info);
+                emit modelChanged();
+                m_loadProgress = 1;
+                emit loadProgressChanged();
+                setLoadState(QStringLiteral("ready"));
+            }
+            break;
+        case EventKind::LoadFailed:
+            if (ev.id == m_loadId) {
+                QString msg = QString::fromStdString(ev.text);
+                // The engine names the file; make sure the folder the user chose is named too.
+                if (!msg.contains(m_modelDir))
+                    msg = tr("Could not load the model in %1: %2").arg(m_modelDir, msg);
+                setError(msg);
+                setLoadState(QStringLiteral("error"));
+            }
+            break;
+        }
+    });
+    flush();
+    emit drained(int(n));
+}
+
+void EngineController::sampleTelemetry() {
+    if (!m_worker || m_turnRow < 0) return;
+    const TelemetrySnapshot s = m_worker->telemetry();
+    if (s.id != m_turnId || !s.generating) return;
+    if (s.tokensPerSecond != m_liveRate) {
+        m_liveRate = s.tokensPerSecond;
+        emit liveTokensPerSecondChanged();
+        m_chat.setLiveRate(m_turnRow, m_liveRate);
+    }
+}
+
+void EngineController::setLoadState(const QString& s) {
+    if (s == m_loadState) return;
+    m_loadState = s;
+    emit loadStateChanged();
+}
+
+void EngineController::setError(const QString& e) {
+    if (e == m_errorText) return;
+    m_errorText = e;
+    emit errorTextChanged();
+}
+
+void EngineController::setGenerating(bool g) {
+    if (g == m_generating) return;
+    m_generating = g;
+    emit generatingChanged();
+}
+
+void EngineController::endTurn() {
+    if (m_turnRow >= 0 && m_chat.rowCount() > m_turnRow && m_chat.at(m_turnRow).streaming)
+        m_chat.finish(m_turnRow, m_chat.at(m_turnRow).tokens, m_chat.at(m_turnRow).tokensPerSecond,
+                      m_chat.at(m_turnRow).ttft);
+    m_turnRow = -1;
+    m_turnId = 0;
+    m_telemetryTimer.stop();
+    setGenerating(false);
+}
+
+} // namespace coli::app

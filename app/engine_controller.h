@@ -1,0 +1,110 @@
+#pragma once
+// The GUI-thread face of the engine (DESIGN.md threading contract). Owns one EngineWorker (the
+// engine thread), the ChatModel, and the QML-visible state: load state/progress, errors,
+// generating, live tok/s. The GUI thread never blocks on the engine: commands are posted, events
+// come back through the worker's ring and are drained here in one go per queued wake-up; live
+// telemetry is sampled by a ~30 Hz timer. Only shutdown() (quit) joins the engine thread, after
+// cancelling whatever runs, so it returns within about one token's time.
+// Thread-safety: GUI thread only (QObject affinity), except the wake-up the worker posts.
+#include "chat_model.h"
+#include "engine_worker.h"
+
+#include <QObject>
+#include <QString>
+#include <QTimer>
+#include <QUrl>
+
+#include <memory>
+
+namespace coli::app {
+
+class EngineController : public QObject {
+    Q_OBJECT
+    Q_PROPERTY(QObject* chatModel READ chatModelObject CONSTANT)
+    Q_PROPERTY(QString modelDir READ modelDir NOTIFY modelChanged)
+    Q_PROPERTY(QString modelName READ modelName NOTIFY modelChanged)
+    Q_PROPERTY(QString modelInfo READ modelInfo NOTIFY modelChanged)
+    Q_PROPERTY(QString loadState READ loadState NOTIFY loadStateChanged) // empty|loading|ready|error
+    Q_PROPERTY(double loadProgress READ loadProgress NOTIFY loadProgressChanged)
+    Q_PROPERTY(QString loadStage READ loadStage NOTIFY loadProgressChanged)
+    Q_PROPERTY(QString errorText READ errorText NOTIFY errorTextChanged)
+    Q_PROPERTY(bool generating READ generating NOTIFY generatingChanged)
+    Q_PROPERTY(double liveTokensPerSecond READ liveTokensPerSecond NOTIFY liveTokensPerSecondChanged)
+    Q_PROPERTY(int maxNewTokens READ maxNewTokens WRITE setMaxNewTokens NOTIFY paramsChanged)
+public:
+    explicit EngineController(WorkerOptions opt = {}, QObject* parent = nullptr);
+    ~EngineController() override;
+
+    ChatModel* chatModel() { return &m_chat; }
+    QObject* chatModelObject() { return &m_chat; }
+    QString modelDir() const { return m_modelDir; }
+    QString modelName() const { return m_modelName; }
+    QString modelInfo() const { return m_modelInfo; }
+    QString loadState() const { return m_loadState; }
+    double loadProgress() const { return m_loadProgress; }
+    QString loadStage() const { return m_loadStage; }
+    QString errorText() const { return m_errorText; }
+    bool generating() const { return m_generating; }
+    double liveTokensPerSecond() const { return m_liveRate; }
+    int maxNewTokens() const { return m_params.maxNewTokens; }
+    void setMaxNewTokens(int n);
+
+    // Stopping and sampling for the next answers (params.sampler is ignored: the engine thread
+    // resolves it from `sampling` and the model's defaults; validated when it runs).
+    void setGenerateParams(const GenerateParams& p, const SamplingOverrides& sampling);
+    const GenerateParams& generateParams() const { return m_params; }
+    const SamplingOverrides& samplingOverrides() const { return m_sampling; }
+
+    // Loads a model folder (cancels whatever runs; the conversation is cleared).
+    Q_INVOKABLE void loadModel(const QString& dir);
+    // The folder picker's choice: remembered in QSettings ("model/lastDir"), then loaded.
+    Q_INVOKABLE void openModelFolder(const QUrl& folder);
+    // Sends a user message and starts streaming the answer. False (and nothing sent) when the
+    // text is blank, an answer is still running, or no model is ready.
+    Q_INVOKABLE bool send(const QString& text);
+    Q_INVOKABLE void stop();    // cancels the running answer (its text so far stays)
+    Q_INVOKABLE void newChat(); // cancels, clears the conversation and the engine's KV cache
+    Q_INVOKABLE void clearError();
+    // Cancels everything and joins the engine thread. Called at quit; idempotent.
+    Q_INVOKABLE void shutdown();
+
+    static QString settingsKeyLastDir() { return QStringLiteral("model/lastDir"); }
+
+signals:
+    void modelChanged();
+    void loadStateChanged();
+    void loadProgressChanged();
+    void errorTextChanged();
+    void generatingChanged();
+    void liveTokensPerSecondChanged();
+    void paramsChanged();
+    void answerFinished(int row); // an answer ended (finished, stopped or failed)
+    void drained(int events);     // one wake-up's batch was applied (for tests)
+
+private:
+    void drainEvents();
+    void sampleTelemetry();
+    void setLoadState(const QString& s);
+    void setError(const QString& e);
+    void setGenerating(bool g);
+    void endTurn();
+
+    ChatModel m_chat;
+    GenerateParams m_params;
+    SamplingOverrides m_sampling;
+    QString m_modelDir, m_modelName, m_modelInfo;
+    QString m_loadState = QStringLiteral("empty");
+    double m_loadProgress = 0;
+    QString m_loadStage;
+    QString m_errorText;
+    bool m_generating = false;
+    double m_liveRate = 0;
+    uint64_t m_nextId = 1;
+    uint64_t m_loadId = 0;  // request id of the latest Load
+    uint64_t m_turnId = 0;  // request id of the running Generate (0: none)
+    int m_turnRow = -1;     // ChatModel row being streamed
+    QTimer m_telemetryTimer;
+    std::unique_ptr<EngineWorker> m_worker; // last member: its thread stops before the rest dies
+};
+
+} // namespace coli::app

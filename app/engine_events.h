@@ -1,0 +1,52 @@
+#pragma once
+// Events from the engine thread to the GUI thread, carried by the EventRing (lossless, in order).
+// Plain values; the GUI thread turns them into property and list-model changes.
+#include "runtime/session.h"
+
+#include <cstdint>
+#include <string>
+
+namespace coli::app {
+
+enum class EventKind {
+    LoadProgress, // stage, fraction
+    Loaded,       // text = model name (directory base name), info = one-line summary
+    LoadFailed,   // text = error message (names the file)
+    Piece,        // text = a piece of the answer (complete UTF-8)
+    Finished,     // stats
+    Failed,       // text = error message of a generation
+};
+
+struct EngineEvent {
+    EventKind kind = EventKind::Piece;
+    uint64_t id = 0;  // the request id of the command that produced it
+    std::string text; // see EventKind
+    std::string info;
+    double fraction = 0;
+    GenerateStats stats;
+
+    static EngineEvent make(EventKind k, uint64_t id, std::string text) {
+        EngineEvent e;
+        e.kind = k;
+        e.id = id;
+        e.text = std::move(text);
+        return e;
+    }
+    static EngineEvent progress(uint64_t id, std::string stage, double fraction) {
+        EngineEvent e = make(EventKind::LoadProgress, id, std::move(stage));
+        e.fraction = fraction;
+        return e;
+    }
+};
+
+// Latest-wins snapshot of the running generation (threading contract rule 4): written by the
+// engine thread per token, sampled by the GUI at ~30 Hz. Values, no history.
+struct TelemetrySnapshot {
+    uint64_t id = 0;           // request id of the generation being measured (0: none yet)
+    bool generating = false;
+    int generatedTokens = 0;   // pieces emitted so far in this answer
+    double elapsedSeconds = 0; // since the request started
+    double tokensPerSecond = 0; // generatedTokens / time since the first piece
+};
+
+} // namespace coli::app

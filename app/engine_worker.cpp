@@ -1,0 +1,140 @@
+#include "engine_worker.h"
+
+#include <chrono>
+#include <filesystem>
+#include <sstream>
+
+namespace coli::app {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+} // namespace
+
+EngineWorker::EngineWorker(WorkerOptions opt, std::function<void()> wake)
+    : m_opt(opt), m_wake(std::move(wake)), m_ring(opt.ringCapacity), m_thread([this] { run(); }) {}
+
+EngineWorker::~EngineWorker() { quit(); }
+
+void EngineWorker::quit() {
+    // relaxed: only read by publish()'s backpressure loop as a "stop waiting" hint; the join below
+    // is the real synchronisation.
+    m_quitting.store(true, std::memory_order_relaxed);
+    m_queue.push(Command{CommandKind::Quit});
+    if (m_thread.joinable()) m_thread.join();
+}
+
+void EngineWorker::publish(EngineEvent ev) {
+    for (;;) {
+        switch (m_ring.tryPush(ev)) {
+        case PushResult::PushedWake:
+            if (m_wake) m_wake();
+            return;
+        case PushResult::Pushed:
+            return;
+        case PushResult::Full:
+            if (m_quitting.load(std::memory_order_relaxed)) return; // nobody will read it
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            break;
+        }
+    }
+}
+
+void EngineWorker::run() {
+    for (;;) {
+        Command c = m_queue.pop();
+        switch (c.kind) {
+        case CommandKind::Quit:
+            m_session.reset();
+            m_model.reset();
+            return;
+        case CommandKind::Load:
+            doLoad(c);
+            break;
+        case CommandKind::Generate:
+            doGenerate(c);
+            break;
+        case CommandKind::Reset:
+            if (m_session) m_session->reset();
+            break;
+        case CommandKind::Cancel: // handled inside the queue, never delivered
+            break;
+        }
+    }
+}
+
+void EngineWorker::doLoad(const Command& c) {
+    m_session.reset(); // references the model: drop it first
+    m_model.reset();
+    ModelLoadOptions mo;
+    mo.threads = m_opt.threads;
+    // Progress callbacks are rare (per stage / per tensor group): each one is an event.
+    auto progress = [&](const LoadProgress& p) {
+        publish(EngineEvent::progress(c.id, p.stage, p.fraction));
+    };
+    auto lm = LoadedModel::load(c.dir, mo, progress, c.cancel.get());
+    if (!lm.isOk()) {
+        publish(EngineEvent::make(EventKind::LoadFailed, c.id, lm.status().toString()));
+        return;
+    }
+    m_model = std::move(lm.value());
+    m_session = std::make_unique<Session>(*m_model);
+    const std::string name = std::filesystem::path(c.dir).lexically_normal().filename().string();
+    const ModelSummary sum = m_model->model().summary();
+    std::ostringstream info;
+    info.precision(3);
+    info << m_model->model().config().architecture << " · " << double(sum.totalParams) / 1e6
+         << " M params · " << sum.expertsPerLayer << " experts/layer";
+    EngineEvent ev = EngineEvent::make(EventKind::Loaded, c.id, name.empty() ? c.dir : name);
+    ev.info = info.str();
+    publish(std::move(ev));
+}
+
+void EngineWorker::doGenerate(const Command& c) {
+    const auto t0 = Clock::now();
+    TelemetrySnapshot snap;
+    snap.id = c.id;
+    snap.generating = true;
+    m_telemetry.publish(snap);
+    auto fail = [&](const std::string& msg) {
+        snap.generating = false;
+        m_telemetry.publish(snap);
+        publish(EngineEvent::make(EventKind::Failed, c.id, msg));
+    };
+    if (!m_model || !m_session) return fail("no model loaded: open a model folder first");
+    auto prompt = m_model->renderChat(c.messages, /*addGenerationPrompt=*/true);
+    if (!prompt.isOk()) return fail(prompt.status().toString());
+    // The template already writes BOS where the family wants it, so no post-processor specials
+    // (as transformers' apply_chat_template(tokenize=True) does).
+    const std::vector<int32_t> ids = m_model->tokenizer().encode(prompt.value(), false);
+
+    Clock::time_point firstPiece{};
+    auto onPiece = [&](std::string_view piece) {
+        if (snap.generatedTokens == 0) firstPiece = Clock::now();
+        ++snap.generatedTokens;
+        snap.elapsedSeconds = secondsSince(t0);
+        const double dt = secondsSince(firstPiece);
+        snap.tokensPerSecond = dt > 0 ? (snap.generatedTokens - 1) / dt : 0;
+        m_telemetry.publish(snap);
+        publish(EngineEvent::make(EventKind::Piece, c.id, std::string(piece)));
+    };
+    GenerateParams params = c.params;
+    params.sampler = resolveSampling(c.sampling, m_model->generationConfig());
+    if (Status st = validate(params); !st.isOk()) return fail(st.toString());
+    auto stats = m_session->generate(ids, params, onPiece, c.cancel.get());
+    if (!stats.isOk()) {
+        return fail(stats.status().toString());
+    }
+    snap.generating = false;
+    snap.elapsedSeconds = secondsSince(t0);
+    snap.tokensPerSecond = stats.value().decodeTokensPerSecond;
+    m_telemetry.publish(snap);
+    EngineEvent done = EngineEvent::make(EventKind::Finished, c.id, {});
+    done.stats = std::move(stats.value());
+    publish(std::move(done));
+}
+
+} // namespace coli::app

@@ -1,0 +1,70 @@
+// colibri: the desktop chat window. See docs/app.md.
+#include "app_options.h"
+#include "app_window.h"
+#include "engine_controller.h"
+
+#include <QApplication>
+#include <QQmlApplicationEngine>
+#include <QQuickWindow>
+#include <QSettings>
+
+#include <cstdio>
+
+#ifndef COLI_DEFAULT_MODEL_DIR
+#define COLI_DEFAULT_MODEL_DIR ""
+#endif
+#ifndef COLI_VERSION
+#define COLI_VERSION "0"
+#endif
+
+using namespace coli::app;
+
+int main(int argc, char* argv[]) {
+    QStringList args;
+    for (int i = 0; i < argc; ++i) args << QString::fromLocal8Bit(argv[i]);
+    const AppOptions opt = parseAppOptions(args);
+    if (!opt.error.isEmpty()) {
+        std::fprintf(stderr, "colibri: %s\n\n%s", qPrintable(opt.error), qPrintable(opt.helpText));
+        return kExitUsage;
+    }
+    if (opt.showHelp) {
+        std::fputs(qPrintable(opt.helpText), stdout);
+        return 0;
+    }
+    if (opt.showVersion) {
+        std::printf("colibri %s\n", COLI_VERSION);
+        return 0;
+    }
+    // QApplication aborts with an obscure message when no platform plugin can connect: say what
+    // to do instead, before constructing it.
+    if (!displayAvailable()) {
+        std::fputs(noDisplayMessage(), stderr);
+        return kExitNoDisplay;
+    }
+
+    QApplication app(argc, argv); // QApplication, not QGuiApplication: Qt Charts views need Widgets
+    QApplication::setOrganizationName(QStringLiteral("Colibri"));
+    QApplication::setApplicationName(QStringLiteral("Colibri Desktop"));
+    QApplication::setApplicationVersion(QStringLiteral(COLI_VERSION));
+
+    const QSettings settings(QStringLiteral("Colibri"), QStringLiteral("Colibri Desktop"));
+    const QString modelDir =
+        chooseModelDir(opt.modelArg, settings.value(EngineController::settingsKeyLastDir()).toString(),
+                       QStringLiteral(COLI_DEFAULT_MODEL_DIR));
+
+    WorkerOptions wo;
+    wo.threads = opt.threads;
+    EngineController controller(wo);
+    controller.setGenerateParams(opt.params, opt.sampling);
+    // Quit mid-answer: cancel and join before the QML engine and the window go away.
+    QObject::connect(&app, &QCoreApplication::aboutToQuit, &controller, &EngineController::shutdown);
+
+    QQmlApplicationEngine engine;
+    QString error;
+    if (!createMainWindow(engine, &controller, {}, &error)) {
+        std::fprintf(stderr, "colibri: %s\n", qPrintable(error));
+        return kExitQml;
+    }
+    if (!modelDir.isEmpty()) controller.loadModel(modelDir);
+    return app.exec();
+}

@@ -1,0 +1,76 @@
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Colibri
+
+// The message box: Enter sends, Shift+Enter adds a line. The button reads "Send", or "Stop"
+// while an answer streams.
+Rectangle {
+    id: composer
+    property bool ready: false // a model is loaded
+    property bool busy: false  // an answer is streaming
+    signal sendRequested(string text)
+    signal stopRequested()
+
+    function clear() { input.clear() }
+    function focusInput() { input.forceActiveFocus() }
+    function trySend() {
+        if (composer.ready && !composer.busy && input.text.trim() !== "")
+            composer.sendRequested(input.text)
+    }
+
+    implicitHeight: row.implicitHeight + 2 * Theme.padding
+    color: Theme.surface
+    Rectangle {
+        anchors { left: parent.left; right: parent.right; top: parent.top }
+        height: 1
+        color: Theme.border
+    }
+
+    RowLayout {
+        id: row
+        anchors { fill: parent; margins: Theme.padding; leftMargin: Theme.padding * 1.5; rightMargin: Theme.padding * 1.5 }
+        spacing: Theme.padding
+
+        ScrollView {
+            Layout.fillWidth: true
+            Layout.preferredHeight: Math.min(160, Math.max(44, input.implicitHeight))
+            TextArea {
+                id: input
+                objectName: "composerInput"
+                placeholderText: composer.ready ? qsTr("Message (Enter to send, Shift+Enter for a new line)")
+                                                : qsTr("Waiting for a model…")
+                wrapMode: TextArea.Wrap
+                font.family: Theme.fontFamily
+                font.pixelSize: Theme.fontSize
+                color: Theme.text
+                leftPadding: 10
+                rightPadding: 10
+                topPadding: 10
+                bottomPadding: 10
+                background: Rectangle {
+                    radius: 8
+                    color: Theme.background
+                    border.color: input.activeFocus ? Theme.accent : Theme.border
+                }
+                Keys.onPressed: function(event) {
+                    if ((event.key === Qt.Key_Return || event.key === Qt.Key_Enter)
+                            && !(event.modifiers & Qt.ShiftModifier)) {
+                        event.accepted = true
+                        composer.trySend()
+                    }
+                }
+            }
+        }
+
+        Button {
+            objectName: "sendButton"
+            text: composer.busy ? qsTr("Stop") : qsTr("Send")
+            enabled: composer.busy || (composer.ready && input.text.trim() !== "")
+            highlighted: !composer.busy
+            Layout.preferredWidth: 88
+            Layout.preferredHeight: 40
+            onClicked: composer.busy ? composer.stopRequested() : composer.trySend()
+        }
+    }
+}

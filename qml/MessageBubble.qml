@@ -1,0 +1,98 @@
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Colibri
+
+// One message. User messages sit on the right, answers on the left with a statistics line under
+// them ("N tokens · X tok/s · TTFT Y s"; live tok/s while streaming) and the error, if any.
+Item {
+    id: bubble
+    required property int index
+    required property string role
+    required property string text
+    required property double tokensPerSecond
+    required property double ttft
+    required property int tokens
+    required property bool streaming
+    required property string error
+
+    readonly property bool isUser: role === "user"
+    readonly property real maxBubbleWidth: Math.max(200, width * 0.78)
+
+    implicitHeight: column.implicitHeight
+
+    function statsLine() {
+        if (streaming)
+            return tokensPerSecond > 0 ? qsTr("%1 tok/s…").arg(tokensPerSecond.toFixed(1))
+                                       : qsTr("thinking…")
+        if (tokens <= 0)
+            return ""
+        return qsTr("%1 tokens · %2 tok/s · TTFT %3 s").arg(tokens)
+                 .arg(tokensPerSecond.toFixed(1)).arg(ttft.toFixed(2))
+    }
+
+    ColumnLayout {
+        id: column
+        spacing: 4
+        anchors {
+            left: bubble.isUser ? undefined : parent.left
+            right: bubble.isUser ? parent.right : undefined
+            leftMargin: Theme.padding * 1.5
+            rightMargin: Theme.padding * 1.5
+        }
+        width: Math.min(bubble.maxBubbleWidth, body.implicitWidth + 2 * Theme.padding)
+
+        Label {
+            text: bubble.isUser ? qsTr("You") : bubble.role === "assistant" ? qsTr("Assistant")
+                                                                           : bubble.role
+            color: Theme.textMuted
+            font.pixelSize: Theme.smallFontSize
+            font.bold: true
+            Layout.alignment: bubble.isUser ? Qt.AlignRight : Qt.AlignLeft
+        }
+
+        Rectangle {
+            objectName: bubble.isUser ? "userBubble" : "answerBubble"
+            Layout.fillWidth: true
+            implicitHeight: body.implicitHeight + 2 * Theme.padding * 0.8
+            radius: Theme.radius
+            color: bubble.isUser ? Theme.userBubble : Theme.assistantBubble
+            border.color: bubble.isUser ? "transparent" : Theme.border
+
+            TextEdit {
+                id: body
+                objectName: "messageText"
+                anchors {
+                    left: parent.left; right: parent.right; verticalCenter: parent.verticalCenter
+                    leftMargin: Theme.padding; rightMargin: Theme.padding
+                }
+                text: bubble.text + (bubble.streaming ? " ▍" : "")
+                textFormat: TextEdit.PlainText
+                wrapMode: TextEdit.Wrap
+                readOnly: true
+                selectByMouse: true
+                color: Theme.text
+                font.family: Theme.fontFamily
+                font.pixelSize: Theme.fontSize
+            }
+        }
+
+        Label {
+            objectName: "statsLine"
+            visible: !bubble.isUser && text !== ""
+            text: bubble.isUser ? "" : bubble.statsLine()
+            color: Theme.textMuted
+            font.pixelSize: Theme.smallFontSize
+        }
+
+        Label {
+            objectName: "messageError"
+            visible: bubble.error !== ""
+            text: bubble.error
+            color: Theme.errorText
+            font.pixelSize: Theme.smallFontSize
+            wrapMode: Text.Wrap
+            Layout.fillWidth: true
+        }
+    }
+}

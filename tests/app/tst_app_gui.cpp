@@ -1,0 +1,231 @@
+// The real window under Xvfb (the CTest command starts xvfb-run): loads the default fixture
+// model, types a prompt into the composer and presses Enter, waits for the streamed answer,
+// compares it with `coli generate --chat` for the same model, prompt, template, sampling and seed,
+// checks the screenshot is not blank and saves it; checks a bad model folder shows its error in
+// the window, and that quitting mid-answer returns promptly.
+#include "app_window.h"
+#include "engine_controller.h"
+
+#include <QApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QImage>
+#include <QProcess>
+#include <QQmlApplicationEngine>
+#include <QQuickItem>
+#include <QQuickWindow>
+#include <QSet>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <memory>
+
+using namespace coli::app;
+
+namespace {
+const QString kModel = QStringLiteral(COLI_FIXTURE_DIR "/qwen3moe");
+const QString kPrompt = QStringLiteral("Tell me about hummingbirds.");
+constexpr int kMaxTokens = 40;
+constexpr uint64_t kSeed = 1234;
+constexpr float kTemp = 0.7f, kTopP = 0.9f, kMinP = 0.02f;
+constexpr int kTopK = 30;
+
+// One window + controller, torn down in the order main() uses (controller joins first).
+struct App {
+    std::unique_ptr<EngineController> controller;
+    std::unique_ptr<QQmlApplicationEngine> engine;
+    QQuickWindow* window = nullptr;
+
+    explicit App(const GenerateParams& params = {}, const SamplingOverrides& s = {}) {
+        controller = std::make_unique<EngineController>();
+        controller->setGenerateParams(params, s);
+        engine = std::make_unique<QQmlApplicationEngine>();
+        QString error;
+        window = createMainWindow(*engine, controller.get(), {QStringLiteral(COLI_QML_IMPORT_DIR)},
+                                  &error);
+        if (!window) qWarning("%s", qPrintable(error));
+    }
+    ~App() {
+        if (controller) controller->shutdown();
+        engine.reset();
+        controller.reset();
+    }
+    template <class T = QQuickItem> T* find(const char* name) const {
+        return window ? window->findChild<T*>(QString::fromLatin1(name)) : nullptr;
+    }
+};
+
+int distinctColours(const QImage& img, const QRect& r) {
+    QSet<QRgb> colours;
+    const QRect box = r.intersected(img.rect());
+    for (int y = box.top(); y <= box.bottom(); y += 1)
+        for (int x = box.left(); x <= box.right(); x += 1) colours.insert(img.pixel(x, y));
+    return int(colours.size());
+}
+} // namespace
+
+class TstAppGui : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void chatAnswerMatchesCli();
+    void badModelDirShowsErrorInWindow();
+    void quitMidAnswerIsPrompt();
+
+private:
+    QTemporaryDir m_config;
+};
+
+void TstAppGui::initTestCase() {
+    QVERIFY2(QFileInfo::exists(kModel + "/config.json"),
+             qPrintable("fixture model missing (run the coli_fixtures setup test): " + kModel));
+    QVERIFY2(QFileInfo(QStringLiteral(COLI_CLI_PATH)).isExecutable(),
+             "the coli CLI is not built: " COLI_CLI_PATH);
+}
+
+void TstAppGui::chatAnswerMatchesCli() {
+    GenerateParams params;
+    params.maxNewTokens = kMaxTokens;
+    SamplingOverrides s;
+    s.temperature = kTemp;
+    s.topK = kTopK;
+    s.topP = kTopP;
+    s.minP = kMinP;
+    s.repeatPenalty = 1.0f;
+    s.seed = kSeed;
+    App app(params, s);
+    QVERIFY(app.window);
+    app.window->resize(1000, 720);
+    app.window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(app.window));
+    EngineController& c = *app.controller;
+
+    c.loadModel(kModel);
+    QTRY_COMPARE_WITH_TIMEOUT(c.loadState(), QStringLiteral("ready"), 120000);
+    QVERIFY2(c.errorText().isEmpty(), qPrintable(c.errorText()));
+    QVERIFY(!c.modelInfo().isEmpty());
+
+    // Type the prompt and press Enter, as a user does.
+    auto* input = app.find("composerInput");
+    QVERIFY(input);
+    input->forceActiveFocus();
+    QTRY_VERIFY(input->hasActiveFocus());
+    QTest::keyClicks(app.window, kPrompt);
+    QCOMPARE(input->property("text").toString(), kPrompt);
+    QSignalSpy finished(&c, &EngineController::answerFinished);
+    QSignalSpy drained(&c, &EngineController::drained);
+    QTest::keyClick(app.window, Qt::Key_Return);
+    QVERIFY(c.generating());
+    QCOMPARE(input->property("text").toString(), QString()); // sent: the box is cleared
+    auto* sendButton = app.find("sendButton");
+    QVERIFY(sendButton);
+    QCOMPARE(sendButton->property("text").toString(), QStringLiteral("Stop"));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+    QVERIFY(!c.generating());
+    QCOMPARE(sendButton->property("text").toString(), QStringLiteral("Send"));
+
+    ChatModel& chat = *c.chatModel();
+    QCOMPARE(chat.rowCount(), 2);
+    QCOMPARE(chat.at(0).text, kPrompt);
+    const ChatModel::Message answer = chat.at(1);
+    QVERIFY2(answer.error.isEmpty(), qPrintable(answer.error));
+    QVERIFY(!answer.streaming);
+    QVERIFY(answer.tokens > 0);
+    QVERIFY(answer.tokensPerSecond > 0);
+    QVERIFY(answer.ttft > 0);
+    // Pieces arrived in batches: no more drains than pieces (each drain applies all it finds).
+    QVERIFY(drained.count() >= 1);
+
+    // The same request through the CLI: identical text (stdout carries only the text).
+    QProcess cli;
+    cli.start(QStringLiteral(COLI_CLI_PATH),
+              {"generate", kModel, "--chat", "-p", kPrompt, "-n", QString::number(kMaxTokens),
+               "--temp", QString::number(kTemp), "--top-k", QString::number(kTopK), "--top-p",
+               QString::number(kTopP), "--min-p", QString::number(kMinP), "--repeat-penalty", "1",
+               "--seed", QString::number(kSeed)});
+    QVERIFY(cli.waitForFinished(120000));
+    QCOMPARE(cli.exitStatus(), QProcess::NormalExit);
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    const QString expected = QString::fromUtf8(cli.readAllStandardOutput());
+    QVERIFY2(!expected.isEmpty(), "coli printed no text: pick another seed/prompt");
+    QCOMPARE(answer.text, expected);
+
+    // A second turn re-renders the whole conversation (KV prefix reuse in the session).
+    QVERIFY(c.send(QStringLiteral("And their wings?")));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 120000);
+    QCOMPARE(chat.rowCount(), 4);
+    QVERIFY2(chat.at(3).error.isEmpty(), qPrintable(chat.at(3).error));
+
+    // Screenshot: not blank, and the answer bubble is not uniform (text was drawn).
+    QTest::qWait(200); // let the last frame settle
+    const QImage img = app.window->grabWindow();
+    QVERIFY(!img.isNull());
+    QVERIFY2(distinctColours(img, img.rect()) > 16, "window grab is (nearly) blank");
+    QQuickItem* bubble = nullptr;
+    for (auto* item : app.window->contentItem()->findChildren<QQuickItem*>("answerBubble"))
+        if (item->isVisible() && item->height() > 10) bubble = item;
+    QVERIFY(bubble);
+    const QRectF r = bubble->mapRectToScene(QRectF(0, 0, bubble->width(), bubble->height()));
+    const qreal dpr = img.devicePixelRatio();
+    const QRect px(int(r.x() * dpr), int(r.y() * dpr), int(r.width() * dpr), int(r.height() * dpr));
+    QVERIFY2(distinctColours(img, px) > 4, "the answer area is uniform: no text drawn");
+    const QString dir = QStringLiteral(COLI_BINARY_DIR "/screenshots");
+    QVERIFY(QDir().mkpath(dir));
+    QVERIFY(img.save(dir + "/chat.png"));
+    qInfo("screenshot: %s/chat.png (%dx%d)", qPrintable(dir), img.width(), img.height());
+}
+
+void TstAppGui::badModelDirShowsErrorInWindow() {
+    App app;
+    QVERIFY(app.window);
+    app.window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(app.window));
+    const QString bad = m_config.path() + "/no-such-model";
+    app.controller->loadModel(bad);
+    QTRY_COMPARE_WITH_TIMEOUT(app.controller->loadState(), QStringLiteral("error"), 30000);
+    QVERIFY(app.controller->errorText().contains(bad));
+    // Shown in the window: the banner is visible and its text names the folder.
+    auto* banner = app.find("errorBanner");
+    QVERIFY(banner);
+    QTRY_VERIFY(banner->isVisible());
+    auto* text = app.find("errorText");
+    QVERIFY(text);
+    QVERIFY(text->property("text").toString().contains(bad));
+    // Sending is refused while no model is ready.
+    QVERIFY(!app.controller->send(QStringLiteral("hello")));
+    QCOMPARE(app.controller->chatModel()->rowCount(), 0);
+}
+
+void TstAppGui::quitMidAnswerIsPrompt() {
+    GenerateParams params;
+    params.maxNewTokens = 20000; // far more than fits in the test's time: must be cut short
+    params.ignoreEos = true;
+    App app(params);
+    QVERIFY(app.window);
+    app.window->show();
+    EngineController& c = *app.controller;
+    c.loadModel(kModel);
+    QTRY_COMPARE_WITH_TIMEOUT(c.loadState(), QStringLiteral("ready"), 120000);
+    QVERIFY(c.send(kPrompt));
+    // Wait until text streams, then quit the way main() does on aboutToQuit.
+    QTRY_VERIFY_WITH_TIMEOUT(!c.chatModel()->at(1).text.isEmpty(), 60000);
+    QVERIFY(c.generating());
+    QElapsedTimer t;
+    t.start();
+    c.shutdown();
+    const qint64 ms = t.elapsed();
+    qInfo("quit mid-answer took %lld ms", static_cast<long long>(ms));
+    QVERIFY2(ms < 3000, qPrintable(QString("quit took %1 ms").arg(ms)));
+    QVERIFY(!c.generating());
+}
+
+int main(int argc, char** argv) {
+    // Keep the user's settings out of it: QSettings and friends write under a temporary folder.
+    QTemporaryDir home;
+    qputenv("XDG_CONFIG_HOME", home.path().toLocal8Bit());
+    QApplication app(argc, argv); // as the real app (Charts need Widgets)
+    TstAppGui t;
+    return QTest::qExec(&t, argc, argv);
+}
+#include "tst_app_gui.moc"

@@ -8,7 +8,9 @@
 //     chain (Replace, ByteFallback, Fuse, Strip).
 // Added tokens (special or not) are matched before BPE, honouring lstrip/rstrip/normalized/
 // single_word. Invalid UTF-8 in input text is replaced by U+FFFD before anything else; never a crash.
-// Thread-safety: immutable after load; encode/decode are const and safe from several threads.
+// Thread-safety: immutable after load (the BPE piece cache is internally locked); encode/decode
+// are const and safe from several threads.
+// Supported subset and how it is tested against Hugging Face: docs/tokenizer.md.
 #include "core/status.h"
 
 #include <cstdint>
@@ -37,7 +39,9 @@ public:
     // Ids -> text, as HF's decode(ids, skip_special_tokens) does.
     std::string decode(std::span<const int32_t> ids, bool skipSpecial = false) const;
 
-    int vocabSize() const;                               // including added tokens
+    // One past the largest id (vocabulary and added tokens). Ids in range without a string
+    // decode to nothing, like ids out of range.
+    int vocabSize() const;
     std::optional<int32_t> tokenId(std::string_view token) const; // exact token string lookup
     std::string tokenString(int32_t id) const;           // raw vocab string ("" if out of range)
     bool isSpecial(int32_t id) const;                    // added token with special=true
@@ -59,11 +63,14 @@ public:
     std::string flush(); // whatever remains (incomplete UTF-8 becomes U+FFFD, as decode() does)
     void reset();
 
+    ~StreamDecoder();
+    StreamDecoder(StreamDecoder&&) noexcept;
+
 private:
+    struct State; // decoder position + raw bytes not yet settled into whole characters
     const Tokenizer& m_tok;
     bool m_skipSpecial;
-    std::vector<int32_t> m_ids;
-    size_t m_emitted = 0; // bytes of decode(m_ids) already returned
+    std::unique_ptr<State> m_state;
 };
 
 // Replaces every invalid UTF-8 sequence in s by U+FFFD (one per maximal invalid subpart, as the

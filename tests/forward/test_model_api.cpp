@@ -1,0 +1,149 @@
+// Model::load / forward contract: progress, cancel, argument errors, summary, KV cache checks.
+#include "forward/model.h"
+#include "golden_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace coli {
+namespace {
+
+#define REQUIRE_FIXTURE(name)                                                                      \
+    if (!std::filesystem::exists(test::fixtureDir(name) + "/config.json"))                         \
+    GTEST_SKIP() << "fixture " name " not generated (run via ctest: fixtures_generate makes it)"
+
+std::unique_ptr<Model> loadOk(const std::string& name) {
+    auto m = Model::load(test::fixtureDir(name), ModelLoadOptions{});
+    EXPECT_TRUE(m.isOk()) << m.status().toString();
+    return m.isOk() ? std::move(m.value()) : nullptr;
+}
+
+TEST(ModelApi, ProgressIsMonotonicAndEndsAtOne) {
+    REQUIRE_FIXTURE("mixtral");
+    std::vector<double> fractions;
+    auto m = Model::load(test::fixtureDir("mixtral"), ModelLoadOptions{},
+                         [&](const LoadProgress& p) { fractions.push_back(p.fraction); });
+    ASSERT_TRUE(m.isOk()) << m.status().toString();
+    ASSERT_GT(fractions.size(), 10u); // one report per tensor at least
+    EXPECT_TRUE(std::is_sorted(fractions.begin(), fractions.end()));
+    EXPECT_EQ(fractions.front(), 0.0);
+    EXPECT_EQ(fractions.back(), 1.0);
+}
+
+TEST(ModelApi, CancelDuringLoad) {
+    REQUIRE_FIXTURE("qwen3moe");
+    std::atomic<bool> cancel{false};
+    int reports = 0;
+    auto m = Model::load(
+        test::fixtureDir("qwen3moe"), ModelLoadOptions{},
+        [&](const LoadProgress& p) {
+            if (p.stage == "weights" && ++reports == 5) cancel = true;
+        },
+        &cancel);
+    ASSERT_FALSE(m.isOk());
+    EXPECT_EQ(m.status().code(), ErrorCode::Cancelled);
+    EXPECT_EQ(reports, 5);
+}
+
+TEST(ModelApi, LoadErrorsPropagate) {
+    auto missing = Model::load(std::string(COLI_BINARY_DIR) + "/no/such/model", {});
+    ASSERT_FALSE(missing.isOk());
+    EXPECT_EQ(missing.status().code(), ErrorCode::NotFound);
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(COLI_BINARY_DIR) / "test_forward_tmp" / "unsupported";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "config.json") << R"({"architectures": ["LlamaForCausalLM"]})";
+    auto unsupported = Model::load(dir.string(), {});
+    ASSERT_FALSE(unsupported.isOk());
+    EXPECT_EQ(unsupported.status().code(), ErrorCode::Unsupported);
+    EXPECT_NE(unsupported.status().message().find("LlamaForCausalLM"), std::string::npos);
+}
+
+TEST(ModelApi, ForwardRejectsBadArguments) {
+    REQUIRE_FIXTURE("olmoe");
+    auto model = loadOk("olmoe");
+    ASSERT_TRUE(model);
+    const int vocab = model->config().vocabSize;
+    for (ForwardPath path : {ForwardPath::Fast, ForwardPath::Reference}) {
+        model->setPath(path);
+        KVCache kv;
+        std::vector<float> logits;
+        std::vector<int32_t> bad = {1, vocab};
+        Status s = model->forward(bad, kv, logits);
+        EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+        EXPECT_NE(s.message().find(std::to_string(vocab)), std::string::npos) << s.message();
+        EXPECT_EQ(kv.size(), 0); // unchanged on error
+        std::vector<int32_t> negative = {-1};
+        EXPECT_EQ(model->forward(negative, kv, logits).code(), ErrorCode::InvalidArgument);
+        EXPECT_EQ(model->forward({}, kv, logits).code(), ErrorCode::InvalidArgument);
+    }
+}
+
+TEST(ModelApi, ForwardRejectsContextOverflow) {
+    REQUIRE_FIXTURE("olmoe");
+    auto model = loadOk("olmoe");
+    ASSERT_TRUE(model);
+    const int maxPos = model->config().maxPositions;
+    KVCache kv;
+    std::vector<float> logits;
+    std::vector<int32_t> tokens(maxPos + 1, 3);
+    Status s = model->forward(tokens, kv, logits);
+    EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(s.message().find("max_position_embeddings"), std::string::npos) << s.message();
+    EXPECT_EQ(kv.size(), 0);
+}
+
+TEST(ModelApi, CacheFromAnotherModelIsRefused) {
+    REQUIRE_FIXTURE("olmoe");
+    REQUIRE_FIXTURE("qwen3moe");
+    auto a = loadOk("olmoe");
+    auto b = loadOk("qwen3moe");
+    ASSERT_TRUE(a && b);
+    KVCache kv;
+    std::vector<float> logits;
+    std::vector<int32_t> t = {1, 2, 3};
+    ASSERT_TRUE(a->forward(t, kv, logits).isOk());
+    EXPECT_EQ(b->forward(t, kv, logits).code(), ErrorCode::InvalidArgument);
+    kv.clear();
+    EXPECT_TRUE(b->forward(t, kv, logits).isOk()); // an empty cache is reusable
+    EXPECT_EQ(int(logits.size()), b->config().vocabSize);
+}
+
+// Long batches run in chunks; a batch longer than a chunk equals token-by-token decoding.
+TEST(ModelApi, LongBatchEqualsStepwise) {
+    REQUIRE_FIXTURE("qwen2moe");
+    auto model = loadOk("qwen2moe");
+    ASSERT_TRUE(model);
+    std::vector<int32_t> seq;
+    for (int i = 0; i < 75; ++i) seq.push_back((i * 37 + 11) % model->config().vocabSize);
+    KVCache a, b;
+    std::vector<float> batch, step, last;
+    ASSERT_TRUE(model->forward(seq, a, batch, true).isOk());
+    for (int32_t t : seq) {
+        ASSERT_TRUE(model->forward(std::span<const int32_t>(&t, 1), b, last).isOk());
+        step.insert(step.end(), last.begin(), last.end());
+    }
+    EXPECT_EQ(batch, step); // each row is computed the same way in both
+    EXPECT_EQ(a.size(), 75);
+}
+
+TEST(ModelApi, SummaryOfGraniteFixture) {
+    REQUIRE_FIXTURE("granitemoe");
+    auto model = loadOk("granitemoe");
+    ASSERT_TRUE(model);
+    const ModelConfig& c = model->config();
+    const ModelSummary s = model->summary();
+    const int64_t perExpert = 3 * int64_t(c.expertFfn) * c.dModel;
+    EXPECT_EQ(s.expertsPerLayer, c.nExperts);
+    EXPECT_EQ(s.moeLayers, c.nLayers);
+    EXPECT_EQ(s.bytesPerExpert, perExpert * 2); // BF16
+    EXPECT_EQ(s.totalParams - s.activeParams,
+              int64_t(c.nLayers) * (c.nExperts - c.topK) * perExpert);
+    EXPECT_EQ(s.storage, "safetensors (BF16)");
+}
+
+} // namespace
+} // namespace coli

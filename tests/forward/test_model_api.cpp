@@ -130,6 +130,42 @@ TEST(ModelApi, LongBatchEqualsStepwise) {
     EXPECT_EQ(a.size(), 75);
 }
 
+// Mixtral sliding window (HF masking_utils: key j visible from query i iff i - w < j <= i). With
+// w = 1 each token attends only to itself, so a position's logits cannot depend on earlier tokens.
+TEST(ModelApi, SlidingWindowOfOneIgnoresEarlierTokens) {
+    REQUIRE_FIXTURE("mixtral");
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(COLI_BINARY_DIR) / "test_forward_tmp" / "mixtral_window1";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    for (const auto& e : fs::directory_iterator(test::fixtureDir("mixtral")))
+        fs::copy_file(e.path(), dir / e.path().filename());
+    nlohmann::json cfg;
+    std::ifstream(dir / "config.json") >> cfg;
+    cfg["sliding_window"] = 1;
+    std::ofstream(dir / "config.json", std::ios::trunc) << cfg.dump();
+
+    auto windowed = Model::load(dir.string(), {});
+    ASSERT_TRUE(windowed.isOk()) << windowed.status().toString();
+    auto full = loadOk("mixtral");
+    ASSERT_TRUE(full);
+    const std::vector<int32_t> a = {5, 17, 42}, b = {99, 3, 42};
+    for (ForwardPath path : {ForwardPath::Fast, ForwardPath::Reference}) {
+        (*windowed)->setPath(path);
+        full->setPath(path);
+        std::vector<float> la, lb;
+        KVCache ka, kb;
+        ASSERT_TRUE((*windowed)->forward(a, ka, la).isOk());
+        ASSERT_TRUE((*windowed)->forward(b, kb, lb).isOk());
+        EXPECT_EQ(la, lb);
+        ka.clear();
+        kb.clear();
+        ASSERT_TRUE(full->forward(a, ka, la).isOk());
+        ASSERT_TRUE(full->forward(b, kb, lb).isOk());
+        EXPECT_NE(la, lb); // without the window the earlier tokens matter
+    }
+}
+
 TEST(ModelApi, SummaryOfGraniteFixture) {
     REQUIRE_FIXTURE("granitemoe");
     auto model = loadOk("granitemoe");

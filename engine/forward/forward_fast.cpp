@@ -21,6 +21,11 @@ namespace coli {
 
 namespace {
 
+// Work (multiply-adds or element updates) below which a loop runs on one thread: an OpenMP team
+// costs microseconds to wake, more than a tiny loop's work. Changing the thread count of a loop
+// never changes its results (each element is computed by one thread in a fixed order).
+constexpr long kMinParallelWork = 1L << 15;
+
 int threadId() {
 #ifdef _OPENMP
     return omp_get_thread_num();
@@ -33,7 +38,8 @@ int threadId() {
 // Parallel over output rows r: each thread streams its rows of W once for all n tokens.
 void matmul(const Matrix& W, const float* X, int ldx, int n, float* Y, int ldy, const float* bias,
             int threads) {
-#pragma omp parallel for num_threads(threads) schedule(static)
+    const bool par = long(W.rows) * W.cols * n >= kMinParallelWork;
+#pragma omp parallel for num_threads(threads) schedule(static) if (par)
     for (int r = 0; r < W.rows; ++r) {
         const float* w = W.row(r);
         for (int t = 0; t < n; ++t) {
@@ -46,7 +52,7 @@ void matmul(const Matrix& W, const float* X, int ldx, int n, float* Y, int ldy, 
 
 // g <- silu(g) * u, both [n, ffn] with leading dimension ld.
 void swigluAct(float* g, const float* u, int n, int ffn, int ld, int threads) {
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static) if (long(n) * ffn >= kMinParallelWork)
     for (int t = 0; t < n; ++t)
         for (int i = 0; i < ffn; ++i) g[size_t(t) * ld + i] = silu(g[size_t(t) * ld + i]) * u[size_t(t) * ld + i];
 }
@@ -69,7 +75,7 @@ public:
     // of rows [firstLogitRow, n) to logits (one [vocab] row each).
     void run(const int32_t* tokens, int n, int pos0, int firstLogitRow, float* logits) {
         const int d = c.dModel;
-#pragma omp parallel for num_threads(T) schedule(static)
+#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
         for (int t = 0; t < n; ++t) {
             const float* e = m.w.embed.row(tokens[t]);
             for (int i = 0; i < d; ++i) ws.x[size_t(t) * d + i] = e[i] * c.embeddingMultiplier;
@@ -94,7 +100,7 @@ public:
         matmul(m.w.outputMatrix(), ws.h.data() + size_t(firstLogitRow) * d, d, rows, logits,
                c.vocabSize, nullptr, T);
         const float inv = c.logitsScaling;
-#pragma omp parallel for num_threads(T) schedule(static)
+#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
         for (int t = 0; t < rows; ++t)
             for (int i = 0; i < c.vocabSize; ++i) logits[size_t(t) * c.vocabSize + i] /= inv;
     }
@@ -103,7 +109,7 @@ private:
     // h[t] = rmsnorm(x[t]) * w
     void normRows(const float* w, int n) {
         const int d = c.dModel;
-#pragma omp parallel for num_threads(T) schedule(static)
+#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
         for (int t = 0; t < n; ++t)
             rmsNorm(ws.x.data() + size_t(t) * d, w, d, c.rmsNormEps, ws.h.data() + size_t(t) * d);
     }
@@ -111,7 +117,7 @@ private:
     // x[t] += y[t] * residual_multiplier
     void addResidual(const float* y, int n) {
         const int d = c.dModel;
-#pragma omp parallel for num_threads(T) schedule(static)
+#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
         for (int t = 0; t < n; ++t)
             for (int i = 0; i < d; ++i)
                 ws.x[size_t(t) * d + i] += y[size_t(t) * d + i] * c.residualMultiplier;
@@ -128,7 +134,7 @@ private:
 
         float* K = KVCacheAccess::keys(kv, layer);
         float* V = KVCacheAccess::values(kv, layer);
-#pragma omp parallel for num_threads(T) schedule(static)
+#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
         for (int t = 0; t < n; ++t) {
             float* q = ws.q.data() + size_t(t) * qDim;
             float* k = ws.k.data() + size_t(t) * kvDim;
@@ -158,7 +164,8 @@ private:
 
         const float scale = m.attentionScale();
         const int group = c.nHeads / c.nKvHeads;
-#pragma omp parallel for collapse(2) num_threads(T) schedule(static)
+#pragma omp parallel for collapse(2) num_threads(T) schedule(static) \
+    if (long(n) * c.nHeads * (pos0 + n) * hd >= kMinParallelWork)
         for (int t = 0; t < n; ++t) {
             for (int h = 0; h < c.nHeads; ++h) {
                 const int pos = pos0 + t, kvh = h / group;
@@ -184,7 +191,7 @@ private:
     void moe(const LayerWeights& L, const std::vector<SwiGluWeights>& experts, int n) {
         const int d = c.dModel, E = c.nExperts, K = c.topK;
         matmul(L.router, ws.h.data(), d, n, ws.routerLogits.data(), E, nullptr, T);
-#pragma omp parallel for num_threads(T) schedule(static)
+#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
         for (int t = 0; t < n; ++t) {
             float* lg = ws.routerLogits.data() + size_t(t) * E;
             int* sel = ws.sel.data() + size_t(t) * K;
@@ -228,7 +235,7 @@ private:
                 for (int j = 0; j < d; ++j) dst[j] = y[j] * w;
             }
         }
-#pragma omp parallel for num_threads(T) schedule(static)
+#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
         for (int t = 0; t < n; ++t) {
             float* out = ws.mlpOut.data() + size_t(t) * d;
             std::fill(out, out + d, 0.0f);
@@ -241,7 +248,7 @@ private:
             swiglu(L.shared, ws.h.data(), n, d, ws.y.data(), ws, T);
             if (c.sharedExpertGate)
                 matmul(L.sharedExpertGate, ws.h.data(), d, n, ws.sharedGate.data(), 1, nullptr, T);
-#pragma omp parallel for num_threads(T) schedule(static)
+#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
             for (int t = 0; t < n; ++t) {
                 const float g = c.sharedExpertGate ? sigmoid(ws.sharedGate[t]) : 1.0f;
                 for (int i = 0; i < d; ++i)

@@ -14,6 +14,7 @@ namespace {
 
 // Ids beyond this are refused: the id -> string table is sized by the largest id.
 constexpr long long kMaxId = 1 << 24;
+constexpr std::string_view kMetaspace = "\xE2\x96\x81"; // U+2581
 
 } // namespace
 
@@ -78,6 +79,18 @@ Result<std::unique_ptr<BpeModel>> BpeModel::fromJson(const Json& j, const Ctx& c
         m->m_byteIds[static_cast<size_t>(b)] = id ? *id : -1;
     }
     if (!unk->empty()) m->m_unkId = m->tokenToId(*unk);
+    if (m->tokenToId(kMetaspace)) {
+        bool cut = true;
+        for (const auto& [token, id] : m->m_vocab) {
+            for (size_t p = token.find(kMetaspace, 1); cut && p != std::string::npos;
+                 p = token.find(kMetaspace, p + 1))
+                cut = p >= kMetaspace.size() &&
+                      token.compare(p - kMetaspace.size(), kMetaspace.size(), kMetaspace) == 0 &&
+                      token.find_first_not_of(kMetaspace) > p; // only "▁" before it
+            if (!cut) break;
+        }
+        m->m_cutBeforeMetaspace = cut;
+    }
 
     // Merges: rank = position in the list.
     auto merges = tokjson::member(j, "merges", ctx);
@@ -206,6 +219,22 @@ void BpeModel::tokenize(std::string_view piece, std::vector<int32_t>& out) const
             return;
         }
     }
+    if (!m_cutBeforeMetaspace || piece.size() < kMaxCachedPiece) {
+        tokenizeWord(piece, out);
+        return;
+    }
+    // Cut before each "▁" that follows another character (see m_cutBeforeMetaspace).
+    size_t start = 0;
+    for (size_t p = piece.find(kMetaspace, 1); p != std::string_view::npos;
+         p = piece.find(kMetaspace, p + kMetaspace.size())) {
+        if (piece.compare(p - kMetaspace.size(), kMetaspace.size(), kMetaspace) == 0) continue;
+        tokenizeWord(piece.substr(start, p - start), out);
+        start = p;
+    }
+    tokenizeWord(piece.substr(start), out);
+}
+
+void BpeModel::tokenizeWord(std::string_view piece, std::vector<int32_t>& out) const {
     if (piece.size() >= kMaxCachedPiece) {
         mergeWord(piece, out);
         return;
@@ -222,7 +251,8 @@ void BpeModel::tokenize(std::string_view piece, std::vector<int32_t>& out) const
     mergeWord(piece, out);
     std::lock_guard lock(shard.mutex);
     if (shard.map.size() < kShardCapacity)
-        shard.map.emplace(std::string(piece), std::vector<int32_t>(out.begin() + long(mark), out.end()));
+        shard.map.emplace(std::string(piece),
+                          std::vector<int32_t>(out.begin() + long(mark), out.end()));
 }
 
 } // namespace coli

@@ -60,6 +60,12 @@ private:
     bool m_ignoreMerges = false;
     bool m_fuseUnk = false;
     std::optional<int32_t> m_unkId;
+    // True when "▁" is in the vocabulary and no token holds a "▁" right after another character
+    // (SentencePiece vocabularies). Then no merge can span "x▁", and long pieces (Llama has no
+    // pre-tokenizer: BPE sees whole lines) are cut there first; the result is the same, but the
+    // short words hit the cache.
+    bool m_cutBeforeMetaspace = false;
+    void tokenizeWord(std::string_view word, std::vector<int32_t>& out) const;
 
     // Cache of piece -> ids, sharded to keep lock contention low between threads. Bounded: once a
     // shard is full it stops growing (as Hugging Face's cache does).

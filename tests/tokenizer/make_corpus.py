@@ -59,6 +59,9 @@ with open("/usr/share/common-licenses/Apache-2.0", encoding="utf-8") if os.path.
         "/usr/share/common-licenses/Apache-2.0") else open(__file__, encoding="utf-8") as f:
     paragraph = f.read()[:1500]
 text(paragraph)
+# Long multi-line text with runs of spaces (Llama's tokenizer has no pre-tokenizer: BPE sees it whole).
+text("First paragraph.  Two spaces after a period.\n\nSecond  paragraph with   runs of  spaces,\ttabs"
+     " and trailing spaces   \n   and leading ones.\n" * 20)
 
 # CJK and other scripts.
 text(

@@ -278,6 +278,22 @@ TEST(SentencePieceBpe, PrependReplaceAndTemplate) {
     EXPECT_EQ(tok->encode("hello</s>hello"), (Ids{268, 2, 268}));
 }
 
+TEST(SentencePieceBpe, LongPiecesGiveTheSameIdsAsShortOnes) {
+    auto tok = load(spJson());
+    ASSERT_TRUE(tok);
+    // Over 256 bytes the piece is cut before each "▁" that follows another character; the ids
+    // must be those of the words taken one by one, runs of "▁" included.
+    std::string text;
+    Ids want;
+    for (int i = 0; i < 60; ++i) {
+        text += i == 0 ? "hello" : (i % 3 == 0 ? "  hello" : " hello");
+        if (i > 0 && i % 3 == 0) want.push_back(259);
+        want.push_back(268);
+    }
+    EXPECT_EQ(tok->encode(text), want);
+    EXPECT_EQ(tok->decode(want), text);
+}
+
 TEST(SentencePieceBpe, ByteFallbackRoundTrip) {
     auto tok = load(spJson());
     ASSERT_TRUE(tok);

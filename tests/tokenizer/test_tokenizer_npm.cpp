@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -129,6 +130,35 @@ TEST_P(NpmReference, IdsDecodeAndStreamMatchHuggingFaceJs) {
     std::printf("[ %s ] reference: @huggingface/tokenizers %s, node %s\n", name.c_str(),
                 s_reference["packages"]["@huggingface/tokenizers"].get<std::string>().c_str(),
                 s_reference["node"].get<std::string>().c_str());
+}
+
+// Throughput on ~1 MB of English (the corpus' ASCII prose repeated): a guard against accidental
+// quadratic behaviour (e.g. Llama's tokenizer has no pre-tokenizer, so BPE sees whole lines).
+TEST_P(NpmReference, EncodesOneMegabyteOfEnglishQuickly) {
+    ASSERT_TRUE(s_corpus.is_array() && s_reference.is_object()) << "see the test above";
+    const std::string name = GetParam();
+    auto loaded = coli::Tokenizer::fromFile(
+        s_reference["tokenizers"][name]["tokenizer_json"].get<std::string>());
+    ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
+    std::string english;
+    for (const json& e : s_corpus) {
+        if (!e.contains("text")) continue;
+        const std::string t = e["text"].get<std::string>();
+        bool prose = t.size() > 20;
+        for (char c : t) prose = prose && static_cast<unsigned char>(c) < 0x80 && c != '<';
+        if (prose) english += t + "\n";
+    }
+    ASSERT_GT(english.size(), 1000u);
+    std::string text;
+    while (text.size() < (1u << 20)) text += english;
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto ids = (*loaded)->encode(text);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("[ %s ] encoded %zu bytes into %zu tokens in %.3f s\n", name.c_str(), text.size(),
+                ids.size(), s);
+    EXPECT_GT(ids.size(), text.size() / 10);
+    EXPECT_LT(s, 4.0) << "1 MB of English should encode in well under a second (Release build)";
+    EXPECT_EQ((*loaded)->decode(ids), text);
 }
 
 INSTANTIATE_TEST_SUITE_P(RealTokenizers, NpmReference, ::testing::Values("qwen3", "llama2"),

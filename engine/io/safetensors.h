@@ -12,6 +12,13 @@
 //   negative or overflowing shape; data offsets reversed, outside the data section, or overlapping
 //   another tensor; byte size that disagrees with shape x dtype size; file truncated (data section
 //   shorter than the largest end offset).
+// Codes: Malformed for all of the above except F8_E4M3 and the known-but-unloaded safetensors
+// dtypes (F64, BOOL, I16, U16, U32, U64, F8_E5M2, ...), which are Unsupported; NotFound when the
+// file does not exist; Io when a read fails. Gaps between tensors and bytes after the last one are
+// allowed (some writers align). When data offsets run past the end of the file, the message says
+// "file truncated" if the tensors are laid out back to back from offset 0 (a cut-off download),
+// and "outside the data section" otherwise.
+// Memory: open() reads only the 8-byte length and the header (<= 100 MiB), never tensor data.
 // Thread-safety: after open(), all const methods are safe to call from several threads at once
 // (pread has no shared file position).
 #include "core/status.h"
@@ -78,7 +85,11 @@ private:
 // Malformed. Thread-safety: const methods safe from several threads after open().
 class Checkpoint {
 public:
-    // Errors: NotFound (no safetensors / missing shard, naming it), Malformed, Io, Unsupported.
+    // Errors: NotFound (dir missing, no safetensors, or a shard listed in the index missing: the
+    // message names the shard and the index), Malformed (invalid index JSON, no weight_map, a
+    // shard path leaving the folder, a tensor in two shards, a tensor the index maps to a shard
+    // that lacks it, or any refusal of SafetensorsFile::open naming the shard), Io, Unsupported.
+    // Tensors present in a shard but absent from the index are still loaded.
     static Result<std::unique_ptr<Checkpoint>> open(const std::string& dir);
 
     const std::string& dir() const { return m_dir; }
@@ -87,13 +98,17 @@ public:
     std::vector<const TensorInfo*> tensors() const;        // all tensors, sorted by name
     uint64_t totalBytes() const;                           // sum of tensor data bytes
 
-    // Reads a whole tensor converted to f32 (F32/F16/BF16 sources) into out (resized to numel).
-    // Errors: NotFound (no such tensor), Unsupported (dtype), Io.
+    // Reads a whole tensor converted to f32 (F32/F16/BF16 sources; exact) into out (resized to
+    // numel). Errors: NotFound (no such tensor), Unsupported (other dtypes), Io.
     Status readF32(const std::string& name, std::vector<float>& out) const;
     // Reads `count` elements starting at element `first` (row-major), converted to f32, into dst.
-    // Used to read one expert out of a stacked [n_experts, ...] tensor.
+    // Used to read one expert out of a stacked [n_experts, ...] tensor. Errors: as readF32, plus
+    // InvalidArgument when [first, first + count) is not inside the tensor. F16/BF16 go through a
+    // 128 KiB staging buffer.
     Status readF32Range(const std::string& name, int64_t first, int64_t count, float* dst) const;
-    // Raw bytes of a tensor range (offset/nbytes relative to the tensor's first byte).
+    // Raw bytes of a tensor range (offset/nbytes relative to the tensor's first byte), in the
+    // file's (little-endian) layout. Errors: InvalidArgument (range outside the tensor, or a
+    // TensorInfo not from this checkpoint), Io.
     Status readRaw(const TensorInfo& t, uint64_t offset, uint64_t nbytes, void* dst) const;
 
 private:

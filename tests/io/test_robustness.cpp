@@ -77,7 +77,6 @@ void mutate(Bytes& b, size_t headerLen, std::mt19937_64& rng) {
 
 TEST(SafetensorsRobustness, MutatedFilesNeverCrash) {
     TempDir d;
-    const std::string path = d.file("fuzz.safetensors");
     size_t headerLen = 0;
     const Bytes good = validImage(headerLen);
     std::mt19937_64 rng(20261201);
@@ -85,8 +84,12 @@ TEST(SafetensorsRobustness, MutatedFilesNeverCrash) {
     for (int iter = 0; iter < 3000; ++iter) {
         Bytes b = good;
         mutate(b, headerLen, rng);
+        // A new file each time: truncating and rewriting one file makes ext4 flush it
+        // (auto_da_alloc), which is slow on a busy disk.
+        const std::string path = d.file("fuzz" + std::to_string(iter) + ".safetensors");
         writeBytes(path, b);
         auto f = SafetensorsFile::open(path);
+        std::filesystem::remove(path);
         if (!f) {
             ++refused;
             ASSERT_FALSE(f.status().message().empty()) << iter;
@@ -105,4 +108,50 @@ TEST(SafetensorsRobustness, MutatedFilesNeverCrash) {
     EXPECT_GT(accepted, 50);
     EXPECT_GT(refused, 1000);
     std::printf("accepted %d, refused %d\n", accepted, refused);
+}
+
+TEST(CheckpointRobustness, MutatedIndexNeverCrashes) {
+    TempDir d;
+    writeSafetensors(d.path() / "model-1.safetensors", {{"a", "F32", {1}, f32Bytes({1.0f})}});
+    writeSafetensors(d.path() / "model-2.safetensors", {{"b", "F16", {2}, u16Bytes({1, 2})}});
+    const std::string good =
+        R"({"metadata": {"total_size": 8}, "weight_map": {"a": "model-1.safetensors", )"
+        R"("b": "model-2.safetensors"}})";
+    std::mt19937_64 rng(7);
+    static const char kChars[] = "{}[]\",:ab12-./ \\";
+    int accepted = 0, refused = 0;
+    for (int iter = 0; iter < 1500; ++iter) {
+        std::string s = good;
+        const int nMut = 1 + int(rng() % 3);
+        for (int m = 0; m < nMut && !s.empty(); ++m) {
+            const size_t at = rng() % s.size();
+            switch (rng() % 3) {
+            case 0:
+                s[at] = kChars[rng() % (sizeof(kChars) - 1)];
+                break;
+            case 1:
+                s.erase(at, 1 + rng() % 4);
+                break;
+            case 2:
+                s.insert(at, 1, kChars[rng() % (sizeof(kChars) - 1)]);
+                break;
+            }
+        }
+        std::filesystem::remove(d.path() /
+                                "model.safetensors.index.json"); // see above: no truncation
+        writeText(d.path() / "model.safetensors.index.json", s);
+        auto ck = coli::Checkpoint::open(d.path().string());
+        if (!ck) {
+            ++refused;
+            ASSERT_FALSE(ck.status().message().empty()) << s;
+            continue;
+        }
+        ++accepted;
+        for (const coli::TensorInfo* t : ck.value()->tensors()) {
+            std::vector<float> v;
+            ASSERT_TRUE(ck.value()->readF32(t->name, v)) << s;
+        }
+    }
+    EXPECT_GT(accepted, 10);
+    EXPECT_GT(refused, 500);
 }

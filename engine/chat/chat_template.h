@@ -11,6 +11,7 @@
 #include "core/status.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,15 @@ struct ChatMessage {
 
 class ChatTemplate {
 public:
-    // Reads chat_template, bos_token, eos_token from tokenizer_config.json.
-    // Errors: NotFound (file, or no chat_template key), Malformed (JSON, template syntax with
-    // line:column), Unsupported (construct outside the subset).
+    // Reads chat_template, bos_token, eos_token from tokenizer_config.json. chat_template may be
+    // a string or a list of {"name", "template"} (the "default" entry is used); when the key is
+    // absent, a chat_template.jinja file next to the config is used (newer transformers save the
+    // template there). bos_token/eos_token may be strings or {"content": ...} objects.
+    // The whole template is parsed here, so syntax errors and unknown filters/tests surface at
+    // load time, as jinja2 reports them at compile time.
+    // Errors: NotFound (file, or no chat_template key and no chat_template.jinja; names the
+    // file), Io (read failure), Malformed (JSON, template syntax with line:column), Unsupported
+    // (construct outside the subset, naming it, with line:column).
     static Result<std::unique_ptr<ChatTemplate>> fromTokenizerConfig(const std::string& path);
     static Result<std::unique_ptr<ChatTemplate>> fromString(const std::string& templ,
                                                             const std::string& bosToken,
@@ -33,10 +40,29 @@ public:
                                                             const std::string& sourceName);
     ~ChatTemplate();
 
-    // Errors: Malformed/Unsupported from evaluation, InvalidArgument for raise_exception() calls
-    // in the template (e.g. "Conversation roles must alternate"), with the template's message.
+    // Renders with the variables transformers' apply_chat_template passes: messages (a list of
+    // {role, content}), add_generation_prompt, bos_token, eos_token, tools=None, documents=None.
+    // Errors (messages start with "<source>:<line>:<column>: "):
+    //   InvalidArgument - raise_exception() in the template, with the template's own message
+    //                     (e.g. "Conversation roles must alternate user/assistant/..."); an
+    //                     undefined value used in an operation (e.g. an empty conversation where
+    //                     the template reads messages[0].role);
+    //   Malformed       - a type error while evaluating (str + int, iterating None...);
+    //   Unsupported     - a function or Python method outside the supported subset.
+    // Thread-safety: const; several threads may render with one ChatTemplate at once.
     Result<std::string> render(const std::vector<ChatMessage>& messages,
                                bool addGenerationPrompt) const;
+    // As above; enableThinking, when set, is passed as the template variable enable_thinking
+    // (Qwen3: false appends an empty <think></think> block to the generation prompt). When
+    // unset the variable is undefined, as in transformers by default.
+    Result<std::string> render(const std::vector<ChatMessage>& messages, bool addGenerationPrompt,
+                               std::optional<bool> enableThinking) const;
+
+    // "" when the config has no such token (the template then sees it as undefined).
+    const std::string& bosToken() const;
+    const std::string& eosToken() const;
+    // The file path (or the name given to fromString) used in error messages.
+    const std::string& sourceName() const;
 
 private:
     ChatTemplate();

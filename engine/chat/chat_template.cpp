@@ -1,0 +1,191 @@
+#include "chat/chat_template.h"
+
+#include "chat/jinja_eval.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace coli {
+
+struct ChatTemplate::Impl {
+    std::unique_ptr<jinja::Template> tmpl;
+    std::optional<std::string> bos;
+    std::optional<std::string> eos;
+    std::string sourceName;
+};
+
+namespace {
+
+Status toStatus(const jinja::JinjaError& err, const std::string& source) {
+    std::string where = source;
+    if (err.line > 0) where += ":" + std::to_string(err.line) + ":" + std::to_string(err.column);
+    std::string prefix;
+    if (err.raisedByTemplate) prefix = "template raised an error: ";
+    else if (err.code == ErrorCode::Unsupported) prefix = "not supported by our Jinja subset: ";
+    return Status(err.code, where + ": " + prefix + err.message);
+}
+
+Result<std::string> readFile(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+        return Status(ErrorCode::NotFound, path + ": file not found");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Status(ErrorCode::Io, path + ": cannot open for reading");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) return Status(ErrorCode::Io, path + ": read failed");
+    return ss.str();
+}
+
+// bos_token/eos_token: a string, an AddedToken object {"content": ...}, null or absent.
+Result<std::optional<std::string>> specialToken(const nlohmann::json& cfg, const char* key,
+                                                const std::string& path) {
+    auto it = cfg.find(key);
+    if (it == cfg.end() || it->is_null()) return std::optional<std::string>();
+    if (it->is_string()) return std::optional<std::string>(it->get<std::string>());
+    if (it->is_object()) {
+        auto c = it->find("content");
+        if (c != it->end() && c->is_string())
+            return std::optional<std::string>(c->get<std::string>());
+    }
+    return Status(ErrorCode::Malformed, path + ": key '" + key +
+                                            "' must be a string or an object with a string "
+                                            "'content'");
+}
+
+} // namespace
+
+ChatTemplate::ChatTemplate() : m_impl(std::make_unique<Impl>()) {}
+ChatTemplate::~ChatTemplate() = default;
+
+Result<std::unique_ptr<ChatTemplate>> ChatTemplate::fromTokenizerConfig(const std::string& path) {
+    Result<std::string> text = readFile(path);
+    if (!text) return text.status();
+    nlohmann::json cfg;
+    try {
+        cfg = nlohmann::json::parse(text.value());
+    } catch (const nlohmann::json::exception& e) {
+        return Status(ErrorCode::Malformed, path + ": invalid JSON: " + e.what());
+    }
+    if (!cfg.is_object()) return Status(ErrorCode::Malformed, path + ": not a JSON object");
+
+    std::string templ;
+    std::string source = path;
+    auto it = cfg.find("chat_template");
+    if (it == cfg.end() || it->is_null()) {
+        // transformers >= 4.43 may save the template beside the config instead.
+        std::filesystem::path side = std::filesystem::path(path).parent_path() / "chat_template.jinja";
+        std::error_code ec;
+        if (!std::filesystem::exists(side, ec))
+            return Status(ErrorCode::NotFound,
+                          path + ": no 'chat_template' key (and no chat_template.jinja beside it)");
+        Result<std::string> sideText = readFile(side.string());
+        if (!sideText) return sideText.status();
+        templ = std::move(sideText.value());
+        source = side.string();
+    } else if (it->is_string()) {
+        templ = it->get<std::string>();
+    } else if (it->is_array()) {
+        bool found = false;
+        for (const auto& entry : *it) {
+            if (!entry.is_object() || !entry.contains("name") || !entry.contains("template") ||
+                !entry["name"].is_string() || !entry["template"].is_string())
+                return Status(ErrorCode::Malformed,
+                              path + ": 'chat_template' list entries must be {\"name\": string, "
+                                     "\"template\": string}");
+            if (entry["name"] == "default") {
+                templ = entry["template"].get<std::string>();
+                found = true;
+            }
+        }
+        if (!found)
+            return Status(ErrorCode::NotFound,
+                          path + ": 'chat_template' list has no entry named 'default'");
+        source = path + "#default";
+    } else {
+        return Status(ErrorCode::Malformed,
+                      path + ": 'chat_template' must be a string or a list of named templates");
+    }
+
+    auto bos = specialToken(cfg, "bos_token", path);
+    if (!bos) return bos.status();
+    auto eos = specialToken(cfg, "eos_token", path);
+    if (!eos) return eos.status();
+
+    std::unique_ptr<ChatTemplate> ct(new ChatTemplate());
+    ct->m_impl->bos = bos.value();
+    ct->m_impl->eos = eos.value();
+    ct->m_impl->sourceName = source;
+    try {
+        ct->m_impl->tmpl = jinja::Template::parse(templ);
+    } catch (const jinja::JinjaError& err) {
+        return toStatus(err, source);
+    }
+    return ct;
+}
+
+Result<std::unique_ptr<ChatTemplate>> ChatTemplate::fromString(const std::string& templ,
+                                                               const std::string& bosToken,
+                                                               const std::string& eosToken,
+                                                               const std::string& sourceName) {
+    std::unique_ptr<ChatTemplate> ct(new ChatTemplate());
+    ct->m_impl->bos = bosToken;
+    ct->m_impl->eos = eosToken;
+    ct->m_impl->sourceName = sourceName;
+    try {
+        ct->m_impl->tmpl = jinja::Template::parse(templ);
+    } catch (const jinja::JinjaError& err) {
+        return toStatus(err, sourceName);
+    }
+    return ct;
+}
+
+Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& messages,
+                                         bool addGenerationPrompt) const {
+    return render(messages, addGenerationPrompt, std::nullopt);
+}
+
+Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& messages,
+                                         bool addGenerationPrompt,
+                                         std::optional<bool> enableThinking) const {
+    using jinja::Value;
+    jinja::ValueList list;
+    for (const ChatMessage& m : messages) {
+        jinja::ValueDict d;
+        d.set("role", Value(m.role));
+        d.set("content", Value(m.content));
+        list.push_back(Value::dict(std::move(d)));
+    }
+    jinja::Variables vars;
+    vars.emplace_back("messages", Value(std::move(list)));
+    vars.emplace_back("tools", Value::none());
+    vars.emplace_back("documents", Value::none());
+    vars.emplace_back("add_generation_prompt", Value(addGenerationPrompt));
+    if (m_impl->bos) vars.emplace_back("bos_token", Value(*m_impl->bos));
+    if (m_impl->eos) vars.emplace_back("eos_token", Value(*m_impl->eos));
+    if (enableThinking) vars.emplace_back("enable_thinking", Value(*enableThinking));
+    try {
+        return m_impl->tmpl->render(vars);
+    } catch (const jinja::JinjaError& err) {
+        return toStatus(err, m_impl->sourceName);
+    } catch (const std::bad_alloc&) {
+        return Status(ErrorCode::Internal, m_impl->sourceName + ": out of memory while rendering");
+    }
+}
+
+const std::string& ChatTemplate::bosToken() const {
+    static const std::string empty;
+    return m_impl->bos ? *m_impl->bos : empty;
+}
+
+const std::string& ChatTemplate::eosToken() const {
+    static const std::string empty;
+    return m_impl->eos ? *m_impl->eos : empty;
+}
+
+const std::string& ChatTemplate::sourceName() const { return m_impl->sourceName; }
+
+} // namespace coli

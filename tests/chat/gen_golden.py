@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""Renders the chat templates in tests/chat/templates/ (and the interpreter unit cases below)
+with Python's jinja2 configured exactly as transformers' apply_chat_template configures it, and
+writes the results as golden JSON files that the C++ tests compare against byte for byte.
+
+transformers (src/transformers/utils/chat_template_utils.py, _compile_jinja_template) uses
+    ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                  extensions=[AssistantTracker, jinja2.ext.loopcontrols])
+with the filter tojson replaced by json.dumps(x, ensure_ascii=False, indent=indent,
+separators=separators, sort_keys=sort_keys) and the globals raise_exception (raises
+TemplateError) and strftime_now, and renders with messages=..., tools=None, documents=None,
+add_generation_prompt=..., plus the tokenizer's special tokens (bos_token, eos_token, ...) and
+any extra kwargs (e.g. enable_thinking). The AssistantTracker extension only adds the
+{% generation %} tag, which none of these templates uses, so it is left out here.
+
+Usage:
+    gen_golden.py [--out DIR]            write goldens (default: tests/chat/golden next to this file)
+    gen_golden.py --out DIR --compare REF_DIR
+                                         write into DIR, then fail (exit 1) if any file differs
+                                         from REF_DIR (CTest uses this so goldens cannot drift)
+Requires Debian's python3-jinja2.
+"""
+import argparse
+import hashlib
+import json
+import os
+import sys
+
+import jinja2
+import jinja2.ext
+import jinja2.sandbox
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TEMPLATE_DIR = os.path.join(HERE, "templates")
+
+# Special tokens as each model's tokenizer_config.json declares them (None: absent/null, so the
+# template sees an undefined variable, as with transformers).
+TEMPLATES = {
+    "olmoe": {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"},
+    "qwen2moe": {"bos_token": None, "eos_token": "<|im_end|>"},
+    "qwen3moe": {"bos_token": None, "eos_token": "<|im_end|>"},
+    "mixtral": {"bos_token": "<s>", "eos_token": "</s>"},
+    "mixtral_2023": {"bos_token": "<s>", "eos_token": "</s>"},
+    "granitemoe": {"bos_token": "<|end_of_text|>", "eos_token": "<|end_of_text|>"},
+}
+
+
+def msg(role, content):
+    return {"role": role, "content": content}
+
+
+UNICODE_TEXT = "  Grüße, 世界! 🙂\tcafé\u3000\n\nline two with trailing spaces   \n"
+
+CONVERSATIONS = [
+    ("system_multi_turn", [
+        msg("system", "You are a helpful assistant."),
+        msg("user", "Hello!"),
+        msg("assistant", "Hi there. How can I help?"),
+        msg("user", "What is a mixture of experts?"),
+    ], {}),
+    ("system_ending_with_assistant", [
+        msg("system", "Be brief."),
+        msg("user", "Name a colour."),
+        msg("assistant", "Blue."),
+    ], {}),
+    ("no_system", [
+        msg("user", "First question"),
+        msg("assistant", "First answer"),
+        msg("user", "Second question"),
+    ], {}),
+    ("single_user", [msg("user", "Hi")], {}),
+    ("unicode_whitespace", [
+        msg("system", "\n  System with leading newline and spaces  "),
+        msg("user", UNICODE_TEXT),
+        msg("assistant", "  answer with spaces  \n"),
+        msg("user", "{{ not a template }} {% neither %} and 'quotes' \"double\" \\ backslash"),
+    ], {}),
+    ("empty_contents", [msg("system", ""), msg("user", ""), msg("assistant", ""),
+                        msg("user", "")], {}),
+    ("long_multi_turn", [m for i in range(5) for m in (
+        msg("user", "question %d" % i), msg("assistant", "answer %d" % i))] +
+        [msg("user", "last")], {}),
+    ("reasoning_history", [
+        msg("user", "2+2?"),
+        msg("assistant", "<think>\nSimple arithmetic.\n</think>\n\n4"),
+        msg("user", "3+3?"),
+    ], {}),
+    ("thinking_disabled", [msg("user", "Quick answer please")], {"enable_thinking": False}),
+    ("thinking_enabled", [msg("user", "Think first")], {"enable_thinking": True}),
+    ("tool_response", [
+        msg("user", "What is the weather?"),
+        msg("assistant", "Let me check."),
+        msg("tool", "{\"temp\": 21}"),
+        msg("tool", "{\"sky\": \"clear\"}"),
+        msg("user", "Thanks"),
+    ], {}),
+    ("roles_not_alternating", [msg("user", "one"), msg("user", "two")], {}),
+    ("unknown_role", [msg("user", "hi"), msg("narrator", "Meanwhile...")], {}),
+    ("empty_conversation", [], {}),
+]
+
+
+def make_env():
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
+                          sort_keys=sort_keys)
+
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    return env
+
+
+def render(env, source, variables):
+    """Returns {"expected": text} or {"error": kind, "message": text}."""
+    try:
+        return {"expected": env.from_string(source).render(**variables)}
+    except jinja2.exceptions.UndefinedError as e:
+        return {"error": "UndefinedError", "message": str(e)}
+    except jinja2.exceptions.TemplateSyntaxError as e:
+        return {"error": "TemplateSyntaxError", "message": str(e)}
+    except jinja2.exceptions.TemplateError as e:  # raise_exception()
+        return {"error": "TemplateError", "message": str(e)}
+    except (TypeError, ValueError, ZeroDivisionError) as e:
+        return {"error": "TypeError", "message": "%s: %s" % (type(e).__name__, e)}
+
+
+def template_goldens(env):
+    out = {}
+    for name, tokens in TEMPLATES.items():
+        path = os.path.join(TEMPLATE_DIR, name + ".jinja")
+        with open(path, "rb") as f:
+            raw = f.read()
+        source = raw.decode("utf-8")
+        cases = []
+        for conv_name, messages, extra in CONVERSATIONS:
+            for agp in (True, False):
+                variables = {"messages": messages, "tools": None, "documents": None,
+                             "add_generation_prompt": agp}
+                for k in ("bos_token", "eos_token"):
+                    if tokens[k] is not None:
+                        variables[k] = tokens[k]
+                variables.update(extra)
+                case = {"name": "%s/%s" % (conv_name, "gen" if agp else "nogen"),
+                        "messages": messages, "add_generation_prompt": agp}
+                if "enable_thinking" in extra:
+                    case["enable_thinking"] = extra["enable_thinking"]
+                case.update(render(env, source, variables))
+                cases.append(case)
+        out[name + ".json"] = {
+            "generator": "tests/chat/gen_golden.py",
+            "jinja2_version": jinja2.__version__,
+            "environment": "ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, "
+                           "extensions=[loopcontrols]); tojson=json.dumps(ensure_ascii=False); "
+                           "raise_exception",
+            "template": "templates/%s.jinja" % name,
+            "template_sha256": hashlib.sha256(raw).hexdigest(),
+            "bos_token": tokens["bos_token"],
+            "eos_token": tokens["eos_token"],
+            "cases": cases,
+        }
+    return out
+
+
+# Interpreter unit cases: (name, template, variables). Expectations come from jinja2.
+UNIT_CASES = [
+    # whitespace control
+    ("trim_blocks", "{% if true %}\nA\n{% endif %}\nB", {}),
+    ("lstrip_blocks", "  {% if true %}\n  A\n  {% endif %}\n  B", {}),
+    ("lstrip_not_for_variables", "  {{ 'x' }}\n  y", {}),
+    ("minus_both_sides", "a  \n  {%- if true -%}  \n  b  \n  {%- endif -%}\n  c", {}),
+    ("minus_variable", "a \n {{- 'b' -}} \n c", {}),
+    ("plus_disables_lstrip", "  {%+ if true %}x{% endif %}", {}),
+    ("plus_disables_trim", "{% if true +%}\nx{% endif %}", {}),
+    ("comment_lstrip_trim", "a\n  {# note #}\nb {#- c -#} d", {}),
+    ("trailing_newline_dropped", "x\n", {}),
+    ("only_one_trailing_newline_dropped", "x\n\n", {}),
+    ("crlf_normalized", "a\r\nb\rc", {}),
+    ("lstrip_after_text_on_line", "x {% if true %}y{% endif %}", {}),
+    ("newline_after_variable_kept", "{{ 1 }}\n{{ 2 }}", {}),
+    ("unicode_space_stripped_by_minus", "a\u3000 {{- 'b' }}", {}),
+    # loops
+    ("loop_vars", "{% for x in ['a','b','c'] %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}"
+     "{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }};{% endfor %}", {}),
+    ("loop_filter", "{% for x in [1,2,3,4,5] if x is odd %}{{ x }}:{{ loop.index }}/{{ loop.length }}"
+     " {% endfor %}", {}),
+    ("loop_else", "{% for x in [] %}{{ x }}{% else %}empty{% endfor %}", {}),
+    ("loop_break_continue", "{% for x in range(10) %}{% if x == 2 %}{% continue %}{% endif %}"
+     "{% if x == 5 %}{% break %}{% endif %}{{ x }}{% endfor %}", {}),
+    ("loop_dict_items", "{% for k, v in d.items() %}{{ k }}={{ v }},{% endfor %}",
+     {"d": {"b": 1, "a": 2}}),
+    ("loop_over_dict_keys", "{% for k in d %}{{ k }}{% endfor %}", {"d": {"x": 1, "y": 2}}),
+    ("loop_over_string", "{% for c in 'héllo' %}[{{ c }}]{% endfor %}", {}),
+    ("loop_prev_next", "{% for x in [1,2,3] %}{{ loop.previtem }}-{{ loop.nextitem }} {% endfor %}", {}),
+    ("loop_cycle", "{% for x in range(4) %}{{ loop.cycle('a','b','c') }}{% endfor %}", {}),
+    ("nested_loops", "{% for a in [1,2] %}{% for b in [3,4] %}{{ loop.index }}{{ a }}{{ b }} "
+     "{% endfor %}{{ loop.index }}|{% endfor %}", {}),
+    ("set_scoped_to_iteration", "{% set x = 5 %}{% for i in [1,2] %}{% set x = x + i %}{{ x }}"
+     "{% endfor %}{{ x }}", {}),
+    ("set_in_if_visible", "{% if true %}{% set y = 3 %}{% endif %}{{ y }}", {}),
+    ("loop_var_restored", "{% set i = 9 %}{% for i in [1] %}{{ i }}{% endfor %}{{ i }}", {}),
+    # namespace
+    ("namespace", "{% set ns = namespace(count=0, found=false) %}{% for x in [1,2,3] %}"
+     "{% set ns.count = ns.count + x %}{% if x == 2 %}{% set ns.found = true %}{% endif %}"
+     "{% endfor %}{{ ns.count }} {{ ns.found }}", {}),
+    ("namespace_late_attr", "{% set ns = namespace() %}{% set ns.a = 'v' %}{{ ns.a }}", {}),
+    ("block_set", "{% set x %}a{{ 1 + 1 }}b{% endset %}[{{ x }}]", {}),
+    ("tuple_set", "{% set a, b = [1, 2] %}{{ b }}{{ a }}", {}),
+    # expressions
+    ("arithmetic", "{{ 7 // 2 }} {{ -7 // 2 }} {{ -7 % 3 }} {{ 7 % -3 }} {{ 1 / 4 }} {{ 2 ** 10 }} "
+     "{{ 2.5 * 2 }} {{ 3 - 5 }} {{ -(3) }} {{ 1 + 2 * 3 }} {{ (1 + 2) * 3 }} {{ 10 / 5 }}", {}),
+    ("float_repr", "{{ 1.0 }} {{ 0.1 + 0.2 }} {{ 1e20 }} {{ 1e16 }} {{ 1e15 }} {{ 1e-5 }} "
+     "{{ 0.0001 }} {{ 1.5e-7 }} {{ 123456.789 }} {{ -0.0 }} {{ 2.0 ** 70 }}", {}),
+    ("string_ops", "{{ 'a' + 'b' }} {{ 'x' ~ 1 ~ none ~ true }} {{ 'ab' * 3 }} "
+     "{{ 'abc'[1] }} {{ 'abc'[-1] }} {{ 'héllo'[1:3] }} {{ 'abcdef'[::-1] }} {{ 'abcdef'[::2] }} "
+     "{{ 'abcdef'[-2:] }} {{ 'abcdef'[:-2] }} {{ 'abcdef'[4:1:-1] }}", {}),
+    ("list_ops", "{{ [1,2,3][-1] }} {{ [1,2,3][1:] }} {{ [1,2] + [3] }} {{ [1,2,3][::-1] }} "
+     "{{ [] }} {{ [1, 'a', none, true, 1.5] }} {{ ('t', 1) }}", {}),
+    ("dict_literal", "{{ {'a': 1, 'b': [1, 'x']} }} {{ {'q': \"it's\"} }}", {}),
+    ("comparisons", "{{ 1 < 2 < 3 }} {{ 1 < 3 < 2 }} {{ 'a' < 'b' }} {{ 1 == 1.0 }} {{ true == 1 }} "
+     "{{ 'a' != 'a' }} {{ 2 >= 2 }} {{ none == none }} {{ [1,2] == [1,2] }}", {}),
+    ("membership", "{{ 'a' in 'cat' }} {{ 2 in [1,2] }} {{ 'k' in {'k': 1} }} {{ 'z' not in 'cat' }} "
+     "{{ 3 not in [1,2] }}", {}),
+    ("logic", "{{ 1 and 'x' }}|{{ 0 and 'x' }}|{{ '' or 'y' }}|{{ 'a' or 'b' }}|{{ not 0 }}|"
+     "{{ not 'a' }}|{{ none or [] }}", {}),
+    ("conditional_expr", "{{ 'y' if true else 'n' }} {{ 'y' if false else 'n' }} [{{ 'y' if false }}]", {}),
+    ("adjacent_strings", "{{ 'a' 'b' \"c\" }}", {}),
+    ("string_escapes", "{{ 'tab\\there' }}|{{ \"q\\\"q\" }}|{{ 'nl\\nx' }}|{{ '\\u00e9\\x41' }}|"
+     "{{ 'back\\\\slash' }}|{{ 'keep\\d' }}", {}),
+    ("literals", "{{ true }} {{ false }} {{ none }} {{ True }} {{ None }} {{ 1_000 }} {{ 0.5 }}", {}),
+    ("undefined_renders_empty", "[{{ nothing }}][{{ nothing ~ 'x' }}][{{ nothing | length }}]"
+     "[{{ not nothing }}][{% for x in nothing %}x{% endfor %}]", {}),
+    ("undefined_attr_of_defined", "[{{ d.missing }}][{{ d['missing'] }}][{{ l[5] }}]",
+     {"d": {"a": 1}, "l": [1]}),
+    ("attribute_vs_item", "{{ d.a }} {{ d['a'] }} {{ l.0 }} {{ d.items() | list }}",
+     {"d": {"a": 1}, "l": ["z"]}),
+    ("precedence_filter_vs_minus", "{{ l|length - 1 }} {{ -1|abs }} {{ -l|length }}", {"l": [1, 2, 3]}),
+    # filters
+    ("filter_trim", "[{{ '  a b \\n'|trim }}][{{ 'xxaxx'|trim('x') }}][{{ '\u3000a\u00a0'|trim }}]", {}),
+    ("filter_length", "{{ 'héllo'|length }} {{ [1,2]|length }} {{ {'a':1}|length }} {{ 'x'|count }}", {}),
+    ("filter_tojson", "{{ d|tojson }}|{{ 'é\"\\n<'|tojson }}|{{ [1, 2.5, none, true]|tojson }}",
+     {"d": {"b": 1, "a": [1, {"x": "y"}], "u": "ü🙂"}}),
+    ("filter_tojson_indent", "{{ d|tojson(indent=2) }}|{{ d|tojson(sort_keys=true) }}|"
+     "{{ d|tojson(separators=[',', ':']) }}|{{ d|tojson(ensure_ascii=true) }}|{{ []|tojson(indent=2) }}",
+     {"d": {"b": 1, "a": [1, {}], "u": "ü🙂"}}),
+    ("filter_string", "{{ 1|string }} {{ none|string }} {{ [1,'a']|string }} [{{ nothing|string }}]", {}),
+    ("filter_default", "{{ nothing|default('d') }} {{ ''|default('d') }} {{ ''|default('d', true) }} "
+     "{{ 0|d('z', boolean=true) }} {{ none|default('n') }}", {}),
+    ("filter_first_last", "{{ [1,2,3]|first }} {{ [1,2,3]|last }} {{ 'abc'|first }} {{ 'abc'|last }}", {}),
+    ("filter_case", "{{ 'Hello World'|upper }} {{ 'Hello World'|lower }} {{ 'hello WORLD'|capitalize }} "
+     "{{ 'hello big-world (x'|title }}", {}),
+    ("filter_join", "{{ ['a','b','c']|join(', ') }} {{ [1,2]|join }} {{ 'abc'|join('-') }}", {}),
+    ("filter_replace", "{{ 'aaa'|replace('a','b') }} {{ 'aaa'|replace('a','b',2) }} {{ 'ab'|replace('','-') }}", {}),
+    ("filter_items", "{% for k, v in d|items %}{{ k }}{{ v }}{% endfor %}", {"d": {"x": 1, "y": 2}}),
+    ("filter_list_reverse", "{{ 'abc'|list }} {{ [1,2,3]|reverse|list }} {{ 'abc'|reverse }}", {}),
+    ("filter_int_float_abs", "{{ '42'|int }} {{ '4.7'|int }} {{ 'x'|int }} {{ 'x'|int(7) }} {{ 3.9|int }} "
+     "{{ '2.5'|float }} {{ 'x'|float }} {{ -3|abs }} {{ -2.5|abs }}", {}),
+    ("filter_chain", "{{ '  Hi  '|trim|upper|replace('I', 'i')|length }}", {}),
+    # tests
+    ("tests_types", "{{ 'a' is string }} {{ 1 is string }} {{ 1 is number }} {{ true is number }} "
+     "{{ 1 is integer }} {{ true is integer }} {{ 1.0 is float }} {{ true is boolean }} {{ none is none }} "
+     "{{ {} is mapping }} {{ [] is iterable }} {{ 'a' is sequence }} {{ 1 is iterable }}", {}),
+    ("tests_defined", "{{ x is defined }} {{ y is defined }} {{ y is undefined }} {{ x is not none }} "
+     "{{ none is not none }}", {"x": 1}),
+    ("tests_values", "{{ 3 is odd }} {{ 4 is even }} {{ 9 is divisibleby 3 }} {{ 9 is divisibleby(4) }} "
+     "{{ true is true }} {{ 1 is true }} {{ false is false }} {{ 2 is eq 2 }} {{ 2 is ne 2 }} "
+     "{{ 1 is lt 2 }} {{ 2 is gt(3) }} {{ 2 is in [1,2] }}", {}),
+    # string methods
+    ("str_methods", "{{ 'hello'.startswith('he') }} {{ 'hello'.endswith(('x','lo')) }} "
+     "[{{ '  x  '.strip() }}][{{ '  x  '.lstrip() }}][{{ '  x  '.rstrip() }}][{{ 'xxhixx'.strip('x') }}] "
+     "{{ 'a,b,,c'.split(',') }} {{ ' a  b '.split() }} {{ 'a b c'.split(' ', 1) }} "
+     "{{ 'abcb'.replace('b','X') }} {{ 'Ab'.upper() }} {{ 'Ab'.lower() }} {{ 'hello'.find('l') }} "
+     "{{ 'hello'.count('l') }} {{ '-'.join(['a','b']) }} {{ 'hello'.title() if false else 'ok' }}", {}),
+    ("str_split_index", "{{ 'a</think>b</think>c'.split('</think>')[-1] }}|"
+     "{{ '\\n\\nx\\n'.lstrip('\\n') }}|{{ 'x\\n\\n'.rstrip('\\n') }}", {}),
+    ("dict_methods", "{{ d.get('a') }} {{ d.get('z') }} {{ d.get('z', 5) }} {{ d.keys()|list }} "
+     "{{ d.values()|list }}", {"d": {"a": 1, "b": 2}}),
+    ("globals_range_dict", "{{ range(3)|list }} {{ range(1, 7, 2)|list }} {{ range(5, 0, -2)|list }} "
+     "{{ dict(a=1, b='x') }}", {}),
+    # errors with a jinja2 counterpart
+    ("error_raise_exception", "{{ raise_exception('custom failure: ' ~ 42) }}", {}),
+    ("error_undefined_attr", "{{ messages[0].role }}", {"messages": []}),
+    ("error_undefined_arith", "{{ nothing + 1 }}", {}),
+    ("error_str_plus_int", "{{ 'a' + 1 }}", {}),
+    ("error_iterate_none", "{% for x in none %}{% endfor %}", {}),
+    ("error_division_by_zero", "{{ 1 // 0 }}", {}),
+    ("error_syntax_unclosed_if", "{% if true %}x", {}),
+    ("error_syntax_bad_expression", "{{ 1 + }}", {}),
+]
+
+
+def unit_goldens(env):
+    cases = []
+    for name, source, variables in UNIT_CASES:
+        case = {"name": name, "template": source, "variables": variables}
+        case.update(render(env, source, variables))
+        cases.append(case)
+    return {"unit_cases.json": {
+        "generator": "tests/chat/gen_golden.py",
+        "jinja2_version": jinja2.__version__,
+        "cases": cases,
+    }}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(HERE, "golden"))
+    ap.add_argument("--compare", help="directory with the checked-in goldens to diff against")
+    args = ap.parse_args()
+    env = make_env()
+    files = {}
+    files.update(template_goldens(env))
+    files.update(unit_goldens(env))
+    os.makedirs(args.out, exist_ok=True)
+    for fname, data in files.items():
+        with open(os.path.join(args.out, fname), "w", encoding="utf-8", newline="\n") as f:
+            json.dump(data, f, ensure_ascii=False, indent=1)
+            f.write("\n")
+    if args.compare:
+        bad = []
+        for fname in files:
+            with open(os.path.join(args.out, fname), "rb") as a:
+                fresh = a.read()
+            ref_path = os.path.join(args.compare, fname)
+            if not os.path.exists(ref_path):
+                bad.append(fname + " (missing from " + args.compare + ")")
+                continue
+            with open(ref_path, "rb") as b:
+                if b.read() != fresh:
+                    bad.append(fname)
+        extra = sorted(set(os.listdir(args.compare)) - set(files))
+        bad += [f + " (stale: not produced by the generator)" for f in extra if f.endswith(".json")]
+        if bad:
+            print("goldens differ from a fresh run (regenerate with tests/chat/gen_golden.py):",
+                  ", ".join(bad), file=sys.stderr)
+            return 1
+        print("goldens match a fresh run with jinja2", jinja2.__version__)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -57,8 +57,9 @@ int runChat(const ChatOptions& o) {
     }
     const bool interactive = isatty(STDIN_FILENO);
     if (interactive)
-        fmt::print(stderr, "chat with {} ({}). /reset starts over; Ctrl+C stops an answer; "
-                           "Ctrl+C or Ctrl+D at the prompt quits.\n",
+        fmt::print(stderr,
+                   "chat with {} ({}). /reset starts over; Ctrl+C stops an answer; "
+                   "Ctrl+C or Ctrl+D at the prompt quits.\n",
                    lm->dir(), describeSampling(params.sampler));
 
     Session session(*lm);

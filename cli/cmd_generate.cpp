@@ -30,8 +30,10 @@ struct GenerateOptions {
 // `-p -`: all of stdin, minus one trailing newline (so `echo TEXT |` equals `-p TEXT`).
 std::string readStdinPrompt() {
     std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    if (text.ends_with("\r\n")) text.resize(text.size() - 2);
-    else if (text.ends_with('\n')) text.pop_back();
+    if (text.ends_with("\r\n"))
+        text.resize(text.size() - 2);
+    else if (text.ends_with('\n'))
+        text.pop_back();
     return text;
 }
 
@@ -93,12 +95,14 @@ int runGenerate(GenerateOptions o) {
     }
     printStats(r.value(), describeSampling(params.sampler));
     switch (r.value().stopReason) {
-    case StopReason::Cancelled: return kExitInterrupted;
+    case StopReason::Cancelled:
+        return kExitInterrupted;
     case StopReason::ContextFull:
-        printError(fmt::format("the context is full ({} tokens)",
-                               lm->model().config().maxPositions));
+        printError(
+            fmt::format("the context is full ({} tokens)", lm->model().config().maxPositions));
         return kExitGeneration;
-    default: return kExitOk;
+    default:
+        return kExitOk;
     }
 }
 

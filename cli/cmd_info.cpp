@@ -17,11 +17,16 @@ namespace {
 // Hugging Face's model_type for each family (config.json "model_type").
 const char* modelType(Family f) {
     switch (f) {
-    case Family::Olmoe: return "olmoe";
-    case Family::Qwen2Moe: return "qwen2_moe";
-    case Family::Qwen3Moe: return "qwen3_moe";
-    case Family::Mixtral: return "mixtral";
-    case Family::GraniteMoe: return "granitemoe";
+    case Family::Olmoe:
+        return "olmoe";
+    case Family::Qwen2Moe:
+        return "qwen2_moe";
+    case Family::Qwen3Moe:
+        return "qwen3_moe";
+    case Family::Mixtral:
+        return "mixtral";
+    case Family::GraniteMoe:
+        return "granitemoe";
     }
     return "unknown";
 }
@@ -47,7 +52,8 @@ std::string humanBytes(int64_t v) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double x = static_cast<double>(v);
     int u = 0;
-    while (x >= 1024 && u < 4) x /= 1024, ++u;
+    while (x >= 1024 && u < 4)
+        x /= 1024, ++u;
     return u == 0 ? fmt::format("{} B", v) : fmt::format("{:.1f} {}", x, units[u]);
 }
 
@@ -116,7 +122,8 @@ int runInfo(const InfoOptions& o) {
 Command addInfoCommand(CLI::App& root) {
     auto o = std::make_shared<InfoOptions>();
     CLI::App* cmd = root.add_subcommand(
-        "info", "Describe a checkpoint: family, parameters (total/active), experts, bytes, context");
+        "info",
+        "Describe a checkpoint: family, parameters (total/active), experts, bytes, context");
     cmd->footer(kExitCodesHelp);
     addModelOptions(*cmd, o->model);
     cmd->add_flag("--json", o->json, "Print the same facts as JSON");

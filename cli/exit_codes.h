@@ -4,10 +4,10 @@ namespace coli::cli {
 
 enum ExitCode : int {
     kExitOk = 0,
-    kExitInternal = 1,    // a bug: an unexpected exception or broken invariant
-    kExitUsage = 2,       // bad flags, missing arguments, out-of-range sampling parameter
-    kExitModel = 3,       // the model directory cannot be loaded (missing or malformed file)
-    kExitGeneration = 4,  // generation failed (NaN/Inf logits, context length exceeded)
+    kExitInternal = 1,      // a bug: an unexpected exception or broken invariant
+    kExitUsage = 2,         // bad flags, missing arguments, out-of-range sampling parameter
+    kExitModel = 3,         // the model directory cannot be loaded (missing or malformed file)
+    kExitGeneration = 4,    // generation failed (NaN/Inf logits, context length exceeded)
     kExitInterrupted = 130, // SIGINT (Ctrl+C) in `generate`, or while loading; 128 + SIGINT
 };
 

@@ -36,8 +36,9 @@ void printStats(const GenerateStats& s, const std::string& sampling) {
 }
 
 void printTurnStats(const GenerateStats& s) {
-    fmt::print(stderr, "[{} prompt tokens ({} reused), {} tokens, ttft {:.1f} ms, {:.1f} tok/s, "
-                       "stop: {}]\n",
+    fmt::print(stderr,
+               "[{} prompt tokens ({} reused), {} tokens, ttft {:.1f} ms, {:.1f} tok/s, "
+               "stop: {}]\n",
                s.promptTokens, s.reusedTokens, s.generatedTokens, s.ttftSeconds * 1e3,
                s.decodeTokensPerSecond, stopReasonName(s.stopReason));
 }

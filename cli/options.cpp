@@ -48,7 +48,8 @@ std::string checkSamplingFlags(const SamplingOptions& o) {
         return s ? std::string() : fmt::format("{}: {}", flag, s.message());
     };
     std::string e;
-    if (o.temperature && (e = check("--temp", [&](auto& p) { p.temperature = *o.temperature; })) != "")
+    if (o.temperature &&
+        (e = check("--temp", [&](auto& p) { p.temperature = *o.temperature; })) != "")
         return e;
     if (o.topK && (e = check("--top-k", [&](auto& p) { p.topK = *o.topK; })) != "") return e;
     if (o.topP && (e = check("--top-p", [&](auto& p) { p.topP = *o.topP; })) != "") return e;

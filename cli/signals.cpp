@@ -15,7 +15,9 @@ extern "C" void onSigint(int) {
 
 } // namespace
 
-std::atomic<bool>& interruptFlag() { return g_interrupt; }
+std::atomic<bool>& interruptFlag() {
+    return g_interrupt;
+}
 
 void installSigintHandler() {
     struct sigaction sa {};
@@ -25,6 +27,8 @@ void installSigintHandler() {
     sigaction(SIGINT, &sa, nullptr);
 }
 
-void clearInterrupt() { g_interrupt.store(false); }
+void clearInterrupt() {
+    g_interrupt.store(false);
+}
 
 } // namespace coli::cli

@@ -29,7 +29,8 @@ Status readIdList(const json& j, const char* key, const std::string& source,
         return {};
     };
     if (it->is_array()) {
-        for (const auto& v : *it) COLI_RETURN_IF_ERROR(one(v));
+        for (const auto& v : *it)
+            COLI_RETURN_IF_ERROR(one(v));
         return {};
     }
     return one(*it);
@@ -79,7 +80,8 @@ Result<GenerationConfig> parseGenerationConfig(const std::string& jsonText,
         if (!cfg) return cfg.status();
         if (!g.contains("eos_token_id"))
             COLI_RETURN_IF_ERROR(readIdList(cfg.value(), "eos_token_id", cfgName, gc.eosIds));
-        if (bos.empty()) COLI_RETURN_IF_ERROR(readIdList(cfg.value(), "bos_token_id", cfgName, bos));
+        if (bos.empty())
+            COLI_RETURN_IF_ERROR(readIdList(cfg.value(), "bos_token_id", cfgName, bos));
     }
     if (!bos.empty()) gc.bosId = bos.front();
 

@@ -22,7 +22,7 @@ struct GenerationConfig {
     std::vector<int32_t> eosIds; // empty: the model has no end-of-sequence token
     int32_t bosId = -1;          // -1: none given
     bool hasSamplingDefaults = false;
-    SamplerParams defaults;      // meaningful only when hasSamplingDefaults
+    SamplerParams defaults; // meaningful only when hasSamplingDefaults
 };
 
 // Parses generation_config.json text. `configJson` (config.json's text, may be empty) supplies

@@ -93,11 +93,14 @@ Result<std::unique_ptr<LoadedModel>> LoadedModel::load(const std::string& dir,
     auto tcText = readOptionalFile(tcPath);
     if (!tcText) return tcText.status();
     if (tcText.value().empty()) {
-        d.templateStatus = Status(ErrorCode::NotFound, tcPath + ": file not found (no chat template)");
+        d.templateStatus =
+            Status(ErrorCode::NotFound, tcPath + ": file not found (no chat template)");
     } else {
         auto ct = ChatTemplate::fromTokenizerConfig(tcPath);
-        if (ct) d.chatTemplate = std::move(ct.value());
-        else d.templateStatus = nameFile(ct.status(), tcPath);
+        if (ct)
+            d.chatTemplate = std::move(ct.value());
+        else
+            d.templateStatus = nameFile(ct.status(), tcPath);
     }
 
     auto gen = loadGenerationConfig(dir);
@@ -112,18 +115,28 @@ Result<std::unique_ptr<LoadedModel>> LoadedModel::load(const std::string& dir,
     const int vocab = d.model->config().vocabSize;
     for (int32_t id : d.generation.eosIds)
         if (id >= vocab)
-            return Status(ErrorCode::Malformed, dir + "/generation_config.json: eos_token_id " +
-                                                    std::to_string(id) + " outside the vocabulary (" +
-                                                    std::to_string(vocab) + ")");
+            return Status(ErrorCode::Malformed,
+                          dir + "/generation_config.json: eos_token_id " + std::to_string(id) +
+                              " outside the vocabulary (" + std::to_string(vocab) + ")");
     report("ready", 1.0);
     return lm;
 }
 
-const std::string& LoadedModel::dir() const { return m_impl->dir; }
-Model& LoadedModel::model() const { return *m_impl->model; }
-const Tokenizer& LoadedModel::tokenizer() const { return *m_impl->tokenizer; }
-const ChatTemplate* LoadedModel::chatTemplate() const { return m_impl->chatTemplate.get(); }
-const GenerationConfig& LoadedModel::generationConfig() const { return m_impl->generation; }
+const std::string& LoadedModel::dir() const {
+    return m_impl->dir;
+}
+Model& LoadedModel::model() const {
+    return *m_impl->model;
+}
+const Tokenizer& LoadedModel::tokenizer() const {
+    return *m_impl->tokenizer;
+}
+const ChatTemplate* LoadedModel::chatTemplate() const {
+    return m_impl->chatTemplate.get();
+}
+const GenerationConfig& LoadedModel::generationConfig() const {
+    return m_impl->generation;
+}
 
 Result<std::string> LoadedModel::renderChat(const std::vector<ChatMessage>& messages,
                                             bool addGenerationPrompt) const {

@@ -27,12 +27,18 @@ constexpr size_t kPrefillChunk = 256;
 
 const char* stopReasonName(StopReason r) {
     switch (r) {
-    case StopReason::Eos: return "eos";
-    case StopReason::StopString: return "stop string";
-    case StopReason::MaxTokens: return "max tokens";
-    case StopReason::Cancelled: return "cancelled";
-    case StopReason::ContextFull: return "context full";
-    case StopReason::Error: return "error";
+    case StopReason::Eos:
+        return "eos";
+    case StopReason::StopString:
+        return "stop string";
+    case StopReason::MaxTokens:
+        return "max tokens";
+    case StopReason::Cancelled:
+        return "cancelled";
+    case StopReason::ContextFull:
+        return "context full";
+    case StopReason::Error:
+        return "error";
     }
     return "unknown";
 }
@@ -73,10 +79,10 @@ Result<GenerateStats> Session::generate(std::span<const int32_t> prompt,
                           std::to_string(context) + ")");
     for (size_t i = 0; i < prompt.size(); ++i)
         if (prompt[i] < 0 || prompt[i] >= vocab)
-            return Status(ErrorCode::InvalidArgument,
-                          "prompt token " + std::to_string(i) + " has id " +
-                              std::to_string(prompt[i]) + ", outside the vocabulary [0, " +
-                              std::to_string(vocab) + ")");
+            return Status(ErrorCode::InvalidArgument, "prompt token " + std::to_string(i) +
+                                                          " has id " + std::to_string(prompt[i]) +
+                                                          ", outside the vocabulary [0, " +
+                                                          std::to_string(vocab) + ")");
 
     GenerateStats stats;
     stats.promptTokens = static_cast<int>(prompt.size());
@@ -85,7 +91,8 @@ Result<GenerateStats> Session::generate(std::span<const int32_t> prompt,
     if (static_cast<int>(m_tokens.size()) != m_kv.size()) reset(); // never trust a broken cache
     size_t common = 0;
     const size_t maxCommon = std::min(m_tokens.size(), prompt.size() - 1);
-    while (common < maxCommon && m_tokens[common] == prompt[common]) ++common;
+    while (common < maxCommon && m_tokens[common] == prompt[common])
+        ++common;
     m_kv.truncate(static_cast<int>(common));
     m_tokens.resize(common);
     stats.reusedTokens = static_cast<int>(common);
@@ -172,7 +179,8 @@ Result<GenerateStats> Session::generate(std::span<const int32_t> prompt,
     if (!stopped) {
         // The decoder may hold an incomplete UTF-8 tail; the stop matcher a possible stop prefix.
         StopMatcher::Output o = stops.push(decoder.flush());
-        if (o.stopped) stats.stopReason = StopReason::StopString;
+        if (o.stopped)
+            stats.stopReason = StopReason::StopString;
         else {
             StopMatcher::Output rest = stops.finish();
             o.text += rest.text;

@@ -64,7 +64,7 @@ enum class StopReason { Eos, StopString, MaxTokens, Cancelled, ContextFull, Erro
 const char* stopReasonName(StopReason r);
 
 struct GenerateParams {
-    int maxNewTokens = 256;               // >= 1; counts every sampled token, a final EOS included
+    int maxNewTokens = 256; // >= 1; counts every sampled token, a final EOS included
     SamplerParams sampler;
     std::vector<std::string> stopStrings; // non-empty, valid UTF-8; never emitted
     bool ignoreEos = false;               // keep sampling past EOS ids (their text is not emitted)
@@ -72,11 +72,11 @@ struct GenerateParams {
 
 struct GenerateStats {
     int promptTokens = 0;
-    int reusedTokens = 0;       // prompt tokens served from the KV cache (exact id prefix)
-    int generatedTokens = 0;    // tokens sampled, including a final EOS; == generatedIds.size()
-    double ttftSeconds = 0;     // generate() call -> first token sampled
-    double prefillSeconds = 0;  // forward passes over the prompt's non-reused tokens
-    double decodeSeconds = 0;   // first token sampled -> last token sampled
+    int reusedTokens = 0;      // prompt tokens served from the KV cache (exact id prefix)
+    int generatedTokens = 0;   // tokens sampled, including a final EOS; == generatedIds.size()
+    double ttftSeconds = 0;    // generate() call -> first token sampled
+    double prefillSeconds = 0; // forward passes over the prompt's non-reused tokens
+    double decodeSeconds = 0;  // first token sampled -> last token sampled
     double prefillTokensPerSecond = 0; // (promptTokens - reusedTokens) / prefillSeconds
     double decodeTokensPerSecond = 0;  // (generatedTokens - 1) / decodeSeconds
     StopReason stopReason = StopReason::MaxTokens;

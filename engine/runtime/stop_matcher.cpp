@@ -16,7 +16,8 @@ StopMatcher::Output StopMatcher::push(std::string_view text) {
 
     // Earliest complete stop string: everything before it is shown, the rest dropped.
     size_t first = std::string::npos;
-    for (const auto& s : m_stops) first = std::min(first, m_held.find(s));
+    for (const auto& s : m_stops)
+        first = std::min(first, m_held.find(s));
     if (first != std::string::npos) {
         out.text = m_held.substr(0, first);
         out.stopped = m_stopped = true;

@@ -5,7 +5,8 @@
 //   StopMatcher m({"\nUser:"});
 //   auto r = m.push("Hello\nUs");   // r.text == "Hello", "\nUs" held back
 //   r = m.push("er: hi");           // r.text == "", r.stopped == true (the stop string is gone)
-//   r = m.finish();                 // whatever is still held when generation ends for another reason
+//   r = m.finish();                 // whatever is still held when generation ends for another
+//   reason
 //
 // Cost: O(held * sum of stop lengths) per push; held text is shorter than the longest stop string
 // except right after a push, so this is negligible next to a forward pass.

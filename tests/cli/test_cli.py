@@ -70,6 +70,7 @@ class Reader(threading.Thread):
         while True:
             chunk = os.read(self.pipe.fileno(), 4096)
             if not chunk:
+                self.pipe.close()
                 return
             with self.lock:
                 self.data += chunk
@@ -91,7 +92,8 @@ class Info(unittest.TestCase):
     def test_info_matches_config_and_headers(self):
         for name in FAMILIES:
             with self.subTest(name):
-                cfg = json.load(open(os.path.join(fixture(name), "config.json")))
+                with open(os.path.join(fixture(name), "config.json")) as f:
+                    cfg = json.load(f)
                 r = coli("info", fixture(name))
                 self.assertEqual(r.returncode, 0, r.stderr)
                 out = r.stdout.decode()

@@ -30,7 +30,7 @@ struct Outcome {
 };
 
 Outcome generate(Session& s, const std::vector<int32_t>& prompt, const GenerateParams& p,
-             const std::atomic<bool>* cancel = nullptr) {
+                 const std::atomic<bool>* cancel = nullptr) {
     Outcome run;
     auto r = s.generate(
         prompt, p,
@@ -102,7 +102,8 @@ TEST_P(PerFamily, PiecesConcatenateToDecodedIds) {
         if (std::find(eos.begin(), eos.end(), id) == eos.end()) shown.push_back(id);
     }
     EXPECT_EQ(r.text, lm->tokenizer().decode(shown));
-    for (const auto& p : r.pieces) EXPECT_FALSE(p.empty());
+    for (const auto& p : r.pieces)
+        EXPECT_FALSE(p.empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, PerFamily, ::testing::ValuesIn(kFamilies));
@@ -246,8 +247,8 @@ TEST(Session, CancelFromAnotherThreadStopsPromptly) {
     Result<GenerateStats> result = Status(ErrorCode::Internal, "not run");
     std::chrono::steady_clock::time_point returned;
     std::thread worker([&] {
-        result = s.generate(goldenPrompt("qwen3moe"), p, [&](std::string_view) { ++pieces; },
-                            &cancel);
+        result = s.generate(
+            goldenPrompt("qwen3moe"), p, [&](std::string_view) { ++pieces; }, &cancel);
         returned = std::chrono::steady_clock::now();
     });
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -342,8 +343,7 @@ TEST(Session, InvalidParamsAreRejected) {
         auto r = s.generate(ids, p, {});
         ASSERT_FALSE(r.isOk()) << mention;
         EXPECT_EQ(r.status().code(), ErrorCode::InvalidArgument) << r.status().toString();
-        EXPECT_NE(r.status().message().find(mention), std::string::npos)
-            << r.status().toString();
+        EXPECT_NE(r.status().message().find(mention), std::string::npos) << r.status().toString();
     };
     GenerateParams p = greedy(4);
     p.maxNewTokens = 0;

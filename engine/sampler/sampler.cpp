@@ -131,27 +131,44 @@ Result<int32_t> Sampler::sample(std::span<const float> logits, std::span<const i
         kept = size_t(m_p.topK);
         std::partial_sort(m_cand.begin(), m_cand.begin() + ptrdiff_t(kept), m_cand.end(), before);
         sorted = true;
-    } else if (m_p.topP < 1.0f) {
-        std::sort(m_cand.begin(), m_cand.end(), before);
-        sorted = true;
     }
 
-    // --- temperature + softmax (unnormalised; shifted by the max so exp cannot overflow) ---
+    // --- temperature + softmax (unnormalised; shifted by the max so exp cannot overflow, and the
+    // most likely token has p = exp(0) = 1 exactly) ---
     double maxLogit = m_cand[0].logit;
-    if (!sorted)
-        for (size_t i = 1; i < kept; ++i)
-            maxLogit = std::max(maxLogit, m_cand[i].logit);
+    for (size_t i = 1; i < kept; ++i)
+        maxLogit = std::max(maxLogit, m_cand[i].logit);
     const double temp = m_p.temperature;
-    double total = 0.0, pMax = 0.0;
+    double total = 0.0;
     for (size_t i = 0; i < kept; ++i) {
         const double p = std::exp((m_cand[i].logit - maxLogit) / temp);
         m_cand[i].p = p;
         total += p;
-        pMax = std::max(pMax, p);
     }
 
-    // --- top-p: the smallest prefix (by probability) whose mass reaches topP ---
+    // --- min-p threshold: minP x p_max, with p_max = 1 ---
+    // Min-p comes after top-p in the chain, but the tokens it drops are the least likely ones, a
+    // suffix of the sorted order. Dropping them before sorting (as here, when top-k did not
+    // already sort) therefore leaves top-p's prefix unchanged, except that a prefix running into
+    // the dropped suffix ends at the end of what is left, which is what min-p would leave anyway.
+    // It saves sorting the whole vocabulary when only top-p is on.
+    const double minP = m_p.minP;
+    auto applyMinP = [&] {
+        size_t w = 0;
+        for (size_t i = 0; i < kept; ++i)
+            if (m_cand[i].p >= minP) m_cand[w++] = m_cand[i]; // keeps the order
+        kept = w;
+    };
+    bool minPDone = false;
+    if (minP > 0.0 && !sorted) {
+        applyMinP();
+        minPDone = true;
+    }
+
+    // --- top-p: the smallest prefix (by probability) whose mass reaches topP of the total ---
     if (m_p.topP < 1.0f) {
+        if (!sorted) std::sort(m_cand.begin(), m_cand.begin() + ptrdiff_t(kept), before);
+        sorted = true;
         const double target = double(m_p.topP) * total;
         double cum = 0.0;
         size_t i = 0;
@@ -164,13 +181,7 @@ Result<int32_t> Sampler::sample(std::span<const float> logits, std::span<const i
     }
 
     // --- min-p: drop tokens below minP x the most likely one (which always survives) ---
-    if (m_p.minP > 0.0f) {
-        const double threshold = double(m_p.minP) * pMax;
-        size_t w = 0;
-        for (size_t i = 0; i < kept; ++i)
-            if (m_cand[i].p >= threshold) m_cand[w++] = m_cand[i]; // keeps the order
-        kept = w;
-    }
+    if (minP > 0.0 && !minPDone) applyMinP();
 
     // --- renormalise and draw ---
     double mass = 0.0;

@@ -128,7 +128,7 @@ Command addChatCommand(CLI::App& root) {
     addModelOptions(*cmd, o->model);
     cmd->add_option("--system", o->system, "System message for the conversation");
     cmd->add_option("-n,--max-tokens", o->maxNewTokens, "Maximum tokens per answer")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 100000000));
     cmd->add_flag("--ignore-eos", o->ignoreEos, "Keep generating past end-of-sequence tokens");
     addSamplingOptions(*cmd, o->sampling);
     return {cmd, [o] { return runChat(*o); }};

@@ -122,7 +122,7 @@ Command addGenerateCommand(CLI::App& root) {
                     "--chat")
         ->required();
     cmd->add_option("-n,--max-tokens", o->maxNewTokens, "Maximum tokens to generate")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 100000000));
     cmd->add_flag("--chat", o->chat,
                   "Wrap the prompt as a user message in the model's chat template");
     cmd->add_option("--system", o->system, "System message (implies --chat)");

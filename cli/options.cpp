@@ -26,7 +26,7 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("model_dir", o.dir, "Hugging Face checkpoint directory (config.json, ...)")
         ->required();
     cmd.add_option("-t,--threads", o.threads, "CPU threads for the forward pass (0 = all cores)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(CLI::Range(0, 4096));
 }
 
 void addSamplingOptions(CLI::App& cmd, SamplingOptions& o) {

@@ -259,6 +259,37 @@ class Generate(unittest.TestCase):
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("tokenizer.json", r.stderr.decode())
 
+    def test_stop_string_ends_output_before_it(self):
+        base = ["generate", fixture(LARGEST), "-p", "Once", "-n", "40", "--seed", "8",
+                "--ignore-eos"]
+        full = coli(*base)
+        self.assertEqual(full.returncode, 0, full.stderr)
+        text = full.stdout.decode("utf-8")  # strict: the engine never emits broken UTF-8
+        self.assertGreater(len(text), 12)
+        stop = text[len(text) // 2:len(text) // 2 + 3]
+        r = coli(*base, f"--stop={stop}")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode("utf-8"), text[:text.find(stop)])
+        self.assertRegex(r.stderr.decode(), r"stop reason:\s+stop string")
+
+    def test_context_limits_exit_4(self):
+        small = os.path.join(ARGS.work, "small-context")
+        shutil.rmtree(small, ignore_errors=True)
+        shutil.copytree(fixture(LARGEST), small)
+        cfg_path = os.path.join(small, "config.json")
+        with open(cfg_path) as f:
+            cfg = json.load(f)
+        cfg["max_position_embeddings"] = 16
+        with open(cfg_path, "w") as f:
+            json.dump(cfg, f)
+        r = coli("generate", small, "-p", "Hi", "-n", "100", "--ignore-eos", "--seed", "1")
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertRegex(r.stderr.decode(), r"stop reason:\s+context full")
+        self.assertNotEqual(r.stdout, b"")
+        r = coli("generate", small, "-p", "word " * 40, "-n", "4")
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("context", r.stderr.decode())
+
     def test_sigint_during_generate_exits_130(self):
         p = subprocess.Popen([ARGS.coli, "generate", fixture(LARGEST), "-p", "Go", "-n", "100000",
                               "--ignore-eos", "--seed", "1"],

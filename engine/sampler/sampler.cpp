@@ -167,16 +167,29 @@ Result<int32_t> Sampler::sample(std::span<const float> logits, std::span<const i
 
     // --- top-p: the smallest prefix (by probability) whose mass reaches topP of the total ---
     if (m_p.topP < 1.0f) {
-        if (!sorted) std::sort(m_cand.begin(), m_cand.begin() + ptrdiff_t(kept), before);
-        sorted = true;
         const double target = double(m_p.topP) * total;
-        double cum = 0.0;
+        // The prefix is usually short: sort only the best m (exact, the order being total), and
+        // widen m only when their mass falls short of the target.
+        size_t m = sorted ? kept : std::min<size_t>(kept, 256);
         size_t i = 0;
-        while (i < kept) {
-            cum += m_cand[i].p;
-            ++i;
-            if (cum >= target) break;
+        for (;;) {
+            if (!sorted) {
+                // Best m to the front in O(kept), then sort just those.
+                auto first = m_cand.begin(), mid = first + ptrdiff_t(m);
+                if (m < kept) std::nth_element(first, mid, first + ptrdiff_t(kept), before);
+                std::sort(first, mid, before);
+            }
+            double cum = 0.0;
+            i = 0;
+            while (i < m) {
+                cum += m_cand[i].p;
+                ++i;
+                if (cum >= target) break;
+            }
+            if (cum >= target || m == kept) break;
+            m = std::min(kept, m * 16);
         }
+        sorted = true;
         kept = std::max<size_t>(i, 1);
     }
 

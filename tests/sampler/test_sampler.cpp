@@ -370,6 +370,34 @@ TEST(Sampler, FullChainMatchesPlainReferenceOnRandomRows) {
     }
 }
 
+TEST(Sampler, LongTopPPrefixOnLargeVocabulary) {
+    // 3000 almost equal, shuffled logits: top-p 0.5 keeps about 1500 tokens, far more than a
+    // first partial sort looks at, so the prefix must be widened and still be exact.
+    std::vector<float> row(3000);
+    for (size_t i = 0; i < row.size(); ++i)
+        row[i] = -float(i) * 1e-4f;
+    std::shuffle(row.begin(), row.end(), std::mt19937(5));
+    SamplerParams p = plain(1.0f, 21);
+    p.topP = 0.5f;
+    const std::vector<double> want = referenceChain(row, p);
+    size_t keptRef = 0;
+    for (double w : want)
+        keptRef += w > 0;
+    ASSERT_GT(keptRef, 1000u);
+    ASSERT_LT(keptRef, 2000u);
+    Sampler s(p);
+    const auto h = histogram(s, row, 4000);
+    size_t distinct = 0;
+    for (size_t i = 0; i < h.size(); ++i) {
+        if (h[i] == 0) continue;
+        ++distinct;
+        ASSERT_GT(want[i], 0) << "drew token " << i << " outside the top-p set";
+    }
+    // ~2.7 draws per kept token: about 93% of them show up (1 - e^-2.7); a prefix cut short at
+    // the first partial sort would show at most 256.
+    EXPECT_GT(distinct, keptRef * 85 / 100);
+}
+
 // ---- repetition penalty ----
 
 TEST(Sampler, RepetitionPenaltyLowersPositiveAndDeepensNegative) {

@@ -48,6 +48,9 @@ enum class ExpertLayout {
     Stacked,   // one 3-D tensor per layer for all experts (ExpertsGateUp/ExpertsDown)
 };
 
+// The layout a family's published checkpoints use (GraniteMoE: Stacked; others: PerExpert).
+// OLMoE and Qwen checkpoints saved by transformers 5 may instead hold the Stacked tensors
+// (mlp.experts.gate_up_proj / down_proj); the loader accepts either (see weights.h).
 ExpertLayout expertLayout(Family f);
 
 // The tensor name, e.g. tensorName(Family::Mixtral, TensorKind::ExpertGate, 3, 5) ==

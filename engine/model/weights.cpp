@@ -29,7 +29,8 @@ struct Need {
 
 class Planner {
 public:
-    Planner(const ModelConfig& c, ModelWeights* w) : m_c(c), m_w(w) {}
+    Planner(const ModelConfig& c, ExpertLayout layout, ModelWeights* w)
+        : m_c(c), m_layout(layout), m_w(w) {}
 
     std::vector<Need> plan() {
         const ModelConfig& c = m_c;
@@ -81,7 +82,7 @@ public:
                            L ? &L->sharedExpertGate : nullptr);
             }
             if (m_w) m_w->experts[l].resize(c.nExperts);
-            if (expertLayout(c.family) == ExpertLayout::PerExpert) {
+            if (m_layout == ExpertLayout::PerExpert) {
                 for (int e = 0; e < c.nExperts; ++e)
                     swiglu(TensorKind::ExpertGate, TensorKind::ExpertUp, TensorKind::ExpertDown, l,
                            e, c.expertFfn, m_w ? &m_w->experts[l][e] : nullptr, true);
@@ -130,7 +131,8 @@ private:
 
     // GraniteMoE: input_linear.weight [E, 2*ffn, d] holds, per expert, the gate rows then the up
     // rows (GraniteMoeMoE.forward: chunk(2, dim=-1), activation on chunk 0); output_linear.weight
-    // [E, d, ffn] is the down projection. Experts are read one by one (readF32Range) so the
+    // [E, d, ffn] is the down projection. transformers 5's packed gate_up_proj / down_proj
+    // (Qwen3MoeExperts.forward: linear(x, gate_up_proj[e]).chunk(2, dim=-1)) use the same layout. Experts are read one by one (readF32Range) so the
     // per-(layer, expert) structure is the same as for per-expert checkpoints.
     void stackedExperts(int layer) {
         const int64_t E = m_c.nExperts, F = m_c.expertFfn, d = m_c.dModel;
@@ -164,6 +166,7 @@ private:
     }
 
     const ModelConfig& m_c;
+    ExpertLayout m_layout;
     ModelWeights* m_w;
     std::vector<Need> m_needs;
 };
@@ -191,13 +194,27 @@ Status checkPresence(const Checkpoint& ck, const std::vector<Need>& needs) {
     return {};
 }
 
+// The family's published layout, unless the checkpoint holds only the other one (transformers 5
+// saves OLMoE / Qwen experts stacked). Decided on the first MoE layer.
+ExpertLayout detectLayout(const Checkpoint& ck, const ModelConfig& c) {
+    const ExpertLayout preferred = expertLayout(c.family);
+    int layer = -1;
+    for (int l = 0; l < c.nLayers && layer < 0; ++l)
+        if (c.sparseLayer[l]) layer = l;
+    if (layer < 0 || preferred != ExpertLayout::PerExpert) return preferred;
+    const std::string perExpert = tensorName(c.family, TensorKind::ExpertGate, layer, 0);
+    const std::string stacked = tensorName(c.family, TensorKind::ExpertsGateUp, layer);
+    if (!ck.find(perExpert) && !stacked.empty() && ck.find(stacked)) return ExpertLayout::Stacked;
+    return preferred;
+}
+
 } // namespace
 
 Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
                                  const WeightProgressFn& progress,
                                  const std::atomic<bool>* cancel) {
     ModelWeights w;
-    std::vector<Need> needs = Planner(cfg, &w).plan();
+    std::vector<Need> needs = Planner(cfg, detectLayout(ckpt, cfg), &w).plan();
     COLI_RETURN_IF_ERROR(checkPresence(ckpt, needs));
     uint64_t total = 0, done = 0;
     for (const Need& n : needs) total += ckpt.find(n.name)->nbytes;
@@ -213,7 +230,7 @@ Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
 
 ModelSummary computeSummary(const Checkpoint& ckpt, const ModelConfig& cfg) {
     ModelSummary s;
-    const std::vector<Need> needs = Planner(cfg, nullptr).plan();
+    const std::vector<Need> needs = Planner(cfg, detectLayout(ckpt, cfg), nullptr).plan();
     std::set<std::string> dtypes;
     for (const Need& n : needs) {
         const TensorInfo* t = ckpt.find(n.name);

@@ -1,6 +1,8 @@
 // Model::load / forward contract: progress, cancel, argument errors, summary, KV cache checks.
 #include "forward/model.h"
 #include "golden_fixture.h"
+#include "io/safetensors.h"
+#include "safetensors_writer.h"
 
 #include <gtest/gtest.h>
 
@@ -163,6 +165,59 @@ TEST(ModelApi, SlidingWindowOfOneIgnoresEarlierTokens) {
         ASSERT_TRUE(full->forward(a, ka, la).isOk());
         ASSERT_TRUE(full->forward(b, kb, lb).isOk());
         EXPECT_NE(la, lb); // without the window the earlier tokens matter
+    }
+}
+
+// A Qwen3-MoE checkpoint whose experts are saved stacked (transformers 5: mlp.experts.gate_up_proj
+// [E, 2*ffn, d] = gate rows then up rows per expert, mlp.experts.down_proj [E, d, ffn]) loads and
+// gives the golden logits of the per-expert original.
+TEST(ModelApi, PackedExpertsMatchGolden) {
+    REQUIRE_FIXTURE("qwen3moe");
+    namespace fs = std::filesystem;
+    auto ck = Checkpoint::open(test::fixtureDir("qwen3moe"));
+    ASSERT_TRUE(ck.isOk()) << ck.status().toString();
+    const ModelConfig cfg = loadConfig(test::fixtureDir("qwen3moe")).value();
+    const int E = cfg.nExperts, F = cfg.expertFfn, d = cfg.dModel;
+    std::vector<test::TensorData> out;
+    for (const TensorInfo* t : (*ck)->tensors()) {
+        if (t->name.find(".mlp.experts.") != std::string::npos) continue;
+        test::TensorData td{t->name, t->shape, {}};
+        ASSERT_TRUE((*ck)->readF32(t->name, td.data).isOk());
+        out.push_back(std::move(td));
+    }
+    for (int l = 0; l < cfg.nLayers; ++l) {
+        const std::string p = "model.layers." + std::to_string(l) + ".mlp.experts.";
+        test::TensorData gu{p + "gate_up_proj", {E, 2 * F, d}, {}}, dn{p + "down_proj", {E, d, F}, {}};
+        for (int e = 0; e < E; ++e) {
+            for (const char* part : {"gate_proj", "up_proj"}) {
+                std::vector<float> v;
+                ASSERT_TRUE((*ck)->readF32(p + std::to_string(e) + "." + part + ".weight", v).isOk());
+                gu.data.insert(gu.data.end(), v.begin(), v.end());
+            }
+            std::vector<float> v;
+            ASSERT_TRUE((*ck)->readF32(p + std::to_string(e) + ".down_proj.weight", v).isOk());
+            dn.data.insert(dn.data.end(), v.begin(), v.end());
+        }
+        out.push_back(std::move(gu));
+        out.push_back(std::move(dn));
+    }
+    const fs::path dir = fs::path(COLI_BINARY_DIR) / "test_forward_tmp" / "qwen3moe_packed";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::copy_file(fs::path(test::fixtureDir("qwen3moe")) / "config.json", dir / "config.json");
+    test::writeSafetensors((dir / "model.safetensors").string(), out);
+
+    auto model = Model::load(dir.string(), {});
+    ASSERT_TRUE(model.isOk()) << model.status().toString();
+    test::Golden g;
+    ASSERT_TRUE(test::loadGolden("qwen3moe", &g));
+    const int V = cfg.vocabSize;
+    for (size_t p = 0; p < g.prompts.size(); ++p) {
+        KVCache kv;
+        std::vector<float> logits;
+        ASSERT_TRUE((*model)->forward(g.prompts[p], kv, logits, true).isOk());
+        for (size_t i = 0; i < g.prompts[p].size(); ++i)
+            EXPECT_LE(test::maxAbsDiff(&logits[i * V], g.logits[p][i].data(), V), 1e-4);
     }
 }
 

@@ -45,7 +45,12 @@ TEST(TensorNames, ExpertsPerExpertAndStacked) {
     EXPECT_EQ(tensorName(Family::GraniteMoe, TensorKind::ExpertsDown, 4),
               "model.layers.4.block_sparse_moe.output_linear.weight");
     EXPECT_EQ(tensorName(Family::GraniteMoe, TensorKind::ExpertGate, 4, 0), "");
-    EXPECT_EQ(tensorName(Family::Olmoe, TensorKind::ExpertsGateUp, 4), "");
+    // transformers 5 packed experts (Qwen3MoeExperts.gate_up_proj / down_proj parameters)
+    EXPECT_EQ(tensorName(Family::Qwen3Moe, TensorKind::ExpertsGateUp, 4),
+              "model.layers.4.mlp.experts.gate_up_proj");
+    EXPECT_EQ(tensorName(Family::Olmoe, TensorKind::ExpertsDown, 4),
+              "model.layers.4.mlp.experts.down_proj");
+    EXPECT_EQ(tensorName(Family::Mixtral, TensorKind::ExpertsGateUp, 4), "");
 }
 
 TEST(TensorNames, FamilySpecificKinds) {

@@ -2,7 +2,9 @@
 
 #include <QCommandLineParser>
 
+#include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 namespace coli::app {
 
@@ -27,7 +29,7 @@ AppOptions parseAppOptions(const QStringList& args) {
                                    QStringLiteral("Hugging Face model folder to open."),
                                    QStringLiteral("DIR"));
     const QCommandLineOption threads(QStringLiteral("threads"),
-                                     QStringLiteral("Threads for the forward pass (0 = all)."),
+                                     QStringLiteral("Threads for the forward pass (0 = all cores but one)."),
                                      QStringLiteral("N"), QStringLiteral("0"));
     const QCommandLineOption maxTokens({QStringLiteral("n"), QStringLiteral("max-tokens")},
                                        QStringLiteral("Most new tokens per answer."),
@@ -48,7 +50,8 @@ AppOptions parseAppOptions(const QStringList& args) {
     for (const auto& opt : {help, version, model, threads, maxTokens, temp, topK, topP, minP,
                             repeat, seed})
         p.addOption(opt);
-    o.helpText = p.helpText();
+    // Without a QCoreApplication yet, Qt cannot name the program itself.
+    o.helpText = p.helpText().replace(QStringLiteral("<executable_name>"), QStringLiteral("colibri"));
     if (!p.parse(args)) {
         o.error = p.errorText();
         return o;
@@ -104,6 +107,11 @@ AppOptions parseAppOptions(const QStringList& args) {
         if (!st.isOk()) o.error = QString::fromStdString(st.message());
     }
     return o;
+}
+
+int defaultEngineThreads() {
+    const int cores = int(std::thread::hardware_concurrency());
+    return std::max(1, cores - 1);
 }
 
 QString chooseModelDir(const QString& commandLine, const QString& remembered,

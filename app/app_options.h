@@ -11,7 +11,7 @@ namespace coli::app {
 
 struct AppOptions {
     QString modelArg;    // --model DIR or the first positional argument ("" when absent)
-    int threads = 0;     // --threads, 0 = all cores
+    int threads = 0;     // --threads; 0 = defaultEngineThreads()
     GenerateParams params; // maxNewTokens; params.sampler unused (see `sampling`)
     SamplingOverrides sampling;
     bool showHelp = false, showVersion = false;
@@ -28,6 +28,11 @@ inline constexpr int kExitQml = 4;
 // `coli generate`); the seed is fixed (0 unless --seed), so the same conversation gives the same
 // answers on every run; up to 512 new tokens per answer.
 AppOptions parseAppOptions(const QStringList& args);
+
+// Forward-pass threads when the user gives none: all cores but one, at least one. The GUI thread
+// and the scene-graph renderer (llvmpipe, under Xvfb, renders on the CPU too) keep a core;
+// OpenMP threads spinning on every core were measured to delay the first token by seconds here.
+int defaultEngineThreads();
 
 // The model folder to open: the command line's, else the remembered one (QSettings
 // "model/lastDir"), else the compiled-in default.

@@ -53,7 +53,7 @@ int main(int argc, char* argv[]) {
                        QStringLiteral(COLI_DEFAULT_MODEL_DIR));
 
     WorkerOptions wo;
-    wo.threads = opt.threads;
+    wo.threads = opt.threads > 0 ? opt.threads : defaultEngineThreads();
     EngineController controller(wo);
     controller.setGenerateParams(opt.params, opt.sampling);
     // Quit mid-answer: cancel and join before the QML engine and the window go away.

@@ -17,8 +17,11 @@ ListView {
     bottomMargin: Theme.padding * 1.5
     boundsBehavior: Flickable.StopAtBounds
 
+    // A readable column on wide windows: at most maxColumnWidth, centred.
+    readonly property int maxColumnWidth: 900
     delegate: MessageBubble {
-        width: ListView.view.width
+        width: Math.min(ListView.view.width, ListView.view.maxColumnWidth)
+        x: (ListView.view.width - width) / 2
     }
 
     onMovementEnded: following = atYEnd

@@ -29,7 +29,9 @@ Rectangle {
 
     RowLayout {
         id: row
-        anchors { fill: parent; margins: Theme.padding; leftMargin: Theme.padding * 1.5; rightMargin: Theme.padding * 1.5 }
+        anchors { top: parent.top; bottom: parent.bottom; horizontalCenter: parent.horizontalCenter
+                  margins: Theme.padding }
+        width: Math.min(parent.width, 900) - Theme.padding * 3 // the chat column's width
         spacing: Theme.padding
 
         ScrollView {
@@ -63,11 +65,11 @@ Rectangle {
             }
         }
 
-        Button {
+        AppButton {
             objectName: "sendButton"
             text: composer.busy ? qsTr("Stop") : qsTr("Send")
             enabled: composer.busy || (composer.ready && input.text.trim() !== "")
-            highlighted: !composer.busy
+            primary: !composer.busy
             Layout.preferredWidth: 88
             Layout.preferredHeight: 40
             onClicked: composer.busy ? composer.stopRequested() : composer.trySend()

@@ -65,14 +65,14 @@ ApplicationWindow {
                 loadState: controller ? controller.loadState : "empty"
                 progress: controller ? controller.loadProgress : 0
             }
-            Button {
+            AppButton {
                 objectName: "openButton"
                 text: qsTr("Open model folder…")
                 onClicked: folderDialog.open()
                 ToolTip.visible: hovered
                 ToolTip.text: qsTr("Choose a Hugging Face model folder (Ctrl+O)")
             }
-            Button {
+            AppButton {
                 objectName: "newChatButton"
                 text: qsTr("New chat")
                 enabled: controller !== null

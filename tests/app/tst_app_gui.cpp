@@ -3,6 +3,7 @@
 // compares it with `coli generate --chat` for the same model, prompt, template, sampling and seed,
 // checks the screenshot is not blank and saves it; checks a bad model folder shows its error in
 // the window, and that quitting mid-answer returns promptly.
+#include "app_options.h"
 #include "app_window.h"
 #include "engine_controller.h"
 
@@ -16,11 +17,13 @@
 #include <QQuickItem>
 #include <QQuickWindow>
 #include <QSet>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <memory>
 
+using namespace coli;
 using namespace coli::app;
 
 namespace {
@@ -38,7 +41,9 @@ struct App {
     QQuickWindow* window = nullptr;
 
     explicit App(const GenerateParams& params = {}, const SamplingOverrides& s = {}) {
-        controller = std::make_unique<EngineController>();
+        WorkerOptions wo;
+        wo.threads = defaultEngineThreads(); // as main() does
+        controller = std::make_unique<EngineController>(wo);
         controller->setGenerateParams(params, s);
         engine = std::make_unique<QQmlApplicationEngine>();
         QString error;
@@ -55,6 +60,15 @@ struct App {
         return window ? window->findChild<T*>(QString::fromLatin1(name)) : nullptr;
     }
 };
+
+// Visual items by objectName, walking the item tree (ListView delegates are not QObject children
+// of the window's items, so findChildren() misses them).
+void collectItems(QQuickItem* root, const QString& name, QList<QQuickItem*>* out) {
+    for (QQuickItem* child : root->childItems()) {
+        if (child->objectName() == name) out->append(child);
+        collectItems(child, name, out);
+    }
+}
 
 int distinctColours(const QImage& img, const QRect& r) {
     QSet<QRgb> colours;
@@ -111,7 +125,7 @@ void TstAppGui::chatAnswerMatchesCli() {
     QVERIFY(input);
     input->forceActiveFocus();
     QTRY_VERIFY(input->hasActiveFocus());
-    QTest::keyClicks(app.window, kPrompt);
+    for (QChar ch : kPrompt) QTest::keyClick(app.window, ch.toLatin1()); // the prompt is ASCII
     QCOMPARE(input->property("text").toString(), kPrompt);
     QSignalSpy finished(&c, &EngineController::answerFinished);
     QSignalSpy drained(&c, &EngineController::drained);
@@ -134,6 +148,8 @@ void TstAppGui::chatAnswerMatchesCli() {
     QVERIFY(answer.tokens > 0);
     QVERIFY(answer.tokensPerSecond > 0);
     QVERIFY(answer.ttft > 0);
+    qInfo("answer: %d tokens, %.1f tok/s, ttft %.3f s", answer.tokens, answer.tokensPerSecond,
+          answer.ttft);
     // Pieces arrived in batches: no more drains than pieces (each drain applies all it finds).
     QVERIFY(drained.count() >= 1);
 
@@ -161,19 +177,21 @@ void TstAppGui::chatAnswerMatchesCli() {
     QTest::qWait(200); // let the last frame settle
     const QImage img = app.window->grabWindow();
     QVERIFY(!img.isNull());
+    const QString dir = QStringLiteral(COLI_BINARY_DIR "/screenshots");
+    QVERIFY(QDir().mkpath(dir));
+    QVERIFY(img.save(dir + "/chat.png"));
+    qInfo("screenshot: %s/chat.png (%dx%d)", qPrintable(dir), img.width(), img.height());
     QVERIFY2(distinctColours(img, img.rect()) > 16, "window grab is (nearly) blank");
+    QList<QQuickItem*> bubbles;
+    collectItems(app.window->contentItem(), QStringLiteral("answerBubble"), &bubbles);
     QQuickItem* bubble = nullptr;
-    for (auto* item : app.window->contentItem()->findChildren<QQuickItem*>("answerBubble"))
-        if (item->isVisible() && item->height() > 10) bubble = item;
+    for (QQuickItem* item : bubbles)
+        if (item->isVisible() && item->height() > 10) bubble = item; // the last answer
     QVERIFY(bubble);
     const QRectF r = bubble->mapRectToScene(QRectF(0, 0, bubble->width(), bubble->height()));
     const qreal dpr = img.devicePixelRatio();
     const QRect px(int(r.x() * dpr), int(r.y() * dpr), int(r.width() * dpr), int(r.height() * dpr));
     QVERIFY2(distinctColours(img, px) > 4, "the answer area is uniform: no text drawn");
-    const QString dir = QStringLiteral(COLI_BINARY_DIR "/screenshots");
-    QVERIFY(QDir().mkpath(dir));
-    QVERIFY(img.save(dir + "/chat.png"));
-    qInfo("screenshot: %s/chat.png (%dx%d)", qPrintable(dir), img.width(), img.height());
 }
 
 void TstAppGui::badModelDirShowsErrorInWindow() {

@@ -24,7 +24,8 @@ void AddedTokenMatcher::add(std::string_view pattern, int tokenIndex) {
         node = next;
     }
     // The first registration of a spelling wins (ids of duplicates stay reachable by id).
-    if (m_nodes[static_cast<size_t>(node)].token < 0) m_nodes[static_cast<size_t>(node)].token = tokenIndex;
+    if (m_nodes[static_cast<size_t>(node)].token < 0)
+        m_nodes[static_cast<size_t>(node)].token = tokenIndex;
 }
 
 namespace {
@@ -32,14 +33,15 @@ namespace {
 // The code point that ends right before byte offset `end` (precondition: end > 0, valid UTF-8).
 char32_t lastChar(std::string_view s, size_t end) {
     size_t start = end - 1;
-    while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+    while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80)
+        --start;
     return utf8::next(s, start);
 }
 
 } // namespace
 
-std::vector<AddedTokenMatcher::Span> AddedTokenMatcher::split(
-    std::string_view text, const std::vector<AddedToken>& tokens) const {
+std::vector<AddedTokenMatcher::Span>
+AddedTokenMatcher::split(std::string_view text, const std::vector<AddedToken>& tokens) const {
     std::vector<Span> spans;
     if (empty()) {
         if (!text.empty()) spans.push_back({0, text.size(), -1});
@@ -82,7 +84,8 @@ std::vector<AddedTokenMatcher::Span> AddedTokenMatcher::split(
         if (t.lstrip) {
             while (b > done && utf8::isWhiteSpace(lastChar(text, b))) {
                 --b;
-                while (b > done && (static_cast<unsigned char>(text[b]) & 0xC0) == 0x80) --b;
+                while (b > done && (static_cast<unsigned char>(text[b]) & 0xC0) == 0x80)
+                    --b;
             }
         }
         if (t.rstrip) {

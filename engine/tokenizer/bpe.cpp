@@ -31,8 +31,8 @@ Result<std::unique_ptr<BpeModel>> BpeModel::fromJson(const Json& j, const Ctx& c
         auto v = tokjson::optString(j, key, ctx, "");
         if (!v) return v.status();
         if (!v->empty())
-            return tokjson::unsupported(ctx.at(key), "a non-empty " + std::string(key) +
-                                                         " is not supported");
+            return tokjson::unsupported(ctx.at(key),
+                                        "a non-empty " + std::string(key) + " is not supported");
     }
     auto bf = tokjson::optBool(j, "byte_fallback", ctx, false);
     auto im = tokjson::optBool(j, "ignore_merges", ctx, false);
@@ -149,7 +149,8 @@ void BpeModel::mergeWord(std::string_view piece, std::vector<int32_t>& out) cons
         if (n > 0) symbols.back().next = n;
         symbols.push_back({id, n - 1, -1, true});
     };
-    bool pendingUnk = false; // the last symbol is an unk that a following unknown char may fuse into
+    bool pendingUnk =
+        false; // the last symbol is an unk that a following unknown char may fuse into
     size_t i = 0;
     while (i < piece.size()) {
         const size_t start = i;
@@ -190,7 +191,8 @@ void BpeModel::mergeWord(std::string_view piece, std::vector<int32_t>& out) cons
         auto it = m_merges.find(pairKey(s.id, symbols[static_cast<size_t>(s.next)].id));
         if (it != m_merges.end()) queue.push({it->second.rank, pos, it->second.newId});
     };
-    for (int32_t p = 0; p + 1 < static_cast<int32_t>(symbols.size()); ++p) consider(p);
+    for (int32_t p = 0; p + 1 < static_cast<int32_t>(symbols.size()); ++p)
+        consider(p);
     while (!queue.empty()) {
         const Candidate top = queue.top();
         queue.pop();

@@ -32,7 +32,9 @@ const Tables& tables() {
 
 } // namespace
 
-char32_t byteToChar(unsigned char b) { return tables().toChar[b]; }
+char32_t byteToChar(unsigned char b) {
+    return tables().toChar[b];
+}
 
 std::optional<unsigned char> charToByte(char32_t cp) {
     if (cp >= tables().toByte.size() || tables().toByte[cp] < 0) return std::nullopt;
@@ -41,7 +43,8 @@ std::optional<unsigned char> charToByte(char32_t cp) {
 
 void encodeBytes(std::string_view bytes, std::string& out) {
     const Tables& t = tables();
-    for (unsigned char b : bytes) out += t.toUtf8[b];
+    for (unsigned char b : bytes)
+        out += t.toUtf8[b];
 }
 
 bool decodeToken(std::string_view token, std::string& out) {

@@ -121,7 +121,9 @@ void Decoder::push(std::string_view token, bool isAdded, State& st, std::string&
                 if (byte_level::decodeToken(cur, bytes)) cur = std::move(bytes);
             }
             break;
-        case Kind::Replace: replaceAll(cur, step.a, step.b); break;
+        case Kind::Replace:
+            replaceAll(cur, step.a, step.b);
+            break;
         case Kind::ByteFallback:
             if (cur.size() == 6 && cur.compare(0, 3, "<0x") == 0 && cur[5] == '>' &&
                 hexDigit(cur[3]) >= 0 && hexDigit(cur[4]) >= 0)

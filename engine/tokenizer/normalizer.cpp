@@ -25,15 +25,20 @@ Status Normalizer::parse(const Json& j, const Ctx& ctx, std::vector<Op>& ops) {
     if (t == "Sequence") {
         auto list = tokjson::member(j, "normalizers", ctx);
         if (!list) return list.status();
-        if (!(*list)->is_array()) return tokjson::malformed(ctx.at("normalizers"), "expected a list");
+        if (!(*list)->is_array())
+            return tokjson::malformed(ctx.at("normalizers"), "expected a list");
         for (size_t i = 0; i < (*list)->size(); ++i)
             COLI_RETURN_IF_ERROR(parse((**list)[i], ctx.at("normalizers").at(i), ops));
         return {};
     }
-    if (t == "NFC") ops.push_back({Kind::Nfc, {}, {}, {}});
-    else if (t == "NFD") ops.push_back({Kind::Nfd, {}, {}, {}});
-    else if (t == "NFKC") ops.push_back({Kind::Nfkc, {}, {}, {}});
-    else if (t == "NFKD") ops.push_back({Kind::Nfkd, {}, {}, {}});
+    if (t == "NFC")
+        ops.push_back({Kind::Nfc, {}, {}, {}});
+    else if (t == "NFD")
+        ops.push_back({Kind::Nfd, {}, {}, {}});
+    else if (t == "NFKC")
+        ops.push_back({Kind::Nfkc, {}, {}, {}});
+    else if (t == "NFKD")
+        ops.push_back({Kind::Nfkd, {}, {}, {}});
     else if (t == "Prepend") {
         auto p = tokjson::getString(j, "prepend", ctx);
         if (!p) return p.status();
@@ -75,7 +80,8 @@ namespace {
 
 std::string unicodeNormalize(std::string_view s, int options) {
     bool ascii = true;
-    for (char c : s) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+    for (char c : s)
+        ascii = ascii && static_cast<unsigned char>(c) < 0x80;
     if (ascii) return std::string(s); // every normal form leaves ASCII unchanged
     utf8proc_uint8_t* out = nullptr;
     const utf8proc_ssize_t n =
@@ -112,7 +118,8 @@ std::string strip(std::string_view s, bool left, bool right) {
     if (right) {
         while (e > b) {
             size_t start = e - 1;
-            while (start > b && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+            while (start > b && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80)
+                --start;
             size_t i = start;
             if (!utf8::isWhiteSpace(utf8::next(s, i))) break;
             e = start;
@@ -127,14 +134,24 @@ std::string Normalizer::apply(std::string_view in) const {
     std::string s(in);
     for (const Op& op : m_ops) {
         switch (op.kind) {
-        case Kind::Nfc: s = unicodeNormalize(s, UTF8PROC_COMPOSE); break;
-        case Kind::Nfd: s = unicodeNormalize(s, UTF8PROC_DECOMPOSE); break;
-        case Kind::Nfkc: s = unicodeNormalize(s, UTF8PROC_COMPOSE | UTF8PROC_COMPAT); break;
-        case Kind::Nfkd: s = unicodeNormalize(s, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT); break;
+        case Kind::Nfc:
+            s = unicodeNormalize(s, UTF8PROC_COMPOSE);
+            break;
+        case Kind::Nfd:
+            s = unicodeNormalize(s, UTF8PROC_DECOMPOSE);
+            break;
+        case Kind::Nfkc:
+            s = unicodeNormalize(s, UTF8PROC_COMPOSE | UTF8PROC_COMPAT);
+            break;
+        case Kind::Nfkd:
+            s = unicodeNormalize(s, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT);
+            break;
         case Kind::Prepend:
             if (!s.empty()) s.insert(0, op.a); // HF prepends only to non-empty text
             break;
-        case Kind::ReplaceString: replaceAll(s, op.a, op.b); break;
+        case Kind::ReplaceString:
+            replaceAll(s, op.a, op.b);
+            break;
         case Kind::ReplaceRegex: {
             std::vector<std::pair<size_t, size_t>> hits;
             op.regex->findAll(s, hits);
@@ -150,7 +167,9 @@ std::string Normalizer::apply(std::string_view in) const {
             s = std::move(out);
             break;
         }
-        case Kind::Strip: s = strip(s, op.left, op.right); break;
+        case Kind::Strip:
+            s = strip(s, op.left, op.right);
+            break;
         }
     }
     return s;

@@ -34,7 +34,8 @@ Status PostProcessor::parse(const Json& j, const Ctx& ctx, PostProcessor& p) {
     if (t == "Sequence") {
         auto list = tokjson::member(j, "processors", ctx);
         if (!list) return list.status();
-        if (!(*list)->is_array()) return tokjson::malformed(ctx.at("processors"), "expected a list");
+        if (!(*list)->is_array())
+            return tokjson::malformed(ctx.at("processors"), "expected a list");
         for (size_t i = 0; i < (*list)->size(); ++i) {
             // Each processor wraps the output of the previous one.
             PostProcessor inner;
@@ -79,7 +80,8 @@ Status PostProcessor::parse(const Json& j, const Ctx& ctx, PostProcessor& p) {
                     return tokjson::malformed(tctx, "missing (used by the single template)");
                 auto ids = tokjson::member(sp[*name], "ids", tctx);
                 if (!ids) return ids.status();
-                if (!(*ids)->is_array()) return tokjson::malformed(tctx.at("ids"), "expected a list");
+                if (!(*ids)->is_array())
+                    return tokjson::malformed(tctx.at("ids"), "expected a list");
                 auto& target = seenA ? p.m_suffix : p.m_prefix;
                 for (const Json& v : **ids) {
                     if (!v.is_number_integer())

@@ -48,12 +48,18 @@ Status PreTokenizer::parse(const Json& j, const Ctx& ctx, std::vector<Step>& ste
         auto behavior = tokjson::getString(j, "behavior", ctx);
         if (!behavior) return behavior.status();
         const std::string& b = *behavior;
-        if (b == "Removed") step.behavior = Behavior::Removed;
-        else if (b == "Isolated") step.behavior = Behavior::Isolated;
-        else if (b == "MergedWithPrevious") step.behavior = Behavior::MergedWithPrevious;
-        else if (b == "MergedWithNext") step.behavior = Behavior::MergedWithNext;
-        else if (b == "Contiguous") step.behavior = Behavior::Contiguous;
-        else return tokjson::malformed(ctx.at("behavior"), "unknown split behavior \"" + b + "\"");
+        if (b == "Removed")
+            step.behavior = Behavior::Removed;
+        else if (b == "Isolated")
+            step.behavior = Behavior::Isolated;
+        else if (b == "MergedWithPrevious")
+            step.behavior = Behavior::MergedWithPrevious;
+        else if (b == "MergedWithNext")
+            step.behavior = Behavior::MergedWithNext;
+        else if (b == "Contiguous")
+            step.behavior = Behavior::Contiguous;
+        else
+            return tokjson::malformed(ctx.at("behavior"), "unknown split behavior \"" + b + "\"");
         auto invert = tokjson::optBool(j, "invert", ctx, false);
         if (!invert) return invert.status();
         step.invert = *invert;
@@ -155,39 +161,50 @@ void PreTokenizer::runStep(const Step& step, std::vector<Piece>& pieces) const {
         hits.clear();
         switch (step.kind) {
         case Kind::Split: {
-            if (step.regex) step.regex->findAll(text, hits);
-            else literalMatches(text, step.literal, hits);
+            if (step.regex)
+                step.regex->findAll(text, hits);
+            else
+                literalMatches(text, step.literal, hits);
             auto segs = segmentsFromMatches(text.size(), hits);
             if (step.invert)
-                for (Segment& s : segs) s.match = !s.match;
+                for (Segment& s : segs)
+                    s.match = !s.match;
             // Merge per behavior (NormalizedString::split); `remove` marks dropped segments.
             std::vector<std::pair<Segment, bool>> spans;
             bool prevMatch = false;
             switch (step.behavior) {
             case Behavior::Isolated:
-                for (const Segment& s : segs) spans.push_back({s, false});
+                for (const Segment& s : segs)
+                    spans.push_back({s, false});
                 break;
             case Behavior::Removed:
-                for (const Segment& s : segs) spans.push_back({s, s.match});
+                for (const Segment& s : segs)
+                    spans.push_back({s, s.match});
                 break;
             case Behavior::Contiguous:
                 for (const Segment& s : segs) {
-                    if (!spans.empty() && s.match == prevMatch) spans.back().first.e = s.e;
-                    else spans.push_back({s, false});
+                    if (!spans.empty() && s.match == prevMatch)
+                        spans.back().first.e = s.e;
+                    else
+                        spans.push_back({s, false});
                     prevMatch = s.match;
                 }
                 break;
             case Behavior::MergedWithPrevious:
                 for (const Segment& s : segs) {
-                    if (!spans.empty() && s.match && !prevMatch) spans.back().first.e = s.e;
-                    else spans.push_back({s, false});
+                    if (!spans.empty() && s.match && !prevMatch)
+                        spans.back().first.e = s.e;
+                    else
+                        spans.push_back({s, false});
                     prevMatch = s.match;
                 }
                 break;
             case Behavior::MergedWithNext:
                 for (auto it = segs.rbegin(); it != segs.rend(); ++it) {
-                    if (!spans.empty() && it->match && !prevMatch) spans.back().first.b = it->b;
-                    else spans.push_back({*it, false});
+                    if (!spans.empty() && it->match && !prevMatch)
+                        spans.back().first.b = it->b;
+                    else
+                        spans.push_back({*it, false});
                     prevMatch = it->match;
                 }
                 std::reverse(spans.begin(), spans.end());
@@ -221,8 +238,8 @@ void PreTokenizer::runStep(const Step& step, std::vector<Piece>& pieces) const {
         case Kind::Metaspace: {
             replaceAll(text, " ", step.literal);
             const bool startsWithRep = text.compare(0, step.literal.size(), step.literal) == 0;
-            const bool prepend = step.prepend == Prepend::Always ||
-                                 (step.prepend == Prepend::First && atStart);
+            const bool prepend =
+                step.prepend == Prepend::Always || (step.prepend == Prepend::First && atStart);
             if (prepend && !startsWithRep) text.insert(0, step.literal);
             if (!step.metaspaceSplit) {
                 emit(0, text.size(), true);
@@ -252,8 +269,10 @@ void PreTokenizer::split(std::string_view section, bool atTextStart,
     }
     std::vector<Piece> pieces;
     pieces.push_back({std::string(section), atTextStart});
-    for (const Step& step : m_steps) runStep(step, pieces);
-    for (Piece& p : pieces) out.push_back(std::move(p.text));
+    for (const Step& step : m_steps)
+        runStep(step, pieces);
+    for (Piece& p : pieces)
+        out.push_back(std::move(p.text));
 }
 
 } // namespace coli

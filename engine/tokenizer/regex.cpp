@@ -12,8 +12,12 @@ struct Regex::Code {
 
 namespace {
 
-bool isAsciiLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-char otherCase(char c) { return c >= 'a' && c <= 'z' ? char(c - 32) : char(c + 32); }
+bool isAsciiLetter(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+char otherCase(char c) {
+    return c >= 'a' && c <= 'z' ? char(c - 32) : char(c + 32);
+}
 
 } // namespace
 
@@ -110,8 +114,8 @@ void Regex::findAll(std::string_view text, std::vector<std::pair<size_t, size_t>
     size_t pos = 0;
     while (pos <= text.size()) {
         // The input was sanitized, so PCRE2's own UTF check (a rescan per call) is redundant.
-        const int rc = pcre2_match(m_code->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md,
-                                   nullptr);
+        const int rc =
+            pcre2_match(m_code->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
         if (rc < 0) break; // no match (or a resource limit: the rest stays one unmatched gap)
         const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
         const size_t b = ov[0], e = ov[1];

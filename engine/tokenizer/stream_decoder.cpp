@@ -35,6 +35,8 @@ std::string StreamDecoder::flush() {
     return out;
 }
 
-void StreamDecoder::reset() { m_state = std::make_unique<State>(); }
+void StreamDecoder::reset() {
+    m_state = std::make_unique<State>();
+}
 
 } // namespace coli

@@ -93,16 +93,18 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::fromJson(const std::string& json,
     if (type->empty() && !(*model)->contains("merges"))
         return tokjson::malformed(mctx.at("type"), "missing (and no merges: not a BPE model)");
     if (!type->empty() && *type != "BPE")
-        return tokjson::unsupported(mctx.at("type"), "model type \"" + *type +
-                                                         "\" is not supported (only BPE)");
+        return tokjson::unsupported(mctx.at("type"),
+                                    "model type \"" + *type + "\" is not supported (only BPE)");
     auto bpe = BpeModel::fromJson(**model, mctx);
     if (!bpe) return bpe.status();
     im.model = std::move(*bpe);
 
-    auto normalizer = Normalizer::fromJson(optionalMember(doc, "normalizer"), root.at("normalizer"));
+    auto normalizer =
+        Normalizer::fromJson(optionalMember(doc, "normalizer"), root.at("normalizer"));
     if (!normalizer) return normalizer.status();
     im.normalizer = std::move(*normalizer);
-    auto pre = PreTokenizer::fromJson(optionalMember(doc, "pre_tokenizer"), root.at("pre_tokenizer"));
+    auto pre =
+        PreTokenizer::fromJson(optionalMember(doc, "pre_tokenizer"), root.at("pre_tokenizer"));
     if (!pre) return pre.status();
     im.preTokenizer = std::move(*pre);
     auto post =
@@ -150,7 +152,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addSpecial) c
             pieces.clear();
             im.preTokenizer.split(std::string_view(norm).substr(sub.begin, sub.end - sub.begin),
                                   span.begin == 0 && sub.begin == 0, pieces);
-            for (const std::string& p : pieces) im.model->tokenize(p, ids);
+            for (const std::string& p : pieces)
+                im.model->tokenize(p, ids);
         }
     }
     if (addSpecial) im.postProcessor.apply(ids);
@@ -171,7 +174,9 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skipSpecial) co
     return sanitizeUtf8(raw);
 }
 
-int Tokenizer::vocabSize() const { return m_impl->idLimit; }
+int Tokenizer::vocabSize() const {
+    return m_impl->idLimit;
+}
 
 std::optional<int32_t> Tokenizer::tokenId(std::string_view token) const {
     for (const AddedToken& t : m_impl->added)
@@ -185,6 +190,8 @@ std::string Tokenizer::tokenString(int32_t id) const {
     return s ? *s : std::string();
 }
 
-bool Tokenizer::isSpecial(int32_t id) const { return m_impl->isSpecial(id); }
+bool Tokenizer::isSpecial(int32_t id) const {
+    return m_impl->isSpecial(id);
+}
 
 } // namespace coli

@@ -7,10 +7,10 @@
 //     Prepend("▁")+Replace(" ","▁") normalizer, BPE with byte_fallback (<0x..> tokens), decoder
 //     chain (Replace, ByteFallback, Fuse, Strip).
 // Added tokens (special or not) are matched before BPE, honouring lstrip/rstrip/normalized/
-// single_word. Invalid UTF-8 in input text is replaced by U+FFFD before anything else; never a crash.
-// Thread-safety: immutable after load (the BPE piece cache is internally locked); encode/decode
-// are const and safe from several threads.
-// Supported subset and how it is tested against Hugging Face: docs/tokenizer.md.
+// single_word. Invalid UTF-8 in input text is replaced by U+FFFD before anything else; never a
+// crash. Thread-safety: immutable after load (the BPE piece cache is internally locked);
+// encode/decode are const and safe from several threads. Supported subset and how it is tested
+// against Hugging Face: docs/tokenizer.md.
 #include "core/status.h"
 
 #include <cstdint>
@@ -43,8 +43,8 @@ public:
     // decode to nothing, like ids out of range.
     int vocabSize() const;
     std::optional<int32_t> tokenId(std::string_view token) const; // exact token string lookup
-    std::string tokenString(int32_t id) const;           // raw vocab string ("" if out of range)
-    bool isSpecial(int32_t id) const;                    // added token with special=true
+    std::string tokenString(int32_t id) const; // raw vocab string ("" if out of range)
+    bool isSpecial(int32_t id) const;          // added token with special=true
 
 private:
     Tokenizer();

@@ -6,14 +6,16 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <random>
 #include <thread>
 
 namespace {
 
-using nlohmann::json;
 using coli::ErrorCode;
 using coli::StreamDecoder;
 using coli::Tokenizer;
+using nlohmann::json;
 using Ids = std::vector<int32_t>;
 
 // GPT-2's byte -> printable code point table, written here independently of the engine
@@ -43,8 +45,8 @@ std::unique_ptr<Tokenizer> load(const json& j) {
     return r.isOk() ? std::move(r.value()) : nullptr;
 }
 
-std::string streamAll(const Tokenizer& tok, const Ids& ids, std::vector<std::string>* pieces = nullptr,
-                      bool skip = false) {
+std::string streamAll(const Tokenizer& tok, const Ids& ids,
+                      std::vector<std::string>* pieces = nullptr, bool skip = false) {
     StreamDecoder s(tok, skip);
     std::string out;
     for (int32_t id : ids) {
@@ -62,7 +64,8 @@ std::string streamAll(const Tokenizer& tok, const Ids& ids, std::vector<std::str
 // 263 "ab". Added: 300 "<|end|>" (special), 301 "<mask>" (lstrip + rstrip), 302 "[tool]".
 json byteLevelJson(bool bcBeforeAb = true) {
     json vocab = json::object();
-    for (int b = 0; b < 256; ++b) vocab[byteChar(b)] = b;
+    for (int b = 0; b < 256; ++b)
+        vocab[byteChar(b)] = b;
     vocab["he"] = 256;
     vocab["ll"] = 257;
     vocab["hell"] = 258;
@@ -82,12 +85,27 @@ json byteLevelJson(bool bcBeforeAb = true) {
     return {
         {"version", "1.0"},
         {"added_tokens",
-         {{{"id", 300}, {"content", "<|end|>"}, {"special", true}, {"lstrip", false},
-           {"rstrip", false}, {"normalized", false}, {"single_word", false}},
-          {{"id", 301}, {"content", "<mask>"}, {"special", true}, {"lstrip", true},
-           {"rstrip", true}, {"normalized", false}, {"single_word", false}},
-          {{"id", 302}, {"content", "[tool]"}, {"special", false}, {"lstrip", false},
-           {"rstrip", false}, {"normalized", true}, {"single_word", false}}}},
+         {{{"id", 300},
+           {"content", "<|end|>"},
+           {"special", true},
+           {"lstrip", false},
+           {"rstrip", false},
+           {"normalized", false},
+           {"single_word", false}},
+          {{"id", 301},
+           {"content", "<mask>"},
+           {"special", true},
+           {"lstrip", true},
+           {"rstrip", true},
+           {"normalized", false},
+           {"single_word", false}},
+          {{"id", 302},
+           {"content", "[tool]"},
+           {"special", false},
+           {"lstrip", false},
+           {"rstrip", false},
+           {"normalized", true},
+           {"single_word", false}}}},
         {"normalizer", {{"type", "NFC"}}},
         {"pre_tokenizer",
          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
@@ -145,7 +163,7 @@ TEST(ByteLevelBpe, AddedTokensWithStripFlags) {
     EXPECT_EQ(tok->decode(Ids{259, 300, 259}), "hello<|end|>hello");
     EXPECT_EQ(tok->decode(Ids{259, 300, 259}, true), "hellohello");
     EXPECT_EQ(tok->decode(Ids{259, 302}, true), "hello[tool]"); // not special: kept
-    EXPECT_EQ(tok->encode("hello", true), (Ids{259}));           // ByteLevel adds nothing
+    EXPECT_EQ(tok->encode("hello", true), (Ids{259}));          // ByteLevel adds nothing
 }
 
 TEST(ByteLevelBpe, NfcNormalizer) {
@@ -161,7 +179,10 @@ TEST(ByteLevelBpe, InvalidUtf8BecomesReplacementCharacter) {
     ASSERT_TRUE(tok);
     const Ids fffd = tok->encode("\xEF\xBF\xBD");
     EXPECT_EQ(fffd, (Ids{0xEF, 0xBF, 0xBD}));
-    EXPECT_EQ(tok->encode(std::string("a\xFF" "b")), tok->encode("a\xEF\xBF\xBD" "b"));
+    EXPECT_EQ(tok->encode(std::string("a\xFF"
+                                      "b")),
+              tok->encode("a\xEF\xBF\xBD"
+                          "b"));
     // Truncated 4-byte sequence: one U+FFFD for the maximal subpart, then "x".
     EXPECT_EQ(tok->encode(std::string("\xF0\x9F\x98x")), tok->encode("\xEF\xBF\xBDx"));
     // Lone surrogate encoding: three U+FFFD.
@@ -206,7 +227,8 @@ TEST(ByteLevelBpe, ConcurrentEncodeIsConsistent) {
             for (int k = 0; k < 200; ++k)
                 if (tok->encode(text) != want) ++bad;
         });
-    for (auto& th : threads) th.join();
+    for (auto& th : threads)
+        th.join();
     EXPECT_EQ(bad.load(), 0);
 }
 
@@ -223,11 +245,13 @@ json spJson(bool withNormalizer = true) {
         std::snprintf(name, sizeof name, "<0x%02X>", b);
         vocab[name] = 3 + b;
     }
-    const std::vector<std::string> extra = {kMeta, "h", "e", "l", "o", kMeta + "h", kMeta + "he",
-                                            "ll", kMeta + "hell", kMeta + "hello", "w", kMeta + "w"};
-    for (size_t i = 0; i < extra.size(); ++i) vocab[extra[i]] = 259 + int(i);
-    json merges = {kMeta + " h", kMeta + "h e", "l l", kMeta + "he ll", kMeta + "hell o",
-                   kMeta + " w"};
+    const std::vector<std::string> extra = {
+        kMeta,           "h", "e",        "l", "o", kMeta + "h", kMeta + "he", "ll", kMeta + "hell",
+        kMeta + "hello", "w", kMeta + "w"};
+    for (size_t i = 0; i < extra.size(); ++i)
+        vocab[extra[i]] = 259 + int(i);
+    json merges = {kMeta + " h",    kMeta + "h e",    "l l",
+                   kMeta + "he ll", kMeta + "hell o", kMeta + " w"};
     json j = {
         {"added_tokens",
          {{{"id", 0}, {"content", "<unk>"}, {"special", true}, {"normalized", false}},
@@ -248,18 +272,25 @@ json spJson(bool withNormalizer = true) {
             {{"type", "Fuse"}},
             {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}}},
         {"model",
-         {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"byte_fallback", true},
-          {"unk_token", "<unk>"}, {"fuse_unk", true}}},
+         {{"type", "BPE"},
+          {"vocab", vocab},
+          {"merges", merges},
+          {"byte_fallback", true},
+          {"unk_token", "<unk>"},
+          {"fuse_unk", true}}},
     };
     if (withNormalizer) {
-        j["normalizer"] = {{"type", "Sequence"},
-                           {"normalizers",
-                            {{{"type", "Prepend"}, {"prepend", kMeta}},
-                             {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kMeta}}}}};
+        j["normalizer"] = {
+            {"type", "Sequence"},
+            {"normalizers",
+             {{{"type", "Prepend"}, {"prepend", kMeta}},
+              {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kMeta}}}}};
     } else {
         j["normalizer"] = nullptr;
-        j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", kMeta},
-                              {"prepend_scheme", "first"}, {"split", true}};
+        j["pre_tokenizer"] = {{"type", "Metaspace"},
+                              {"replacement", kMeta},
+                              {"prepend_scheme", "first"},
+                              {"split", true}};
     }
     return j;
 }
@@ -339,6 +370,41 @@ TEST(SentencePieceBpe, UnknownCharactersFuseIntoOneUnk) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Hostile input: random bytes and random ids never crash, decode always yields valid UTF-8, and
+// streaming always matches decode().
+
+TEST(TokenizerRobustness, RandomBytesAndIds) {
+    auto bl = load(byteLevelJson());
+    auto sp = load(spJson());
+    ASSERT_TRUE(bl && sp);
+    std::mt19937 rng(1234);
+    for (const Tokenizer* tok : {bl.get(), sp.get()}) {
+        for (int round = 0; round < 300; ++round) {
+            std::string bytes(rng() % 48, '\0');
+            for (char& c : bytes)
+                c = static_cast<char>(rng() % 256);
+            const Ids ids = tok->encode(bytes, round % 2 == 0);
+            for (int32_t id : ids)
+                EXPECT_TRUE(id >= 0 && id < tok->vocabSize());
+            const std::string text = tok->decode(ids);
+            EXPECT_EQ(coli::sanitizeUtf8(text), text);
+
+            Ids random(rng() % 24);
+            for (int32_t& id : random)
+                id = static_cast<int32_t>(rng() % 320) - 10;
+            for (bool skip : {false, true}) {
+                const std::string d = tok->decode(random, skip);
+                EXPECT_EQ(coli::sanitizeUtf8(d), d);
+                std::vector<std::string> pieces;
+                EXPECT_EQ(streamAll(*tok, random, &pieces, skip), d);
+                for (const std::string& p : pieces)
+                    EXPECT_EQ(coli::sanitizeUtf8(p), p);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Refusals.
 
 coli::Status loadStatus(const std::string& text) {
@@ -376,8 +442,8 @@ TEST(TokenizerErrors, MalformedNamesFileAndJsonPath) {
     EXPECT_NE(s.message().find("added_tokens[1].id"), std::string::npos) << s.message();
 
     j = byteLevelJson();
-    j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}},
-                          {"behavior", "Isolated"}};
+    j["pre_tokenizer"] = {
+        {"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}, {"behavior", "Isolated"}};
     s = loadStatus(j.dump());
     EXPECT_EQ(s.code(), ErrorCode::Malformed);
     EXPECT_NE(s.message().find("pre_tokenizer.pattern"), std::string::npos) << s.message();
@@ -433,11 +499,11 @@ TEST(SanitizeUtf8, MaximalSubpartRule) {
     EXPECT_EQ(coli::sanitizeUtf8("\xF0\x9F\x98\x80"), "\xF0\x9F\x98\x80");
     EXPECT_EQ(coli::sanitizeUtf8("\xFF"), R);
     EXPECT_EQ(coli::sanitizeUtf8("\xC3\x28"), R + "(");
-    EXPECT_EQ(coli::sanitizeUtf8("\xE2\x82"), R);               // truncated: one U+FFFD
-    EXPECT_EQ(coli::sanitizeUtf8("\xF0\x80\x80"), R + R + R);   // F0 80 is never valid
-    EXPECT_EQ(coli::sanitizeUtf8("\xED\xA0\x80"), R + R + R);   // surrogate
+    EXPECT_EQ(coli::sanitizeUtf8("\xE2\x82"), R);             // truncated: one U+FFFD
+    EXPECT_EQ(coli::sanitizeUtf8("\xF0\x80\x80"), R + R + R); // F0 80 is never valid
+    EXPECT_EQ(coli::sanitizeUtf8("\xED\xA0\x80"), R + R + R); // surrogate
     EXPECT_EQ(coli::sanitizeUtf8("\xF4\x90\x80\x80"), R + R + R + R);
-    EXPECT_EQ(coli::sanitizeUtf8("\xC0\xAF"), R + R);           // overlong
+    EXPECT_EQ(coli::sanitizeUtf8("\xC0\xAF"), R + R); // overlong
     EXPECT_EQ(coli::sanitizeUtf8("\xF0\x9F\x98x"), R + "x");
 }
 

@@ -36,7 +36,8 @@ std::vector<std::string> corpusInputs(const json& corpus) {
             out.push_back(e["text"].get<std::string>());
         } else {
             std::string bytes;
-            for (const json& b : e["bytes"]) bytes.push_back(static_cast<char>(b.get<int>()));
+            for (const json& b : e["bytes"])
+                bytes.push_back(static_cast<char>(b.get<int>()));
             out.push_back(bytes);
         }
     }
@@ -45,7 +46,8 @@ std::vector<std::string> corpusInputs(const json& corpus) {
 
 std::string showIds(const std::vector<int32_t>& ids, const coli::Tokenizer& tok) {
     std::string s;
-    for (int32_t id : ids) s += std::to_string(id) + "(" + tok.tokenString(id) + ") ";
+    for (int32_t id : ids)
+        s += std::to_string(id) + "(" + tok.tokenString(id) + ") ";
     return s;
 }
 
@@ -87,7 +89,8 @@ TEST_P(NpmReference, IdsDecodeAndStreamMatchHuggingFaceJs) {
         const auto wantSpecial = r["ids_with_special"].get<std::vector<int32_t>>();
         const auto got = tok.encode(inputs[i]);
         const auto gotSpecial = tok.encode(inputs[i], true);
-        EXPECT_EQ(got, want) << name << " string #" << i << " " << json(coli::sanitizeUtf8(inputs[i]))
+        EXPECT_EQ(got, want) << name << " string #" << i << " "
+                             << json(coli::sanitizeUtf8(inputs[i]))
                              << "\n ours: " << showIds(got, tok)
                              << "\n   HF: " << showIds(want, tok);
         EXPECT_EQ(gotSpecial, wantSpecial) << name << " string #" << i << " (addSpecial)";
@@ -116,17 +119,19 @@ TEST_P(NpmReference, IdsDecodeAndStreamMatchHuggingFaceJs) {
         for (bool skip : {false, true}) {
             coli::StreamDecoder stream(tok, skip);
             std::string text;
-            for (int32_t id : want) text += stream.push(id);
+            for (int32_t id : want)
+                text += stream.push(id);
             text += stream.flush();
             EXPECT_EQ(text, tok.decode(want, skip)) << name << " string #" << i << " stream";
             streamOk = streamOk && text == tok.decode(want, skip);
         }
         streamMatch += streamOk;
     }
-    std::printf("[ %s ] ids identical to HF JS: %zu/%zu (with specials: %zu/%zu); decode identical: "
-                "%zu/%zu; round trips: %zu/%zu (HF round-trips %zu); stream == decode: %zu/%zu\n",
-                name.c_str(), idsMatch, inputs.size(), specialMatch, inputs.size(), decodeMatch,
-                inputs.size(), roundTrips, hfRoundTrips, hfRoundTrips, streamMatch, inputs.size());
+    std::printf(
+        "[ %s ] ids identical to HF JS: %zu/%zu (with specials: %zu/%zu); decode identical: "
+        "%zu/%zu; round trips: %zu/%zu (HF round-trips %zu); stream == decode: %zu/%zu\n",
+        name.c_str(), idsMatch, inputs.size(), specialMatch, inputs.size(), decodeMatch,
+        inputs.size(), roundTrips, hfRoundTrips, hfRoundTrips, streamMatch, inputs.size());
     std::printf("[ %s ] reference: @huggingface/tokenizers %s, node %s\n", name.c_str(),
                 s_reference["packages"]["@huggingface/tokenizers"].get<std::string>().c_str(),
                 s_reference["node"].get<std::string>().c_str());
@@ -145,19 +150,26 @@ TEST_P(NpmReference, EncodesOneMegabyteOfEnglishQuickly) {
         if (!e.contains("text")) continue;
         const std::string t = e["text"].get<std::string>();
         bool prose = t.size() > 20;
-        for (char c : t) prose = prose && static_cast<unsigned char>(c) < 0x80 && c != '<';
+        for (char c : t)
+            prose = prose && static_cast<unsigned char>(c) < 0x80 && c != '<';
         if (prose) english += t + "\n";
     }
     ASSERT_GT(english.size(), 1000u);
     std::string text;
-    while (text.size() < (1u << 20)) text += english;
+    while (text.size() < (1u << 20))
+        text += english;
     const auto t0 = std::chrono::steady_clock::now();
     const auto ids = (*loaded)->encode(text);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("[ %s ] encoded %zu bytes into %zu tokens in %.3f s\n", name.c_str(), text.size(),
                 ids.size(), s);
     EXPECT_GT(ids.size(), text.size() / 10);
-    EXPECT_LT(s, 4.0) << "1 MB of English should encode in well under a second (Release build)";
+#if defined(__SANITIZE_ADDRESS__) || !defined(NDEBUG)
+    const double limit = 30.0; // sanitizer / debug builds: only a guard against blow-ups
+#else
+    const double limit = 4.0; // measured ~0.1 s; the margin is for loaded CI machines
+#endif
+    EXPECT_LT(s, limit) << "1 MB of English should encode in well under a second (Release)";
     EXPECT_EQ((*loaded)->decode(ids), text);
 }
 

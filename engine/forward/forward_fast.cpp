@@ -52,9 +52,11 @@ void matmul(const Matrix& W, const float* X, int ldx, int n, float* Y, int ldy, 
 
 // g <- silu(g) * u, both [n, ffn] with leading dimension ld.
 void swigluAct(float* g, const float* u, int n, int ffn, int ld, int threads) {
-#pragma omp parallel for num_threads(threads) schedule(static) if (long(n) * ffn >= kMinParallelWork)
+#pragma omp parallel for num_threads(threads)                                                      \
+    schedule(static) if (long(n) * ffn >= kMinParallelWork)
     for (int t = 0; t < n; ++t)
-        for (int i = 0; i < ffn; ++i) g[size_t(t) * ld + i] = silu(g[size_t(t) * ld + i]) * u[size_t(t) * ld + i];
+        for (int i = 0; i < ffn; ++i)
+            g[size_t(t) * ld + i] = silu(g[size_t(t) * ld + i]) * u[size_t(t) * ld + i];
 }
 
 // Y [n, d_model] = down(silu(gate X) * up X) for X [n, d_model]; uses ws.g / ws.u.
@@ -78,7 +80,8 @@ public:
 #pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
         for (int t = 0; t < n; ++t) {
             const float* e = m.w.embed.row(tokens[t]);
-            for (int i = 0; i < d; ++i) ws.x[size_t(t) * d + i] = e[i] * c.embeddingMultiplier;
+            for (int i = 0; i < d; ++i)
+                ws.x[size_t(t) * d + i] = e[i] * c.embeddingMultiplier;
         }
         for (int l = 0; l < c.nLayers; ++l) {
             const LayerWeights& L = m.w.layers[l];
@@ -102,7 +105,8 @@ public:
         const float inv = c.logitsScaling;
 #pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
         for (int t = 0; t < rows; ++t)
-            for (int i = 0; i < c.vocabSize; ++i) logits[size_t(t) * c.vocabSize + i] /= inv;
+            for (int i = 0; i < c.vocabSize; ++i)
+                logits[size_t(t) * c.vocabSize + i] /= inv;
     }
 
 private:
@@ -144,9 +148,12 @@ private:
                 rmsNorm(k, L.kNorm.data(), kvDim, c.rmsNormEps, k);
             }
             if (c.clipQkv > 0) {
-                for (int i = 0; i < qDim; ++i) q[i] = std::clamp(q[i], -c.clipQkv, c.clipQkv);
-                for (int i = 0; i < kvDim; ++i) k[i] = std::clamp(k[i], -c.clipQkv, c.clipQkv);
-                for (int i = 0; i < kvDim; ++i) v[i] = std::clamp(v[i], -c.clipQkv, c.clipQkv);
+                for (int i = 0; i < qDim; ++i)
+                    q[i] = std::clamp(q[i], -c.clipQkv, c.clipQkv);
+                for (int i = 0; i < kvDim; ++i)
+                    k[i] = std::clamp(k[i], -c.clipQkv, c.clipQkv);
+                for (int i = 0; i < kvDim; ++i)
+                    v[i] = std::clamp(v[i], -c.clipQkv, c.clipQkv);
             }
             if (c.qkNorm == QkNorm::PerHead) {
                 for (int h = 0; h < c.nHeads; ++h)
@@ -156,16 +163,18 @@ private:
             }
             float* cs = ws.cosSin.data() + size_t(t) * hd;
             m.rope.cosSin(pos0 + t, cs, cs + half);
-            for (int h = 0; h < c.nHeads; ++h) Rope::apply(q + h * hd, hd, cs, cs + half);
-            for (int h = 0; h < c.nKvHeads; ++h) Rope::apply(k + h * hd, hd, cs, cs + half);
+            for (int h = 0; h < c.nHeads; ++h)
+                Rope::apply(q + h * hd, hd, cs, cs + half);
+            for (int h = 0; h < c.nKvHeads; ++h)
+                Rope::apply(k + h * hd, hd, cs, cs + half);
             std::memcpy(K + size_t(pos0 + t) * kvDim, k, sizeof(float) * kvDim);
             std::memcpy(V + size_t(pos0 + t) * kvDim, v, sizeof(float) * kvDim);
         }
 
         const float scale = m.attentionScale();
         const int group = c.nHeads / c.nKvHeads;
-#pragma omp parallel for collapse(2) num_threads(T) schedule(static) \
-    if (long(n) * c.nHeads * (pos0 + n) * hd >= kMinParallelWork)
+#pragma omp parallel for collapse(2) num_threads(T)                                                \
+    schedule(static) if (long(n) * c.nHeads * (pos0 + n) * hd >= kMinParallelWork)
         for (int t = 0; t < n; ++t) {
             for (int h = 0; h < c.nHeads; ++h) {
                 const int pos = pos0 + t, kvh = h / group;
@@ -180,7 +189,8 @@ private:
                 for (int j = first; j <= pos; ++j) {
                     const float p = scores[j - first];
                     const float* vv = V + size_t(j) * kvDim + kvh * hd;
-                    for (int i = 0; i < hd; ++i) out[i] += p * vv[i];
+                    for (int i = 0; i < hd; ++i)
+                        out[i] += p * vv[i];
                 }
             }
         }
@@ -198,7 +208,8 @@ private:
             float* w = ws.gateW.data() + size_t(t) * K;
             if (c.routerSoftmaxOverTopk) {
                 topK(lg, E, K, sel);
-                for (int j = 0; j < K; ++j) w[j] = lg[sel[j]];
+                for (int j = 0; j < K; ++j)
+                    w[j] = lg[sel[j]];
                 softmax(w, K);
             } else {
                 softmax(lg, E);
@@ -209,7 +220,8 @@ private:
                     sum += w[j];
                 }
                 if (c.normTopkProb)
-                    for (int j = 0; j < K; ++j) w[j] /= sum;
+                    for (int j = 0; j < K; ++j)
+                        w[j] /= sum;
             }
         }
         // Union of the chunk's routed experts: each distinct expert runs once over its tokens,
@@ -232,7 +244,8 @@ private:
                 const float w = ws.gateW[slots[i]];
                 float* dst = ws.slotOut.data() + size_t(slots[i]) * d;
                 const float* y = ws.y.data() + size_t(i) * d;
-                for (int j = 0; j < d; ++j) dst[j] = y[j] * w;
+                for (int j = 0; j < d; ++j)
+                    dst[j] = y[j] * w;
             }
         }
 #pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
@@ -241,7 +254,8 @@ private:
             std::fill(out, out + d, 0.0f);
             for (int j = 0; j < K; ++j) { // the router's top-k order
                 const float* y = ws.slotOut.data() + (size_t(t) * K + j) * d;
-                for (int i = 0; i < d; ++i) out[i] += y[i];
+                for (int i = 0; i < d; ++i)
+                    out[i] += y[i];
             }
         }
         if (c.sharedFfn > 0) {

@@ -28,7 +28,8 @@ Vec linear(const Matrix& W, const Vec& x, const Vec& bias = {}) {
 Vec swiglu(const SwiGluWeights& e, const Vec& x) {
     Vec g = linear(e.gate, x);
     const Vec u = linear(e.up, x);
-    for (size_t i = 0; i < g.size(); ++i) g[i] = silu(g[i]) * u[i];
+    for (size_t i = 0; i < g.size(); ++i)
+        g[i] = silu(g[i]) * u[i];
     return linear(e.down, g);
 }
 
@@ -41,7 +42,8 @@ Vec moe(const ModelConfig& c, const LayerWeights& L, const std::vector<SwiGluWei
     if (c.routerSoftmaxOverTopk) {
         // GraniteMoE (JetMoeTopKGating): top-k of the logits, softmax over those k.
         topK(logits.data(), c.nExperts, c.topK, sel.data());
-        for (int j = 0; j < c.topK; ++j) weight[j] = logits[sel[j]];
+        for (int j = 0; j < c.topK; ++j)
+            weight[j] = logits[sel[j]];
         softmax(weight.data(), c.topK);
     } else {
         // OLMoE / Qwen / Mixtral: softmax over all experts, top-k, optional renormalisation.
@@ -54,19 +56,22 @@ Vec moe(const ModelConfig& c, const LayerWeights& L, const std::vector<SwiGluWei
             sum += weight[j];
         }
         if (c.normTopkProb)
-            for (float& w : weight) w /= sum;
+            for (float& w : weight)
+                w /= sum;
     }
     // Each expert's weighted output is added in the router's top-k order.
     Vec out(c.dModel, 0.0f);
     for (int j = 0; j < c.topK; ++j) {
         const Vec y = swiglu(experts[sel[j]], x);
-        for (int i = 0; i < c.dModel; ++i) out[i] += y[i] * weight[j];
+        for (int i = 0; i < c.dModel; ++i)
+            out[i] += y[i] * weight[j];
     }
     if (c.sharedFfn > 0) {
         // Qwen2MoeSparseMoeBlock: shared_expert(x) * sigmoid(shared_expert_gate(x)).
         const Vec s = swiglu(L.shared, x);
         const float gate = c.sharedExpertGate ? sigmoid(linear(L.sharedExpertGate, x)[0]) : 1.0f;
-        for (int i = 0; i < c.dModel; ++i) out[i] += s[i] * gate;
+        for (int i = 0; i < c.dModel; ++i)
+            out[i] += s[i] * gate;
     }
     return out;
 }
@@ -87,7 +92,8 @@ Vec attention(const ModelImpl& m, const LayerWeights& L, int layer, const Vec& h
     }
     if (c.clipQkv > 0) { // OLMoE clip_qkv, after the norms
         for (Vec* t : {&q, &k, &v})
-            for (float& x : *t) x = std::clamp(x, -c.clipQkv, c.clipQkv);
+            for (float& x : *t)
+                x = std::clamp(x, -c.clipQkv, c.clipQkv);
     }
     if (c.qkNorm == QkNorm::PerHead) { // Qwen3-MoE: per head, before RoPE
         for (int hh = 0; hh < c.nHeads; ++hh)
@@ -98,8 +104,10 @@ Vec attention(const ModelImpl& m, const LayerWeights& L, int layer, const Vec& h
 
     Vec cos(hd / 2), sin(hd / 2);
     m.rope.cosSin(pos, cos.data(), sin.data());
-    for (int hh = 0; hh < c.nHeads; ++hh) Rope::apply(&q[hh * hd], hd, cos.data(), sin.data());
-    for (int hh = 0; hh < c.nKvHeads; ++hh) Rope::apply(&k[hh * hd], hd, cos.data(), sin.data());
+    for (int hh = 0; hh < c.nHeads; ++hh)
+        Rope::apply(&q[hh * hd], hd, cos.data(), sin.data());
+    for (int hh = 0; hh < c.nKvHeads; ++hh)
+        Rope::apply(&k[hh * hd], hd, cos.data(), sin.data());
 
     float* K = KVCacheAccess::keys(kv, layer);   // [capacity, kvDim]
     float* V = KVCacheAccess::values(kv, layer); // [capacity, kvDim]
@@ -137,18 +145,21 @@ void forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCac
         const int pos = start + t;
         // Embedding (GraniteMoE: times embedding_multiplier).
         Vec x(m.w.embed.row(tokens[t]), m.w.embed.row(tokens[t]) + c.dModel);
-        for (float& e : x) e *= c.embeddingMultiplier;
+        for (float& e : x)
+            e *= c.embeddingMultiplier;
 
         for (int l = 0; l < c.nLayers; ++l) {
             const LayerWeights& L = m.w.layers[l];
             Vec h(c.dModel);
             rmsNorm(x.data(), L.attnNorm.data(), c.dModel, c.rmsNormEps, h.data());
             const Vec a = attention(m, L, l, h, pos, kv);
-            for (int i = 0; i < c.dModel; ++i) x[i] += a[i] * c.residualMultiplier;
+            for (int i = 0; i < c.dModel; ++i)
+                x[i] += a[i] * c.residualMultiplier;
 
             rmsNorm(x.data(), L.ffnNorm.data(), c.dModel, c.rmsNormEps, h.data());
             const Vec f = L.sparse ? moe(c, L, m.w.experts[l], h) : swiglu(L.dense, h);
-            for (int i = 0; i < c.dModel; ++i) x[i] += f[i] * c.residualMultiplier;
+            for (int i = 0; i < c.dModel; ++i)
+                x[i] += f[i] * c.residualMultiplier;
         }
         KVCacheAccess::setSize(kv, pos + 1);
 
@@ -157,7 +168,8 @@ void forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCac
         rmsNorm(x.data(), m.w.finalNorm.data(), c.dModel, c.rmsNormEps, h.data());
         const Vec out = linear(m.w.outputMatrix(), h); // [vocab]
         float* dst = logits.data() + (allLogits ? size_t(t) * c.vocabSize : 0);
-        for (int i = 0; i < c.vocabSize; ++i) dst[i] = out[i] / c.logitsScaling;
+        for (int i = 0; i < c.vocabSize; ++i)
+            dst[i] = out[i] / c.logitsScaling;
     }
 }
 

@@ -8,25 +8,33 @@ namespace coli {
 
 void rmsNorm(const float* x, const float* w, int n, float eps, float* out) {
     float ss = 0.0f;
-    for (int i = 0; i < n; ++i) ss += x[i] * x[i];
+    for (int i = 0; i < n; ++i)
+        ss += x[i] * x[i];
     const float r = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
-    for (int i = 0; i < n; ++i) out[i] = w[i] * (x[i] * r);
+    for (int i = 0; i < n; ++i)
+        out[i] = w[i] * (x[i] * r);
 }
 
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float sigmoid(float x) {
+    return 1.0f / (1.0f + std::exp(-x));
+}
 
-float silu(float x) { return x * sigmoid(x); }
+float silu(float x) {
+    return x * sigmoid(x);
+}
 
 void softmax(float* x, int n) {
     float mx = x[0];
-    for (int i = 1; i < n; ++i) mx = std::max(mx, x[i]);
+    for (int i = 1; i < n; ++i)
+        mx = std::max(mx, x[i]);
     float sum = 0.0f;
     for (int i = 0; i < n; ++i) {
         x[i] = std::exp(x[i] - mx);
         sum += x[i];
     }
     const float inv = 1.0f / sum;
-    for (int i = 0; i < n; ++i) x[i] *= inv;
+    for (int i = 0; i < n; ++i)
+        x[i] *= inv;
 }
 
 void topK(const float* x, int n, int k, int* out) {
@@ -36,7 +44,8 @@ void topK(const float* x, int n, int k, int* out) {
         int best = -1;
         for (int i = 0; i < n; ++i) {
             bool taken = false;
-            for (int p = 0; p < j; ++p) taken = taken || out[p] == i;
+            for (int p = 0; p < j; ++p)
+                taken = taken || out[p] == i;
             if (taken) continue;
             if (best < 0 || x[i] > x[best]) best = i;
         }
@@ -46,7 +55,8 @@ void topK(const float* x, int n, int k, int* out) {
 
 float dotReference(const float* a, const float* b, int n) {
     double s = 0.0;
-    for (int i = 0; i < n; ++i) s += double(a[i]) * double(b[i]);
+    for (int i = 0; i < n; ++i)
+        s += double(a[i]) * double(b[i]);
     return static_cast<float>(s);
 }
 
@@ -54,9 +64,11 @@ float dotFast(const float* a, const float* b, int n) {
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int i = 0;
     for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
+        for (int j = 0; j < 8; ++j)
+            acc[j] += a[i + j] * b[i + j];
     float tail = 0.0f;
-    for (; i < n; ++i) tail += a[i] * b[i];
+    for (; i < n; ++i)
+        tail += a[i] * b[i];
     return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 

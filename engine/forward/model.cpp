@@ -28,7 +28,9 @@ int resolveThreads(int requested) {
 
 // ---- KVCache ----
 
-void KVCache::truncate(int nTokens) { m_nTokens = std::clamp(nTokens, 0, m_nTokens); }
+void KVCache::truncate(int nTokens) {
+    m_nTokens = std::clamp(nTokens, 0, m_nTokens);
+}
 
 bool KVCacheAccess::reserve(KVCache& kv, int nLayers, int kvDim, int tokens, int maxTokens) {
     if (kv.m_kvDim != kvDim || int(kv.m_k.size()) != nLayers) {
@@ -96,16 +98,27 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
     return model;
 }
 
-const ModelConfig& Model::config() const { return m_impl->cfg; }
-ModelSummary Model::summary() const { return m_impl->summary; }
-void Model::setPath(ForwardPath p) { m_impl->path = p; }
-ForwardPath Model::path() const { return m_impl->path; }
-int Model::threads() const { return m_impl->threads; }
+const ModelConfig& Model::config() const {
+    return m_impl->cfg;
+}
+ModelSummary Model::summary() const {
+    return m_impl->summary;
+}
+void Model::setPath(ForwardPath p) {
+    m_impl->path = p;
+}
+ForwardPath Model::path() const {
+    return m_impl->path;
+}
+int Model::threads() const {
+    return m_impl->threads;
+}
 
 void Model::setThreads(int n) {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
     m_impl->threads = resolveThreads(n);
-    if (m_impl->threads > m_impl->ws.scoreThreads) m_impl->ws.allocate(m_impl->cfg, m_impl->threads);
+    if (m_impl->threads > m_impl->ws.scoreThreads)
+        m_impl->ws.allocate(m_impl->cfg, m_impl->threads);
 }
 
 Status Model::forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<float>& logits,

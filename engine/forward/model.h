@@ -24,13 +24,13 @@ class Checkpoint;
 enum class ForwardPath { Reference, Fast };
 
 struct LoadProgress {
-    std::string stage;    // "config", "weights", "tokenizer", ...
-    double fraction = 0;  // 0..1 over the whole load
+    std::string stage;   // "config", "weights", "tokenizer", ...
+    double fraction = 0; // 0..1 over the whole load
 };
 using ProgressFn = std::function<void(const LoadProgress&)>;
 
 struct ModelLoadOptions {
-    int threads = 0;                       // OpenMP threads for forward(); 0 = all cores
+    int threads = 0; // OpenMP threads for forward(); 0 = all cores
     ForwardPath path = ForwardPath::Fast;
 };
 
@@ -41,8 +41,8 @@ struct ModelLoadOptions {
 class KVCache {
 public:
     KVCache() = default;
-    int size() const { return m_nTokens; }  // tokens currently cached
-    void truncate(int nTokens);             // keep the first nTokens (prefix reuse); clamps
+    int size() const { return m_nTokens; } // tokens currently cached
+    void truncate(int nTokens);            // keep the first nTokens (prefix reuse); clamps
     void clear() { truncate(0); }
     int capacity() const { return m_capacity; } // tokens the buffers hold without growing
 

@@ -17,7 +17,8 @@ Result<Rope> Rope::create(const ModelConfig& c) {
     if (s.type.empty()) return r;
     if (s.type == "linear") {
         // _compute_linear_scaling_rope_parameters: inv_freq / factor
-        for (float& f : r.m_invFreq) f /= s.factor;
+        for (float& f : r.m_invFreq)
+            f /= s.factor;
         return r;
     }
     if (s.type == "llama3") {

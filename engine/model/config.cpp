@@ -39,11 +39,16 @@ struct Defaults {
 
 Defaults defaultsFor(Family f) {
     switch (f) {
-    case Family::Olmoe: return {50304, 2048, 2048, 16, 16, 0, 4096, 1e-5f, 10000.f, 64, 8};
-    case Family::Qwen2Moe: return {151936, 2048, 5632, 24, 16, 16, 32768, 1e-6f, 10000.f, 60, 4};
-    case Family::Qwen3Moe: return {151936, 2048, 6144, 24, 32, 4, 32768, 1e-6f, 10000.f, 128, 8};
-    case Family::Mixtral: return {32000, 4096, 14336, 32, 32, 8, 4096 * 32, 1e-5f, 1e6f, 8, 2};
-    case Family::GraniteMoe: return {32000, 4096, 11008, 32, 32, 0, 2048, 1e-6f, 10000.f, 8, 2};
+    case Family::Olmoe:
+        return {50304, 2048, 2048, 16, 16, 0, 4096, 1e-5f, 10000.f, 64, 8};
+    case Family::Qwen2Moe:
+        return {151936, 2048, 5632, 24, 16, 16, 32768, 1e-6f, 10000.f, 60, 4};
+    case Family::Qwen3Moe:
+        return {151936, 2048, 6144, 24, 32, 4, 32768, 1e-6f, 10000.f, 128, 8};
+    case Family::Mixtral:
+        return {32000, 4096, 14336, 32, 32, 8, 4096 * 32, 1e-5f, 1e6f, 8, 2};
+    case Family::GraniteMoe:
+        return {32000, 4096, 11008, 32, 32, 0, 2048, 1e-6f, 10000.f, 8, 2};
     }
     return {};
 }
@@ -227,17 +232,17 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
         for (const auto& e : kFamilies)
             if (mt == e.modelType) c.architecture = e.architecture;
         if (c.architecture.empty())
-            return Status(ErrorCode::Unsupported, sourceName + ": model_type '" + mt +
-                                                      "' is not supported; supported: " +
-                                                      supportedArchitectures());
+            return Status(ErrorCode::Unsupported,
+                          sourceName + ": model_type '" + mt +
+                              "' is not supported; supported: " + supportedArchitectures());
     } else {
         return Status(ErrorCode::Malformed,
                       sourceName + ": key 'architectures' is missing (and no 'model_type')");
     }
     if (!familyFromArchitecture(c.architecture, &c.family))
-        return Status(ErrorCode::Unsupported, sourceName + ": architecture '" + c.architecture +
-                                                  "' is not supported; supported: " +
-                                                  supportedArchitectures());
+        return Status(ErrorCode::Unsupported,
+                      sourceName + ": architecture '" + c.architecture +
+                          "' is not supported; supported: " + supportedArchitectures());
     const Family f = c.family;
     const Defaults d = defaultsFor(f);
 
@@ -253,8 +258,10 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
     COLI_RETURN_IF_ERROR(r.getString("hidden_act", "silu", &c.hiddenAct));
     COLI_RETURN_IF_ERROR(r.getString("torch_dtype", "", &c.torchDtype));
     COLI_RETURN_IF_ERROR(r.getString("dtype", c.torchDtype, &c.torchDtype));
-    for (auto [key, v] : {std::pair{"vocab_size", c.vocabSize}, {"hidden_size", c.dModel},
-                          {"num_hidden_layers", c.nLayers}, {"num_attention_heads", c.nHeads},
+    for (auto [key, v] : {std::pair{"vocab_size", c.vocabSize},
+                          {"hidden_size", c.dModel},
+                          {"num_hidden_layers", c.nLayers},
+                          {"num_attention_heads", c.nHeads},
                           {"num_key_value_heads", c.nKvHeads},
                           {"max_position_embeddings", c.maxPositions}})
         COLI_RETURN_IF_ERROR(positive(r, key, v));
@@ -311,7 +318,8 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
         COLI_RETURN_IF_ERROR(r.getBool("attention_bias", false, &c.attentionBias));
         c.attentionOutBias = c.attentionBias;
         break;
-    case Family::Mixtral: break;
+    case Family::Mixtral:
+        break;
     case Family::GraniteMoe:
         COLI_RETURN_IF_ERROR(r.getBool("attention_bias", false, &c.attentionBias));
         c.attentionOutBias = c.attentionBias;
@@ -326,7 +334,8 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
     }
     if (f == Family::Mixtral) {
         COLI_RETURN_IF_ERROR(r.getInt("sliding_window", 0, &c.slidingWindow));
-        if (r.has("sliding_window")) COLI_RETURN_IF_ERROR(positive(r, "sliding_window", c.slidingWindow));
+        if (r.has("sliding_window"))
+            COLI_RETURN_IF_ERROR(positive(r, "sliding_window", c.slidingWindow));
     }
 
     // Experts and routing.
@@ -354,15 +363,13 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
     case Family::Qwen2Moe:
     case Family::Qwen3Moe:
         c.denseFfn = intermediate;
-        COLI_RETURN_IF_ERROR(r.getInt("moe_intermediate_size", f == Family::Qwen2Moe ? 1408 : 768,
-                                      &c.expertFfn));
+        COLI_RETURN_IF_ERROR(
+            r.getInt("moe_intermediate_size", f == Family::Qwen2Moe ? 1408 : 768, &c.expertFfn));
         COLI_RETURN_IF_ERROR(positive(r, "moe_intermediate_size", c.expertFfn));
         COLI_RETURN_IF_ERROR(r.getBool("norm_topk_prob", false, &c.normTopkProb));
         if (f == Family::Qwen2Moe) {
-            COLI_RETURN_IF_ERROR(
-                r.getInt("shared_expert_intermediate_size", 5632, &c.sharedFfn));
-            if (c.sharedFfn < 0)
-                return r.bad("shared_expert_intermediate_size", "must be >= 0");
+            COLI_RETURN_IF_ERROR(r.getInt("shared_expert_intermediate_size", 5632, &c.sharedFfn));
+            if (c.sharedFfn < 0) return r.bad("shared_expert_intermediate_size", "must be >= 0");
             c.sharedExpertGate = c.sharedFfn > 0;
         }
         break;
@@ -390,8 +397,8 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
         std::string pet;
         COLI_RETURN_IF_ERROR(r.getString("position_embedding_type", "rope", &pet));
         if (pet != "rope")
-            return Status(ErrorCode::Unsupported, sourceName + ": position_embedding_type '" +
-                                                      pet + "' is not supported (only rope)");
+            return Status(ErrorCode::Unsupported, sourceName + ": position_embedding_type '" + pet +
+                                                      "' is not supported (only rope)");
     }
     return c;
 }

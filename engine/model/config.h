@@ -17,12 +17,12 @@ const char* familyName(Family f); // the HF architecture string, e.g. "OlmoeForC
 
 enum class QkNorm {
     None,
-    PerHead,      // Qwen3-MoE: RMSNorm over head_dim, weight [head_dim]
+    PerHead,         // Qwen3-MoE: RMSNorm over head_dim, weight [head_dim]
     WholeProjection, // OLMoE: RMSNorm over the full q (n_heads*head_dim) / k (n_kv*head_dim)
 };
 
 struct RopeScaling {
-    std::string type;       // "" (none), "linear", "dynamic", "yarn", "llama3"
+    std::string type; // "" (none), "linear", "dynamic", "yarn", "llama3"
     float factor = 1.0f;
     // llama3 / yarn extras (HF config "rope_scaling" keys)
     float lowFreqFactor = 1.0f;
@@ -35,19 +35,19 @@ struct RopeScaling {
 struct ModelConfig {
     std::string architecture; // as written in config.json "architectures"[0]
     Family family = Family::Olmoe;
-    int nLayers = 0;          // num_hidden_layers
-    int dModel = 0;           // hidden_size
-    int nHeads = 0;           // num_attention_heads
-    int nKvHeads = 0;         // num_key_value_heads (defaults to nHeads)
-    int headDim = 0;          // head_dim, or hidden_size / num_attention_heads
-    int vocabSize = 0;        // vocab_size
-    int maxPositions = 0;     // max_position_embeddings (context length, tokens)
-    float rmsNormEps = 1e-6f; // rms_norm_eps
+    int nLayers = 0;           // num_hidden_layers
+    int dModel = 0;            // hidden_size
+    int nHeads = 0;            // num_attention_heads
+    int nKvHeads = 0;          // num_key_value_heads (defaults to nHeads)
+    int headDim = 0;           // head_dim, or hidden_size / num_attention_heads
+    int vocabSize = 0;         // vocab_size
+    int maxPositions = 0;      // max_position_embeddings (context length, tokens)
+    float rmsNormEps = 1e-6f;  // rms_norm_eps
     float ropeTheta = 10000.f; // rope_theta
     RopeScaling ropeScaling;
     bool tieWordEmbeddings = false; // tie_word_embeddings
-    bool attentionBias = false;     // q/k/v biases (Qwen2-MoE qkv_bias; OLMoE/Granite attention_bias)
-    bool attentionOutBias = false;  // o_proj bias (OLMoE/Granite attention_bias; never Qwen2-MoE)
+    bool attentionBias = false; // q/k/v biases (Qwen2-MoE qkv_bias; OLMoE/Granite attention_bias)
+    bool attentionOutBias = false; // o_proj bias (OLMoE/Granite attention_bias; never Qwen2-MoE)
     QkNorm qkNorm = QkNorm::None;
     float clipQkv = 0.0f;           // OLMoE clip_qkv (0 = off)
     int slidingWindow = 0;          // Mixtral sliding_window (0 = off): key j is visible from
@@ -69,7 +69,7 @@ struct ModelConfig {
     int denseFfn = 0;              // intermediate_size for dense (mlp_only) layers
 
     // Shared expert (Qwen2-MoE): SwiGLU of sharedFfn, scaled by sigmoid(shared_expert_gate . x)
-    int sharedFfn = 0;          // shared_expert_intermediate_size (0 = none)
+    int sharedFfn = 0; // shared_expert_intermediate_size (0 = none)
     bool sharedExpertGate = false;
 
     // GraniteMoE muP multipliers (1.0 = off)
@@ -78,7 +78,7 @@ struct ModelConfig {
     float residualMultiplier = 1.0f;  // residual_multiplier
     float logitsScaling = 1.0f;       // logits_scaling (logits are divided by it)
 
-    std::string torchDtype;     // torch_dtype, informational
+    std::string torchDtype; // torch_dtype, informational
 };
 
 // True when `name` (config.json "architectures"[0]) is one of the supported families; sets *out.
@@ -94,13 +94,13 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
 // What `coli info` prints. Counts in parameters (elements), sizes in bytes as stored on disk.
 struct ModelSummary {
     int64_t totalParams = 0;
-    int64_t activeParams = 0;     // dense + shared + top_k experts per token
-    int64_t bytesPerExpert = 0;   // gate+up+down of one routed expert, on disk
-    int64_t denseBytes = 0;       // everything that is not a routed expert, on disk
-    int64_t expertBytes = 0;      // all routed experts, on disk
+    int64_t activeParams = 0;   // dense + shared + top_k experts per token
+    int64_t bytesPerExpert = 0; // gate+up+down of one routed expert, on disk
+    int64_t denseBytes = 0;     // everything that is not a routed expert, on disk
+    int64_t expertBytes = 0;    // all routed experts, on disk
     int expertsPerLayer = 0;
     int moeLayers = 0;
-    std::string storage;          // "safetensors (BF16)" etc.
+    std::string storage; // "safetensors (BF16)" etc.
 };
 
 } // namespace coli

@@ -13,7 +13,8 @@ struct Row {
     std::array<const char*, 5> pattern;
 };
 
-#define ALL5(p) {p, p, p, p, p}
+#define ALL5(p)                                                                                    \
+    { p, p, p, p, p }
 
 const Row kTable[] = {
     {TensorKind::Embed, ALL5("model.embed_tokens.weight")},

@@ -12,35 +12,35 @@
 namespace coli {
 
 enum class TensorKind {
-    Embed,          // [vocab, d_model]
-    FinalNorm,      // [d_model]
-    LmHead,         // [vocab, d_model] (absent when tie_word_embeddings)
-    AttnNorm,       // [d_model]                     per layer
-    FfnNorm,        // [d_model]                     per layer
-    Q,              // [n_heads*head_dim, d_model]
-    K,              // [n_kv*head_dim, d_model]
-    V,              // [n_kv*head_dim, d_model]
-    O,              // [d_model, n_heads*head_dim]
-    QBias,          // [n_heads*head_dim]
-    KBias,          // [n_kv*head_dim]
-    VBias,          // [n_kv*head_dim]
-    OBias,          // [d_model]
-    QNorm,          // [head_dim] (PerHead) or [n_heads*head_dim] (WholeProjection)
-    KNorm,          // [head_dim] or [n_kv*head_dim]
-    Router,         // [n_experts, d_model]
-    ExpertGate,     // [expert_ffn, d_model]         per layer and expert (per-expert layout)
-    ExpertUp,       // [expert_ffn, d_model]
-    ExpertDown,     // [d_model, expert_ffn]
-    ExpertsGateUp,  // [n_experts, 2*expert_ffn, d_model] stacked: per expert gate rows then up
-                    // rows (GraniteMoeMoE: input_linear output .chunk(2, dim=-1), act on chunk 0)
-    ExpertsDown,    // [n_experts, d_model, expert_ffn]   stacked
-    SharedGate,     // [shared_ffn, d_model]          Qwen2-MoE shared expert
-    SharedUp,       // [shared_ffn, d_model]
-    SharedDown,     // [d_model, shared_ffn]
+    Embed,            // [vocab, d_model]
+    FinalNorm,        // [d_model]
+    LmHead,           // [vocab, d_model] (absent when tie_word_embeddings)
+    AttnNorm,         // [d_model]                     per layer
+    FfnNorm,          // [d_model]                     per layer
+    Q,                // [n_heads*head_dim, d_model]
+    K,                // [n_kv*head_dim, d_model]
+    V,                // [n_kv*head_dim, d_model]
+    O,                // [d_model, n_heads*head_dim]
+    QBias,            // [n_heads*head_dim]
+    KBias,            // [n_kv*head_dim]
+    VBias,            // [n_kv*head_dim]
+    OBias,            // [d_model]
+    QNorm,            // [head_dim] (PerHead) or [n_heads*head_dim] (WholeProjection)
+    KNorm,            // [head_dim] or [n_kv*head_dim]
+    Router,           // [n_experts, d_model]
+    ExpertGate,       // [expert_ffn, d_model]         per layer and expert (per-expert layout)
+    ExpertUp,         // [expert_ffn, d_model]
+    ExpertDown,       // [d_model, expert_ffn]
+    ExpertsGateUp,    // [n_experts, 2*expert_ffn, d_model] stacked: per expert gate rows then up
+                      // rows (GraniteMoeMoE: input_linear output .chunk(2, dim=-1), act on chunk 0)
+    ExpertsDown,      // [n_experts, d_model, expert_ffn]   stacked
+    SharedGate,       // [shared_ffn, d_model]          Qwen2-MoE shared expert
+    SharedUp,         // [shared_ffn, d_model]
+    SharedDown,       // [d_model, shared_ffn]
     SharedExpertGate, // [1, d_model]                 sigmoid gate of the shared expert
-    DenseGate,      // [dense_ffn, d_model]           dense (mlp_only) layers
-    DenseUp,        // [dense_ffn, d_model]
-    DenseDown,      // [d_model, dense_ffn]
+    DenseGate,        // [dense_ffn, d_model]           dense (mlp_only) layers
+    DenseUp,          // [dense_ffn, d_model]
+    DenseDown,        // [d_model, dense_ffn]
 };
 
 enum class ExpertLayout {

@@ -15,7 +15,8 @@ using Shape = std::vector<int64_t>;
 
 std::string shapeString(const Shape& s) {
     std::string r = "[";
-    for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+    for (size_t i = 0; i < s.size(); ++i)
+        r += (i ? ", " : "") + std::to_string(s[i]);
     return r + "]";
 }
 
@@ -23,7 +24,7 @@ std::string shapeString(const Shape& s) {
 struct Need {
     std::string name;
     Shape shape;
-    bool routedExpert = false;      // part of a routed expert (stacked: all experts of a layer)
+    bool routedExpert = false; // part of a routed expert (stacked: all experts of a layer)
     std::function<Status(const Checkpoint&)> read; // empty when only planning (summary)
 };
 
@@ -42,7 +43,8 @@ public:
         matrix(TensorKind::Embed, 0, vocab, d, m_w ? &m_w->embed : nullptr);
         vec(TensorKind::FinalNorm, 0, d, m_w ? &m_w->finalNorm : nullptr);
         // Tied: HF ties lm_head.weight to embed_tokens.weight and ignores any stored copy.
-        if (!c.tieWordEmbeddings) matrix(TensorKind::LmHead, 0, vocab, d, m_w ? &m_w->lmHead : nullptr);
+        if (!c.tieWordEmbeddings)
+            matrix(TensorKind::LmHead, 0, vocab, d, m_w ? &m_w->lmHead : nullptr);
 
         const int64_t qDim = int64_t(c.nHeads) * c.headDim, kvDim = int64_t(c.nKvHeads) * c.headDim;
         for (int l = 0; l < c.nLayers; ++l) {
@@ -96,12 +98,12 @@ public:
 private:
     void add(TensorKind kind, int layer, int expert, Shape shape, bool routed,
              std::function<Status(const Checkpoint&)> read) {
-        m_needs.push_back(
-            {tensorName(m_c.family, kind, layer, expert), std::move(shape), routed, std::move(read)});
+        m_needs.push_back({tensorName(m_c.family, kind, layer, expert), std::move(shape), routed,
+                           std::move(read)});
     }
 
-    void matrix(TensorKind kind, int layer, int64_t rows, int64_t cols, Matrix* m,
-                int expert = 0, bool routed = false) {
+    void matrix(TensorKind kind, int layer, int64_t rows, int64_t cols, Matrix* m, int expert = 0,
+                bool routed = false) {
         std::string name = tensorName(m_c.family, kind, layer, expert);
         std::function<Status(const Checkpoint&)> read;
         if (m) {
@@ -132,8 +134,9 @@ private:
     // GraniteMoE: input_linear.weight [E, 2*ffn, d] holds, per expert, the gate rows then the up
     // rows (GraniteMoeMoE.forward: chunk(2, dim=-1), activation on chunk 0); output_linear.weight
     // [E, d, ffn] is the down projection. transformers 5's packed gate_up_proj / down_proj
-    // (Qwen3MoeExperts.forward: linear(x, gate_up_proj[e]).chunk(2, dim=-1)) use the same layout. Experts are read one by one (readF32Range) so the
-    // per-(layer, expert) structure is the same as for per-expert checkpoints.
+    // (Qwen3MoeExperts.forward: linear(x, gate_up_proj[e]).chunk(2, dim=-1)) use the same layout.
+    // Experts are read one by one (readF32Range) so the per-(layer, expert) structure is the same
+    // as for per-expert checkpoints.
     void stackedExperts(int layer) {
         const int64_t E = m_c.nExperts, F = m_c.expertFfn, d = m_c.dModel;
         const std::string gu = tensorName(m_c.family, TensorKind::ExpertsGateUp, layer);
@@ -146,7 +149,8 @@ private:
                     SwiGluWeights& s = (*experts)[e];
                     s.gate = {std::vector<float>(F * d), int(F), int(d)};
                     s.up = {std::vector<float>(F * d), int(F), int(d)};
-                    COLI_RETURN_IF_ERROR(ck.readF32Range(gu, e * 2 * F * d, F * d, s.gate.data.data()));
+                    COLI_RETURN_IF_ERROR(
+                        ck.readF32Range(gu, e * 2 * F * d, F * d, s.gate.data.data()));
                     COLI_RETURN_IF_ERROR(
                         ck.readF32Range(gu, e * 2 * F * d + F * d, F * d, s.up.data.data()));
                 }
@@ -177,11 +181,13 @@ Status checkPresence(const Checkpoint& ck, const std::vector<Need>& needs) {
     for (const Need& n : needs)
         if (!ck.find(n.name)) missing.push_back(n.name);
     if (!missing.empty()) {
-        std::string msg = ck.dir() + ": " + std::to_string(missing.size()) +
-                          " expected tensor(s) missing: ";
+        std::string msg =
+            ck.dir() + ": " + std::to_string(missing.size()) + " expected tensor(s) missing: ";
         const size_t shown = std::min<size_t>(missing.size(), 24);
-        for (size_t i = 0; i < shown; ++i) msg += (i ? ", " : "") + missing[i];
-        if (shown < missing.size()) msg += ", ... (" + std::to_string(missing.size() - shown) + " more)";
+        for (size_t i = 0; i < shown; ++i)
+            msg += (i ? ", " : "") + missing[i];
+        if (shown < missing.size())
+            msg += ", ... (" + std::to_string(missing.size() - shown) + " more)";
         return {ErrorCode::NotFound, msg};
     }
     for (const Need& n : needs) {
@@ -217,7 +223,8 @@ Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
     std::vector<Need> needs = Planner(cfg, detectLayout(ckpt, cfg), &w).plan();
     COLI_RETURN_IF_ERROR(checkPresence(ckpt, needs));
     uint64_t total = 0, done = 0;
-    for (const Need& n : needs) total += ckpt.find(n.name)->nbytes;
+    for (const Need& n : needs)
+        total += ckpt.find(n.name)->nbytes;
     for (const Need& n : needs) {
         if (cancel && cancel->load(std::memory_order_relaxed))
             return Status(ErrorCode::Cancelled, ckpt.dir() + ": loading cancelled");
@@ -235,7 +242,8 @@ ModelSummary computeSummary(const Checkpoint& ckpt, const ModelConfig& cfg) {
     for (const Need& n : needs) {
         const TensorInfo* t = ckpt.find(n.name);
         int64_t numel = 1;
-        for (int64_t x : n.shape) numel *= x;
+        for (int64_t x : n.shape)
+            numel *= x;
         s.totalParams += numel;
         if (!t) continue;
         dtypes.insert(dtypeName(t->dtype));
@@ -246,13 +254,16 @@ ModelSummary computeSummary(const Checkpoint& ckpt, const ModelConfig& cfg) {
         }
     }
     s.expertsPerLayer = cfg.nExperts;
-    for (bool sp : cfg.sparseLayer) s.moeLayers += sp ? 1 : 0;
+    for (bool sp : cfg.sparseLayer)
+        s.moeLayers += sp ? 1 : 0;
     const int64_t paramsPerExpert = 3 * int64_t(cfg.expertFfn) * cfg.dModel;
-    s.activeParams = s.totalParams - int64_t(s.moeLayers) * (cfg.nExperts - cfg.topK) * paramsPerExpert;
+    s.activeParams =
+        s.totalParams - int64_t(s.moeLayers) * (cfg.nExperts - cfg.topK) * paramsPerExpert;
     const int64_t nExpertsTotal = int64_t(s.moeLayers) * cfg.nExperts;
     s.bytesPerExpert = nExpertsTotal ? s.expertBytes / nExpertsTotal : 0;
     std::string list;
-    for (const std::string& d : dtypes) list += (list.empty() ? "" : "+") + d;
+    for (const std::string& d : dtypes)
+        list += (list.empty() ? "" : "+") + d;
     s.storage = "safetensors (" + list + ")";
     return s;
 }

@@ -33,16 +33,16 @@ struct SwiGluWeights {
 };
 
 struct LayerWeights {
-    std::vector<float> attnNorm; // [d_model]
-    std::vector<float> ffnNorm;  // [d_model]
-    Matrix q, k, v, o;           // see TensorKind for shapes
+    std::vector<float> attnNorm;                   // [d_model]
+    std::vector<float> ffnNorm;                    // [d_model]
+    Matrix q, k, v, o;                             // see TensorKind for shapes
     std::vector<float> qBias, kBias, vBias, oBias; // empty when the family has none
     std::vector<float> qNorm, kNorm;               // empty when QkNorm::None
-    bool sparse = false;         // MoE layer (else `dense` is the MLP)
-    Matrix router;               // [n_experts, d_model] (sparse layers)
-    SwiGluWeights shared;        // Qwen2-MoE shared expert (empty otherwise)
-    Matrix sharedExpertGate;     // [1, d_model]
-    SwiGluWeights dense;         // dense layers (mlp_only_layers / decoder_sparse_step)
+    bool sparse = false;                           // MoE layer (else `dense` is the MLP)
+    Matrix router;                                 // [n_experts, d_model] (sparse layers)
+    SwiGluWeights shared;                          // Qwen2-MoE shared expert (empty otherwise)
+    Matrix sharedExpertGate;                       // [1, d_model]
+    SwiGluWeights dense; // dense layers (mlp_only_layers / decoder_sparse_step)
 };
 
 struct ModelWeights {
@@ -50,7 +50,8 @@ struct ModelWeights {
     Matrix lmHead;                // [vocab, d_model]; empty when tied (use embed)
     std::vector<float> finalNorm; // [d_model]
     std::vector<LayerWeights> layers;
-    std::vector<std::vector<SwiGluWeights>> experts; // [n_layers][n_experts]; empty for dense layers
+    std::vector<std::vector<SwiGluWeights>>
+        experts; // [n_layers][n_experts]; empty for dense layers
     const Matrix& outputMatrix() const { return lmHead.empty() ? embed : lmHead; }
 };
 

@@ -25,7 +25,7 @@ struct Golden {
     std::vector<std::vector<std::vector<float>>> logits; // [prompt][position][vocab]
     std::vector<int32_t> greedyPrompt;
     std::vector<int32_t> greedyTokens;
-    std::vector<std::vector<float>> greedyLogits;        // [step][vocab]
+    std::vector<std::vector<float>> greedyLogits; // [step][vocab]
     double minMargin = 0;
 };
 
@@ -54,7 +54,8 @@ inline int argmax(const float* x, int n) {
 
 inline double maxAbsDiff(const float* a, const float* b, int n) {
     double m = 0;
-    for (int i = 0; i < n; ++i) m = std::max(m, std::abs(double(a[i]) - double(b[i])));
+    for (int i = 0; i < n; ++i)
+        m = std::max(m, std::abs(double(a[i]) - double(b[i])));
     return m;
 }
 

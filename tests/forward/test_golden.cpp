@@ -74,8 +74,8 @@ protected:
             const auto& prompt = m_golden.prompts[p];
             const auto logits = stepwise ? stepLogits(prompt) : batchLogits(prompt);
             const double d = diffToGolden(p, logits);
-            EXPECT_LE(d, kTolerance) << GetParam() << " prompt " << p << " (" << prompt.size()
-                                     << " tokens)";
+            EXPECT_LE(d, kTolerance)
+                << GetParam() << " prompt " << p << " (" << prompt.size() << " tokens)";
             worst = std::max(worst, d);
         }
         std::printf("[ %s %s %s ] max abs logit diff to golden: %.3g\n", GetParam().c_str(),
@@ -88,7 +88,9 @@ protected:
     int m_vocab = 0;
 };
 
-TEST_P(GoldenTest, FastBatchLogitsMatchEveryPosition) { checkAllPrompts(ForwardPath::Fast, false); }
+TEST_P(GoldenTest, FastBatchLogitsMatchEveryPosition) {
+    checkAllPrompts(ForwardPath::Fast, false);
+}
 TEST_P(GoldenTest, FastTokenByTokenLogitsMatchEveryPosition) {
     checkAllPrompts(ForwardPath::Fast, true);
 }
@@ -110,12 +112,13 @@ TEST_P(GoldenTest, Greedy32TokensIdentical) {
         double worst = 0;
         for (size_t step = 0; step < m_golden.greedyTokens.size(); ++step) {
             ASSERT_EQ(int(logits.size()), m_vocab);
-            worst = std::max(worst, maxAbsDiff(logits.data(), m_golden.greedyLogits[step].data(),
-                                               m_vocab));
+            worst = std::max(
+                worst, maxAbsDiff(logits.data(), m_golden.greedyLogits[step].data(), m_vocab));
             const int32_t next = argmax(logits.data(), m_vocab);
             generated.push_back(next);
             if (step + 1 < m_golden.greedyTokens.size()) {
-                ASSERT_TRUE(m_model->forward(std::span<const int32_t>(&next, 1), kv, logits).isOk());
+                ASSERT_TRUE(
+                    m_model->forward(std::span<const int32_t>(&next, 1), kv, logits).isOk());
             }
         }
         EXPECT_EQ(generated, m_golden.greedyTokens) << GetParam();
@@ -155,7 +158,8 @@ TEST_P(GoldenTest, FastMatchesReference) {
             const float* r = &ref[row * m_vocab];
             const float* f = &fast[row * m_vocab];
             double scale = 0;
-            for (int i = 0; i < m_vocab; ++i) scale = std::max(scale, std::abs(double(r[i])));
+            for (int i = 0; i < m_vocab; ++i)
+                scale = std::max(scale, std::abs(double(r[i])));
             worst = std::max(worst, maxAbsDiff(f, r, m_vocab) / std::max(scale, 1e-30));
         }
     }

@@ -120,7 +120,8 @@ TEST(ModelApi, LongBatchEqualsStepwise) {
     auto model = loadOk("qwen2moe");
     ASSERT_TRUE(model);
     std::vector<int32_t> seq;
-    for (int i = 0; i < 75; ++i) seq.push_back((i * 37 + 11) % model->config().vocabSize);
+    for (int i = 0; i < 75; ++i)
+        seq.push_back((i * 37 + 11) % model->config().vocabSize);
     KVCache a, b;
     std::vector<float> batch, step, last;
     ASSERT_TRUE(model->forward(seq, a, batch, true).isOk());
@@ -187,11 +188,13 @@ TEST(ModelApi, PackedExpertsMatchGolden) {
     }
     for (int l = 0; l < cfg.nLayers; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".mlp.experts.";
-        test::TensorData gu{p + "gate_up_proj", {E, 2 * F, d}, {}}, dn{p + "down_proj", {E, d, F}, {}};
+        test::TensorData gu{p + "gate_up_proj", {E, 2 * F, d}, {}},
+            dn{p + "down_proj", {E, d, F}, {}};
         for (int e = 0; e < E; ++e) {
             for (const char* part : {"gate_proj", "up_proj"}) {
                 std::vector<float> v;
-                ASSERT_TRUE((*ck)->readF32(p + std::to_string(e) + "." + part + ".weight", v).isOk());
+                ASSERT_TRUE(
+                    (*ck)->readF32(p + std::to_string(e) + "." + part + ".weight", v).isOk());
                 gu.data.insert(gu.data.end(), v.begin(), v.end());
             }
             std::vector<float> v;

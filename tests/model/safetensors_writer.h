@@ -26,15 +26,18 @@ inline void writeSafetensors(const std::string& path, const std::vector<TensorDa
     uint64_t offset = 0;
     for (const TensorData& t : tensors) {
         const uint64_t bytes = t.data.size() * sizeof(float);
-        header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+        header[t.name] = {
+            {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
         offset += bytes;
     }
     std::string h = header.dump();
-    while (h.size() % 8) h += ' ';
+    while (h.size() % 8)
+        h += ' ';
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     uint64_t n = h.size();
     unsigned char len[8];
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
+    for (int i = 0; i < 8; ++i)
+        len[i] = static_cast<unsigned char>(n >> (8 * i));
     out.write(reinterpret_cast<const char*>(len), 8);
     out.write(h.data(), std::streamsize(h.size()));
     for (const TensorData& t : tensors)

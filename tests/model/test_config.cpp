@@ -10,7 +10,9 @@
 namespace coli {
 namespace {
 
-Result<ModelConfig> parse(const std::string& json) { return parseConfig(json, "config.json"); }
+Result<ModelConfig> parse(const std::string& json) {
+    return parseConfig(json, "config.json");
+}
 
 ModelConfig parseOk(const std::string& json) {
     auto r = parse(json);
@@ -46,7 +48,8 @@ TEST(Config, OlmoeRealConfig) {
     EXPECT_EQ(c.clipQkv, 0.0f); // null = off
     EXPECT_EQ(c.sharedFfn, 0);
     ASSERT_EQ(c.sparseLayer.size(), 16u);
-    for (bool s : c.sparseLayer) EXPECT_TRUE(s);
+    for (bool s : c.sparseLayer)
+        EXPECT_TRUE(s);
 }
 
 TEST(Config, OlmoeDefaults) {
@@ -77,7 +80,7 @@ TEST(Config, Qwen2MoeSharedExpertAndDenseLayers) {
         "intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4,
         "decoder_sparse_step": 2, "mlp_only_layers": [3]})");
     EXPECT_EQ(c.family, Family::Qwen2Moe);
-    EXPECT_TRUE(c.attentionBias);   // qkv_bias default true
+    EXPECT_TRUE(c.attentionBias); // qkv_bias default true
     EXPECT_FALSE(c.attentionOutBias);
     EXPECT_EQ(c.sharedFfn, 5632);
     EXPECT_TRUE(c.sharedExpertGate);
@@ -102,7 +105,8 @@ TEST(Config, Qwen2MoeDefaults) {
     EXPECT_EQ(c.maxPositions, 32768);
     EXPECT_FLOAT_EQ(c.rmsNormEps, 1e-6f);
     EXPECT_FALSE(c.normTopkProb);
-    for (bool s : c.sparseLayer) EXPECT_TRUE(s);
+    for (bool s : c.sparseLayer)
+        EXPECT_TRUE(s);
 }
 
 // Qwen/Qwen3-30B-A3B config.json values: head_dim 128 != hidden / heads.
@@ -201,7 +205,8 @@ TEST(Config, UnknownArchitectureListsSupported) {
     expectError(R"({"architectures": ["DeepseekV3ForCausalLM"]})", ErrorCode::Unsupported,
                 {"DeepseekV3ForCausalLM", "OlmoeForCausalLM", "Qwen2MoeForCausalLM",
                  "Qwen3MoeForCausalLM", "MixtralForCausalLM", "GraniteMoeForCausalLM"});
-    expectError(R"({"model_type": "llama"})", ErrorCode::Unsupported, {"llama", "OlmoeForCausalLM"});
+    expectError(R"({"model_type": "llama"})", ErrorCode::Unsupported,
+                {"llama", "OlmoeForCausalLM"});
 }
 
 TEST(Config, MalformedValuesNameTheKey) {
@@ -215,24 +220,29 @@ TEST(Config, MalformedValuesNameTheKey) {
                 ErrorCode::Malformed, {"num_hidden_layers"});
     expectError(R"({"architectures": ["OlmoeForCausalLM"], "hidden_size": "64"})",
                 ErrorCode::Malformed, {"hidden_size", "integer"});
-    expectError(R"({"architectures": ["OlmoeForCausalLM"], "num_experts": 4, "num_experts_per_tok": 5})",
-                ErrorCode::Malformed, {"num_experts_per_tok", "num_experts"});
+    expectError(
+        R"({"architectures": ["OlmoeForCausalLM"], "num_experts": 4, "num_experts_per_tok": 5})",
+        ErrorCode::Malformed, {"num_experts_per_tok", "num_experts"});
     expectError(R"({"architectures": ["MixtralForCausalLM"], "num_local_experts": 0})",
                 ErrorCode::Malformed, {"num_local_experts"});
-    expectError(R"({"architectures": ["OlmoeForCausalLM"], "hidden_size": 100, "num_attention_heads": 16})",
-                ErrorCode::Malformed, {"num_attention_heads", "hidden_size"});
-    expectError(R"({"architectures": ["GraniteMoeForCausalLM"], "hidden_size": 64, "num_attention_heads": 4, "head_dim": 32})",
-                ErrorCode::Malformed, {"head_dim", "16"});
-    expectError(R"({"architectures": ["Qwen3MoeForCausalLM"], "num_attention_heads": 32, "num_key_value_heads": 5})",
-                ErrorCode::Malformed, {"num_key_value_heads"});
-    expectError(R"({"architectures": ["Qwen2MoeForCausalLM"], "num_hidden_layers": 4, "mlp_only_layers": [4]})",
-                ErrorCode::Malformed, {"mlp_only_layers", "4"});
+    expectError(
+        R"({"architectures": ["OlmoeForCausalLM"], "hidden_size": 100, "num_attention_heads": 16})",
+        ErrorCode::Malformed, {"num_attention_heads", "hidden_size"});
+    expectError(
+        R"({"architectures": ["GraniteMoeForCausalLM"], "hidden_size": 64, "num_attention_heads": 4, "head_dim": 32})",
+        ErrorCode::Malformed, {"head_dim", "16"});
+    expectError(
+        R"({"architectures": ["Qwen3MoeForCausalLM"], "num_attention_heads": 32, "num_key_value_heads": 5})",
+        ErrorCode::Malformed, {"num_key_value_heads"});
+    expectError(
+        R"({"architectures": ["Qwen2MoeForCausalLM"], "num_hidden_layers": 4, "mlp_only_layers": [4]})",
+        ErrorCode::Malformed, {"mlp_only_layers", "4"});
     expectError(R"({"architectures": ["Qwen2MoeForCausalLM"], "decoder_sparse_step": 0})",
                 ErrorCode::Malformed, {"decoder_sparse_step"});
     expectError(R"({"architectures": ["OlmoeForCausalLM"], "rms_norm_eps": -1})",
                 ErrorCode::Malformed, {"rms_norm_eps"});
-    expectError(R"({"architectures": ["OlmoeForCausalLM"], "clip_qkv": -1})",
-                ErrorCode::Malformed, {"clip_qkv"});
+    expectError(R"({"architectures": ["OlmoeForCausalLM"], "clip_qkv": -1})", ErrorCode::Malformed,
+                {"clip_qkv"});
     expectError(R"({"architectures": ["OlmoeForCausalLM"], "tie_word_embeddings": "yes"})",
                 ErrorCode::Malformed, {"tie_word_embeddings"});
 }
@@ -240,8 +250,9 @@ TEST(Config, MalformedValuesNameTheKey) {
 TEST(Config, UnsupportedFeaturesAreRefused) {
     expectError(R"({"architectures": ["OlmoeForCausalLM"], "hidden_act": "gelu"})",
                 ErrorCode::Unsupported, {"hidden_act", "gelu"});
-    expectError(R"({"architectures": ["Qwen3MoeForCausalLM"], "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})",
-                ErrorCode::Unsupported, {"yarn"});
+    expectError(
+        R"({"architectures": ["Qwen3MoeForCausalLM"], "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})",
+        ErrorCode::Unsupported, {"yarn"});
     expectError(R"({"architectures": ["Qwen2MoeForCausalLM"], "use_sliding_window": true})",
                 ErrorCode::Unsupported, {"use_sliding_window"});
 }
@@ -255,7 +266,8 @@ TEST(Config, LoadConfigFromDirectory) {
     ASSERT_FALSE(missing.isOk());
     EXPECT_EQ(missing.status().code(), ErrorCode::NotFound);
     EXPECT_NE(missing.status().message().find("config.json"), std::string::npos);
-    std::ofstream(dir / "config.json") << R"({"architectures": ["MixtralForCausalLM"], "hidden_size": -1})";
+    std::ofstream(dir / "config.json")
+        << R"({"architectures": ["MixtralForCausalLM"], "hidden_size": -1})";
     auto bad = loadConfig(dir.string());
     ASSERT_FALSE(bad.isOk());
     EXPECT_NE(bad.status().message().find((dir / "config.json").string()), std::string::npos);

@@ -7,8 +7,8 @@ namespace coli {
 namespace {
 
 TEST(TensorNames, CommonNames) {
-    for (Family f : {Family::Olmoe, Family::Qwen2Moe, Family::Qwen3Moe, Family::Mixtral,
-                     Family::GraniteMoe}) {
+    for (Family f :
+         {Family::Olmoe, Family::Qwen2Moe, Family::Qwen3Moe, Family::Mixtral, Family::GraniteMoe}) {
         EXPECT_EQ(tensorName(f, TensorKind::Embed), "model.embed_tokens.weight");
         EXPECT_EQ(tensorName(f, TensorKind::FinalNorm), "model.norm.weight");
         EXPECT_EQ(tensorName(f, TensorKind::LmHead), "lm_head.weight");
@@ -22,7 +22,8 @@ TEST(TensorNames, CommonNames) {
 
 TEST(TensorNames, Routers) {
     EXPECT_EQ(tensorName(Family::Olmoe, TensorKind::Router, 1), "model.layers.1.mlp.gate.weight");
-    EXPECT_EQ(tensorName(Family::Qwen3Moe, TensorKind::Router, 1), "model.layers.1.mlp.gate.weight");
+    EXPECT_EQ(tensorName(Family::Qwen3Moe, TensorKind::Router, 1),
+              "model.layers.1.mlp.gate.weight");
     EXPECT_EQ(tensorName(Family::Mixtral, TensorKind::Router, 1),
               "model.layers.1.block_sparse_moe.gate.weight");
     EXPECT_EQ(tensorName(Family::GraniteMoe, TensorKind::Router, 1),
@@ -62,7 +63,8 @@ TEST(TensorNames, FamilySpecificKinds) {
               "model.layers.1.self_attn.q_proj.bias");
     EXPECT_EQ(tensorName(Family::Qwen3Moe, TensorKind::DenseDown, 1),
               "model.layers.1.mlp.down_proj.weight");
-    EXPECT_EQ(tensorName(Family::Olmoe, TensorKind::QNorm, 1), "model.layers.1.self_attn.q_norm.weight");
+    EXPECT_EQ(tensorName(Family::Olmoe, TensorKind::QNorm, 1),
+              "model.layers.1.self_attn.q_norm.weight");
     EXPECT_EQ(tensorName(Family::Qwen3Moe, TensorKind::KNorm, 1),
               "model.layers.1.self_attn.k_norm.weight");
     EXPECT_EQ(tensorName(Family::Mixtral, TensorKind::SharedGate, 1), "");

@@ -49,12 +49,15 @@ TEST(Weights, GraniteStackedExpertsSplitGateThenUp) {
     auto ck = Checkpoint::open(dir);
     ASSERT_TRUE(ck.isOk());
     std::vector<float> stacked;
-    ASSERT_TRUE((*ck)->readF32("model.layers.1.block_sparse_moe.input_linear.weight", stacked).isOk());
+    ASSERT_TRUE(
+        (*ck)->readF32("model.layers.1.block_sparse_moe.input_linear.weight", stacked).isOk());
     const int F = 32, d = 64, e = 5;
     const SwiGluWeights& x = w->experts[1][e];
     ASSERT_EQ(x.gate.data.size(), size_t(F * d));
-    EXPECT_TRUE(std::equal(x.gate.data.begin(), x.gate.data.end(), stacked.begin() + e * 2 * F * d));
-    EXPECT_TRUE(std::equal(x.up.data.begin(), x.up.data.end(), stacked.begin() + e * 2 * F * d + F * d));
+    EXPECT_TRUE(
+        std::equal(x.gate.data.begin(), x.gate.data.end(), stacked.begin() + e * 2 * F * d));
+    EXPECT_TRUE(
+        std::equal(x.up.data.begin(), x.up.data.end(), stacked.begin() + e * 2 * F * d + F * d));
     EXPECT_TRUE(w->lmHead.empty()); // tied: the output matrix is the embedding
     EXPECT_EQ(&w->outputMatrix(), &w->embed);
 }
@@ -119,7 +122,8 @@ TEST(Weights, CancelStopsLoading) {
     ASSERT_TRUE(cfg.isOk() && ck.isOk());
     std::atomic<bool> cancel{false};
     int calls = 0;
-    auto w = loadWeights(**ck, *cfg, [&](double) { cancel = ++calls >= 3; }, &cancel);
+    auto w = loadWeights(
+        **ck, *cfg, [&](double) { cancel = ++calls >= 3; }, &cancel);
     ASSERT_FALSE(w.isOk());
     EXPECT_EQ(w.status().code(), ErrorCode::Cancelled);
     EXPECT_EQ(calls, 3);

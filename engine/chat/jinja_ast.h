@@ -53,6 +53,8 @@ enum class StmtKind {
     SetBlock, // {% set target %}body{% endset %}
     Break,
     Continue,
+    Scoped, // {% generation %}body{% endgeneration %} (transformers' AssistantTracker): body in
+            // its own scope, rendered as is
 };
 
 struct Stmt {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <set>
 
 namespace coli::jinja {
@@ -12,10 +13,10 @@ namespace coli::jinja {
 namespace {
 
 const std::set<std::string> kFilters = {
-    "abs",   "capitalize", "count", "d",       "default", "first",   "float",
-    "int",   "items",      "join",  "last",    "length",  "list",    "lower",
-    "replace", "reverse",  "safe",  "string",  "title",   "tojson",  "trim",
-    "upper"};
+    "abs",     "capitalize", "count",  "d",          "default",    "first",  "float",
+    "int",     "items",      "join",   "last",       "length",     "list",   "lower",
+    "map",     "reject",     "rejectattr", "replace", "reverse",   "safe",   "select",
+    "selectattr", "string",  "title",  "tojson",     "trim",       "upper"};
 
 const std::set<std::string> kTests = {
     "defined", "undefined", "none",   "string", "number",  "integer", "float", "boolean",
@@ -351,6 +352,79 @@ double toFloatOr(const Value& v, double dflt) {
     return dflt;
 }
 
+// jinja2's make_attrgetter: "a.b.0" looks up item/attribute a, then b, then index 0.
+Value attributePath(const Value& item, const std::string& path) {
+    Value cur = item;
+    size_t start = 0;
+    while (true) {
+        size_t dot = path.find('.', start);
+        std::string part = path.substr(start, dot == std::string::npos ? std::string::npos
+                                                                         : dot - start);
+        bool digits = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+        cur = digits ? getItem(cur, Value(int64_t(std::stoll(part)))) : getItem(cur, Value(part));
+        if (dot == std::string::npos) return cur;
+        start = dot + 1;
+    }
+}
+
+// select / reject / selectattr / rejectattr (jinja2's prepare_select_or_reject).
+Value selectOrReject(const Value& input, const CallArgs& a, bool select, bool byAttr) {
+    size_t off = 0;
+    std::string attr;
+    if (byAttr) {
+        if (a.args.empty() || !a.args[0].isString())
+            typeError("selectattr/rejectattr need an attribute name");
+        attr = a.args[0].asString();
+        off = 1;
+    }
+    if (!a.kwargs.empty()) fail(ErrorCode::Unsupported, "keyword arguments to select/reject tests");
+    std::string test;
+    std::vector<Value> testArgs;
+    if (a.args.size() > off) {
+        if (!a.args[off].isString()) typeError("select/reject test name must be a string");
+        test = a.args[off].asString();
+        if (!isKnownTest(test)) fail(ErrorCode::Unsupported, "test '" + test + "'");
+        testArgs.assign(a.args.begin() + long(off) + 1, a.args.end());
+    }
+    ValueList out;
+    for (const Value& item : iterate(input)) {
+        Value v = byAttr ? attributePath(item, attr) : item;
+        bool pass = test.empty() ? truthy(v) : applyTest(test, v, testArgs);
+        if (pass == select) out.push_back(item);
+    }
+    return Value::generator(std::move(out));
+}
+
+// map(filter, args...) or map(attribute="a.b", default=x) (jinja2's prepare_map).
+Value mapFilter(const Value& input, const CallArgs& a) {
+    std::optional<Value> attribute;
+    std::optional<Value> dflt;
+    CallArgs rest;
+    for (const auto& [k, v] : a.kwargs) {
+        if (k == "attribute") attribute = v;
+        else if (k == "default") dflt = v;
+        else rest.kwargs.emplace_back(k, v);
+    }
+    ValueList out;
+    if (a.args.empty() && attribute) {
+        if (!rest.kwargs.empty()) typeError("map(attribute=...) takes only 'default'");
+        if (!attribute->isString()) typeError("map attribute must be a string");
+        for (const Value& item : iterate(input)) {
+            Value v = attributePath(item, attribute->asString());
+            out.push_back(v.isUndefined() && dflt ? *dflt : v);
+        }
+        return Value::generator(std::move(out));
+    }
+    if (a.args.empty() || !a.args[0].isString()) typeError("map requires a filter argument");
+    const std::string& filter = a.args[0].asString();
+    if (!isKnownFilter(filter)) fail(ErrorCode::Unsupported, "filter '" + filter + "'");
+    rest.args.assign(a.args.begin() + 1, a.args.end());
+    if (attribute) rest.kwargs.emplace_back("attribute", *attribute);
+    if (dflt) rest.kwargs.emplace_back("default", *dflt);
+    for (const Value& item : iterate(input)) out.push_back(applyFilter(filter, item, rest));
+    return Value::generator(std::move(out));
+}
+
 } // namespace
 
 bool isKnownFilter(const std::string& name) { return kFilters.count(name) > 0; }
@@ -359,7 +433,7 @@ bool isKnownTest(const std::string& name) { return kTests.count(name) > 0; }
 ValueList iterate(const Value& v) {
     switch (v.kind()) {
     case Value::Kind::Undefined: return {};
-    case Value::Kind::List: return v.asList();
+    case Value::Kind::List: return v.isGenerator() ? v.consumeGenerator() : v.asList();
     case Value::Kind::String: {
         ValueList out;
         for (char32_t c : utf8Decode(v.asString())) {
@@ -385,7 +459,9 @@ int64_t length(const Value& v) {
     switch (v.kind()) {
     case Value::Kind::Undefined: return 0;
     case Value::Kind::String: return int64_t(utf8Length(v.asString()));
-    case Value::Kind::List: return int64_t(v.asList().size());
+    case Value::Kind::List:
+        if (v.isGenerator()) break;
+        return int64_t(v.asList().size());
     case Value::Kind::Dict:
         if (!v.asDict()->isNamespace) return int64_t(v.asDict()->items.size());
         break;
@@ -403,6 +479,8 @@ bool contains(const Value& container, const Value& item) {
                       item.typeName());
         return container.asString().find(item.asString()) != std::string::npos;
     case Value::Kind::List:
+        if (container.isGenerator())
+            fail(ErrorCode::Unsupported, "'in' on a generator (add '| list')");
         for (const Value& v : container.asList()) {
             if (equals(v, item)) return true;
         }
@@ -442,6 +520,7 @@ Value getItem(const Value& obj, const Value& index) {
     switch (obj.kind()) {
     case Value::Kind::List:
     case Value::Kind::String: {
+        if (obj.isGenerator()) return Value::undefined("'generator' object is not subscriptable");
         if (!index.isInt() && !index.isBool()) {
             if (index.isString()) return getAttribute(obj, index.asString());
             break;
@@ -480,7 +559,7 @@ Value getItem(const Value& obj, const Value& index) {
 
 Value getSlice(const Value& obj, const Value* start, const Value* stop, const Value* step) {
     if (obj.isUndefined()) undefinedError(obj, "slice");
-    if (!obj.isList() && !obj.isString())
+    if ((!obj.isList() && !obj.isString()) || obj.isGenerator())
         return Value::undefined(std::string(obj.typeName()) + " object cannot be sliced");
     auto opt = [](const Value* v) -> std::optional<int64_t> {
         if (!v || v->isNone()) return std::nullopt;
@@ -554,6 +633,8 @@ Value applyFilter(const std::string& name, const Value& input, const CallArgs& a
         return input;
     }
     if (name == "first" || name == "last") {
+        if (name == "last" && input.isGenerator())
+            typeError("'generator' object is not reversible (add '| list' before '| last')");
         ValueList items = iterate(input);
         if (items.empty()) return Value::undefined("No " + name + " item, sequence was empty.");
         return name == "first" ? items.front() : items.back();
@@ -589,6 +670,10 @@ Value applyFilter(const std::string& name, const Value& input, const CallArgs& a
         return Value(dictItems(*input.asDict()));
     }
     if (name == "list") return Value(iterate(input));
+    if (name == "select" || name == "reject") return selectOrReject(input, a, name == "select", false);
+    if (name == "selectattr" || name == "rejectattr")
+        return selectOrReject(input, a, name == "selectattr", true);
+    if (name == "map") return mapFilter(input, a);
     if (name == "int") return Value(toIntOr(input, toIntOr(a.get(0, "default").value_or(0), 0)));
     if (name == "float")
         return Value(toFloatOr(input, toFloatOr(a.get(0, "default").value_or(0.0), 0.0)));
@@ -696,6 +781,21 @@ Value makeGlobalFunction(const std::string& name) {
             ValueList out;
             for (int64_t i = 0; i < count; ++i) out.emplace_back(start + i * step);
             return Value(out);
+        }));
+    }
+    if (name == "strftime_now") {
+        // transformers: datetime.now().strftime(format), i.e. local time through C strftime.
+        return Value(method("strftime_now", [](const CallArgs& a) {
+            if (a.args.size() != 1 || !a.args[0].isString())
+                typeError("strftime_now() takes one format string");
+            std::time_t now = std::time(nullptr);
+            std::tm local{};
+            localtime_r(&now, &local);
+            char buf[512];
+            size_t n = std::strftime(buf, sizeof buf, a.args[0].asString().c_str(), &local);
+            if (n == 0 && !a.args[0].asString().empty())
+                fail(ErrorCode::Unsupported, "strftime_now() format producing no or too much text");
+            return Value(std::string(buf, n));
         }));
     }
     return Value::undefined("'" + name + "'");

@@ -32,7 +32,8 @@ ValueList iterate(const Value& v);
 // len() as the length filter computes it.
 int64_t length(const Value& v);
 
-// Global functions: namespace(), range(), dict() (raise_exception is bound by the evaluator).
+// Global functions: namespace(), range(), dict(), strftime_now() (raise_exception is bound by the
+// evaluator); Undefined for other names.
 Value makeGlobalFunction(const std::string& name);
 
 } // namespace coli::jinja

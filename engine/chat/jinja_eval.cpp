@@ -256,6 +256,18 @@ private:
             m_scopes.back()[s.targets[0]] = Value(captured);
             return Flow::Normal;
         }
+        case StmtKind::Scoped: {
+            m_scopes.emplace_back();
+            Flow f;
+            try {
+                f = exec(s.body);
+            } catch (...) {
+                m_scopes.pop_back();
+                throw;
+            }
+            m_scopes.pop_back();
+            return f;
+        }
         case StmtKind::Break: return Flow::Break;
         case StmtKind::Continue: return Flow::Continue;
         }

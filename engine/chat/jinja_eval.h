@@ -2,7 +2,8 @@
 // A parsed Jinja2 template and its evaluator. Scoping follows jinja2: each for-loop iteration
 // gets a fresh scope (a {% set %} inside the body does not survive the iteration or the loop;
 // namespace() objects carry state out), if-blocks share the enclosing scope. Globals available
-// to templates: raise_exception(msg) (transformers' helper), namespace(), range(), dict().
+// to templates: raise_exception(msg) and strftime_now(fmt) (transformers' helpers), namespace(),
+// range(), dict().
 // Errors (JinjaError, with line:column of the innermost expression involved):
 //   InvalidArgument - raise_exception() (raisedByTemplate set, message is the template's text),
 //                     use of an undefined value in an operation (e.g. messages[0].role on an empty

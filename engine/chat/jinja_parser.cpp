@@ -234,10 +234,19 @@ private:
             expectBlockEnd();
             return s;
         }
-        static const char* unsupported[] = {"macro",   "call",    "filter",     "include",
-                                            "import",  "from",    "extends",    "block",
-                                            "with",    "autoescape", "generation", "do",
-                                            "trans",   "pluralize"};
+        if (name == "generation") {
+            advance();
+            expectBlockEnd();
+            s->kind = StmtKind::Scoped;
+            std::string end;
+            s->body = parseBody({"endgeneration"}, end);
+            expectBlockEnd();
+            return s;
+        }
+        static const char* unsupported[] = {"macro",  "call",    "filter",     "include",
+                                            "import", "from",    "extends",    "block",
+                                            "with",   "autoescape", "do",      "trans",
+                                            "pluralize"};
         for (const char* u : unsupported) {
             if (name == u) error(ErrorCode::Unsupported, "{% " + name + " %} statements");
         }

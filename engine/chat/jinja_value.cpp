@@ -28,17 +28,38 @@ void ValueDict::set(const std::string& key, Value v) {
     items.emplace_back(key, std::move(v));
 }
 
-Value::Value(ValueList l) : m_v(std::make_shared<const ListBox>(ListBox{std::move(l), false})) {}
+Value::Value(ValueList l)
+    : m_v(std::make_shared<const ListBox>(ListBox{std::move(l), ListBox::Flavor::List})) {}
 
 Value Value::tuple(ValueList l) {
     Value v;
-    v.m_v = std::make_shared<const ListBox>(ListBox{std::move(l), true});
+    v.m_v = std::make_shared<const ListBox>(ListBox{std::move(l), ListBox::Flavor::Tuple});
+    return v;
+}
+
+Value Value::generator(ValueList l) {
+    Value v;
+    v.m_v = std::make_shared<const ListBox>(ListBox{std::move(l), ListBox::Flavor::Generator});
     return v;
 }
 
 const ValueList& Value::asList() const { return std::get<std::shared_ptr<const ListBox>>(m_v)->items; }
 
-bool Value::isTuple() const { return isList() && std::get<std::shared_ptr<const ListBox>>(m_v)->tuple; }
+bool Value::isTuple() const {
+    return isList() && std::get<std::shared_ptr<const ListBox>>(m_v)->flavor == ListBox::Flavor::Tuple;
+}
+
+ValueList Value::consumeGenerator() const {
+    const auto& box = std::get<std::shared_ptr<const ListBox>>(m_v);
+    if (box->consumed) return {};
+    box->consumed = true;
+    return box->items;
+}
+
+bool Value::isGenerator() const {
+    return isList() &&
+           std::get<std::shared_ptr<const ListBox>>(m_v)->flavor == ListBox::Flavor::Generator;
+}
 
 int64_t Value::asInt() const {
     if (isBool()) return asBool() ? 1 : 0;
@@ -81,7 +102,7 @@ bool truthy(const Value& v) {
     case Value::Kind::Int: return v.asInt() != 0;
     case Value::Kind::Float: return v.asDouble() != 0.0;
     case Value::Kind::String: return !v.asString().empty();
-    case Value::Kind::List: return !v.asList().empty();
+    case Value::Kind::List: return v.isGenerator() || !v.asList().empty();
     case Value::Kind::Dict: return v.asDict()->isNamespace || !v.asDict()->items.empty();
     case Value::Kind::Callable: return true;
     }
@@ -185,6 +206,9 @@ std::string toRepr(const Value& v) {
     case Value::Kind::Float: return floatRepr(v.asDouble());
     case Value::Kind::String: return reprString(v.asString());
     case Value::Kind::List: {
+        if (v.isGenerator())
+            fail(ErrorCode::Unsupported,
+                 "printing a generator (the result of select/map...; add '| list')");
         std::string out = v.isTuple() ? "(" : "[";
         bool first = true;
         for (const Value& item : v.asList()) {
@@ -221,6 +245,7 @@ bool equals(const Value& a, const Value& b) {
     case Value::Kind::None: return true;
     case Value::Kind::String: return a.asString() == b.asString();
     case Value::Kind::List: {
+        if (a.isGenerator() || b.isGenerator()) return false;
         if (a.isTuple() != b.isTuple()) return false;
         const ValueList& x = a.asList();
         const ValueList& y = b.asList();
@@ -322,6 +347,7 @@ void jsonValue(std::string& out, const Value& v, const JsonOptions& opt, int lev
     }
     case Value::Kind::String: jsonString(out, v.asString(), opt.ensureAscii); return;
     case Value::Kind::List: {
+        if (v.isGenerator()) break;
         const ValueList& l = v.asList();
         if (l.empty()) {
             out += "[]";

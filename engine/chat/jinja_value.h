@@ -36,7 +36,7 @@ struct JinjaError {
 
 class Value;
 using ValueList = std::vector<Value>;
-struct ListBox; // a list or tuple (tuples only differ in repr() and ==)
+struct ListBox; // a list, tuple or generator (see ListBox)
 
 // Insertion-ordered string-keyed dict (Python dicts keep insertion order).
 struct ValueDict {
@@ -72,6 +72,9 @@ public:
     Value(const char* s) : m_v(std::string(s)) {}
     Value(ValueList l);
     static Value tuple(ValueList l);
+    // The lazy result of select/reject/selectattr/rejectattr/map: iterable (and always truthy,
+    // like a Python generator) but refused by len(), printing and subscripts, as in jinja2.
+    static Value generator(ValueList l);
     Value(std::shared_ptr<ValueDict> d) : m_v(std::move(d)) {}
     Value(std::shared_ptr<const Callable> c) : m_v(std::move(c)) {}
     static Value dict(ValueDict d) { return Value(std::make_shared<ValueDict>(std::move(d))); }
@@ -96,6 +99,9 @@ public:
     const std::string& asString() const { return std::get<std::string>(m_v); }
     const ValueList& asList() const;
     bool isTuple() const;
+    bool isGenerator() const;
+    // Generators: hands out the items once and marks the generator exhausted.
+    ValueList consumeGenerator() const;
     const std::shared_ptr<ValueDict>& asDict() const {
         return std::get<std::shared_ptr<ValueDict>>(m_v);
     }
@@ -113,8 +119,12 @@ private:
 };
 
 struct ListBox {
+    enum class Flavor { List, Tuple, Generator };
     ValueList items;
-    bool tuple = false;
+    Flavor flavor = Flavor::List;
+    // A generator can be iterated once (later iterations see nothing), as in Python. Only the
+    // render call that created it touches it.
+    mutable bool consumed = false;
 };
 
 struct CallArgs {

@@ -10,8 +10,9 @@ with the filter tojson replaced by json.dumps(x, ensure_ascii=False, indent=inde
 separators=separators, sort_keys=sort_keys) and the globals raise_exception (raises
 TemplateError) and strftime_now, and renders with messages=..., tools=None, documents=None,
 add_generation_prompt=..., plus the tokenizer's special tokens (bos_token, eos_token, ...) and
-any extra kwargs (e.g. enable_thinking). The AssistantTracker extension only adds the
-{% generation %} tag, which none of these templates uses, so it is left out here.
+any extra kwargs (e.g. enable_thinking). transformers' AssistantTracker extension adds the
+{% generation %} tag (a call block that renders its body; it only records offsets when asked for
+an assistant mask); GenerationTag below behaves the same for rendering.
 
 Usage:
     gen_golden.py [--out DIR]            write goldens (default: tests/chat/golden next to this file)
@@ -21,6 +22,7 @@ Usage:
 Requires Debian's python3-jinja2.
 """
 import argparse
+import datetime
 import hashlib
 import json
 import os
@@ -100,9 +102,23 @@ CONVERSATIONS = [
 ]
 
 
+class GenerationTag(jinja2.ext.Extension):
+    """{% generation %}...{% endgeneration %}: renders the body in a call block."""
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
+        call = self.call_method("_render", [])
+        return jinja2.nodes.CallBlock(call, [], [], body).set_lineno(lineno)
+
+    def _render(self, caller):
+        return caller()
+
+
 def make_env():
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+        trim_blocks=True, lstrip_blocks=True, extensions=[GenerationTag, jinja2.ext.loopcontrols])
 
     def raise_exception(message):
         raise jinja2.exceptions.TemplateError(message)
@@ -111,8 +127,12 @@ def make_env():
         return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
                           sort_keys=sort_keys)
 
+    def strftime_now(format):
+        return datetime.datetime.now().strftime(format)
+
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
     return env
 
 
@@ -166,6 +186,10 @@ def template_goldens(env):
         }
     return out
 
+
+MSGS = [msg("system", " sys "), msg("user", "u1"), msg("assistant", "a1"),
+        {"role": "assistant", "content": "", "tool_calls": [{"name": "f"}]},
+        msg("tool", "t1"), msg("user", "u2")]
 
 # Interpreter unit cases: (name, template, variables). Expectations come from jinja2.
 UNIT_CASES = [
@@ -282,7 +306,31 @@ UNIT_CASES = [
      "{{ d.values()|list }}", {"d": {"a": 1, "b": 2}}),
     ("globals_range_dict", "{{ range(3)|list }} {{ range(1, 7, 2)|list }} {{ range(5, 0, -2)|list }} "
      "{{ dict(a=1, b='x') }}", {}),
+    # select / reject / map (lazy generators in jinja2)
+    ("selectattr_list", "{{ msgs|selectattr('role', 'equalto', 'user')|list|length }} "
+     "{{ (msgs|selectattr('role', 'eq', 'user')|list)[-1].content }}", {"msgs": MSGS}),
+    ("rejectattr_loop", "{% for m in msgs|rejectattr('role', 'eq', 'system') %}{{ m.role }},"
+     "{{ loop.index }};{% endfor %}", {"msgs": MSGS}),
+    ("selectattr_undefined", "{{ msgs|selectattr('tool_calls', 'undefined')|map(attribute='role')"
+     "|join(',') }}|{{ msgs|selectattr('tool_calls')|list }}", {"msgs": MSGS}),
+    ("select_truthiness", "{{ [0, 1, '', 2, none]|select|list }} {{ [0, 1, '', 2]|reject|list }} "
+     "{{ [1, 2, 3, 4]|select('odd')|list }} {{ [1, 2, 3]|reject('in', [2])|list }}", {}),
+    ("map_filter_and_attribute", "{{ ['a', 'b']|map('upper')|join }} {{ msgs|map(attribute='nope', "
+     "default='d')|list }} {{ [{'f': {'n': 'x'}}]|map(attribute='f.n')|list }} "
+     "{{ [' a ', 'b ']|map('trim')|list }}", {"msgs": MSGS}),
+    ("generator_truthy_and_once", "{{ 'yes' if ([]|select) else 'no' }} {% set g = [1, 2]|select %}"
+     "{{ g|list }}{{ g|list }} {{ [3, 1]|select|reverse|list }} {{ [1, 2]|select|first }}", {}),
+    ("generation_block", "{% for m in msgs %}{% generation %}<{{ m.content }}>{% set x = 1 %}"
+     "{% endgeneration %}{% endfor %}[{{ x }}]", {"msgs": MSGS}),
+    ("strftime_now_literal", "{{ strftime_now('no directives here') }}", {}),
+    ("realistic_idioms", "{% set loop_messages = (msgs[0].role == 'system' and msgs[1:] or msgs) %}"
+     "{% for m in loop_messages if m.role != 'tool' %}{{ m.content|trim + '|' }}"
+     "{{ '\n' if not loop.last }}{% endfor %}{% if not tools is none %}T{% endif %}"
+     "{% set c = msgs[0]['content'] if msgs[0]['content'] is string else '' %}[{{ c }}]"
+     "{{ msgs|length > 2 }}", {"msgs": MSGS, "tools": None}),
     # errors with a jinja2 counterpart
+    ("error_generator_length", "{{ ([1]|select)|length }}", {}),
+    ("error_generator_last", "{{ [1]|select|last }}", {}),
     ("error_raise_exception", "{{ raise_exception('custom failure: ' ~ 42) }}", {}),
     ("error_undefined_attr", "{{ messages[0].role }}", {"messages": []}),
     ("error_undefined_arith", "{{ nothing + 1 }}", {}),

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -86,20 +87,36 @@ void expectUnsupported(const std::string& src, const std::string& construct) {
 }
 
 TEST(JinjaUnit, ConstructsOutsideTheSubsetAreUnsupported) {
-    expectUnsupported("{{ x | selectattr('a') }}", "filter 'selectattr'");
+    expectUnsupported("{{ x | groupby('a') }}", "filter 'groupby'");
     expectUnsupported("{{ x is sameas y }}", "test 'sameas'");
     expectUnsupported("{% macro m() %}x{% endmacro %}", "macro");
     expectUnsupported("{% include 'x' %}", "include");
-    expectUnsupported("{% generation %}x{% endgeneration %}", "generation");
+    expectUnsupported("{% call m() %}x{% endcall %}", "call");
+    expectUnsupported("{{ [2, 1]|sort }}", "filter 'sort'");
+    expectUnsupported("{{ [1]|map('nofilter')|list }}", "filter 'nofilter'");
+    expectUnsupported("{{ [1]|select('notest')|list }}", "test 'notest'");
+    expectUnsupported("{{ [1]|select }}", "generator");
     expectUnsupported("{% raw %}{{ x }}{% endraw %}", "raw");
     expectUnsupported("{% for x in y recursive %}{% endfor %}", "recursive");
     expectUnsupported("{{ f(*args) }}", "*args");
-    expectUnsupported("{{ strftime_now('%Y') }}", "strftime_now");
+    expectUnsupported("{{ now('%Y') }}", "now");
     expectUnsupported("{{ 'a'.zfill(3) }}", "zfill");
     expectUnsupported("{{ [1].append(2) }}", "append");
     expectUnsupported("{{ {'a': 1}.update({}) }}", "update");
     expectUnsupported("{{ '%s' % 1 }}", "formatting");
     expectUnsupported("{{ 'é'.upper() }}", "non-ASCII");
+}
+
+TEST(JinjaUnit, StrftimeNowUsesLocalTime) {
+    // transformers' strftime_now(fmt) is datetime.now().strftime(fmt).
+    std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    char year[16];
+    std::strftime(year, sizeof year, "%Y", &local);
+    Outcome o = run("{{ strftime_now('%Y') }}");
+    ASSERT_TRUE(o.ok) << o.error.message;
+    EXPECT_EQ(o.text, year);
 }
 
 TEST(JinjaUnit, UnknownFilterIsReportedAtParseTimeWithPosition) {

@@ -1,6 +1,7 @@
 #include "app_options.h"
 
 #include <QCommandLineParser>
+#include <QRegularExpression>
 
 #include <algorithm>
 #include <cstdlib>
@@ -19,23 +20,27 @@ AppOptions parseAppOptions(const QStringList& args) {
     AppOptions o;
     o.params.maxNewTokens = 512;
     QCommandLineParser p;
-    p.setApplicationDescription(QStringLiteral("Colibri Desktop: chat with a Mixture-of-Experts model."));
-    p.addPositionalArgument(QStringLiteral("model"), QStringLiteral("Model folder (same as --model)."),
+    p.setApplicationDescription(
+        QStringLiteral("Colibri Desktop: chat with a Mixture-of-Experts model."));
+    p.addPositionalArgument(QStringLiteral("model"),
+                            QStringLiteral("Model folder (same as --model)."),
                             QStringLiteral("[MODEL_DIR]"));
     const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")},
                                   QStringLiteral("Show this help."));
-    const QCommandLineOption version(QStringLiteral("version"), QStringLiteral("Show the version."));
+    const QCommandLineOption version(QStringLiteral("version"),
+                                     QStringLiteral("Show the version."));
     const QCommandLineOption model({QStringLiteral("m"), QStringLiteral("model")},
                                    QStringLiteral("Hugging Face model folder to open."),
                                    QStringLiteral("DIR"));
-    const QCommandLineOption threads(QStringLiteral("threads"),
-                                     QStringLiteral("Threads for the forward pass (0 = all cores but one)."),
-                                     QStringLiteral("N"), QStringLiteral("0"));
+    const QCommandLineOption threads(
+        QStringLiteral("threads"),
+        QStringLiteral("Threads for the forward pass (0 = all cores but one)."),
+        QStringLiteral("N"), QStringLiteral("0"));
     const QCommandLineOption maxTokens({QStringLiteral("n"), QStringLiteral("max-tokens")},
                                        QStringLiteral("Most new tokens per answer."),
                                        QStringLiteral("N"), QStringLiteral("512"));
-    const QCommandLineOption temp(QStringLiteral("temp"), QStringLiteral("Temperature (0 = greedy)."),
-                                  QStringLiteral("T"));
+    const QCommandLineOption temp(QStringLiteral("temp"),
+                                  QStringLiteral("Temperature (0 = greedy)."), QStringLiteral("T"));
     const QCommandLineOption topK(QStringLiteral("top-k"), QStringLiteral("Top-k (0 = off)."),
                                   QStringLiteral("K"));
     const QCommandLineOption topP(QStringLiteral("top-p"), QStringLiteral("Top-p (1 = off)."),
@@ -47,11 +52,12 @@ AppOptions parseAppOptions(const QStringList& args) {
                                     QStringLiteral("R"));
     const QCommandLineOption seed(QStringLiteral("seed"), QStringLiteral("Sampling seed."),
                                   QStringLiteral("S"), QStringLiteral("0"));
-    for (const auto& opt : {help, version, model, threads, maxTokens, temp, topK, topP, minP,
-                            repeat, seed})
+    for (const auto& opt :
+         {help, version, model, threads, maxTokens, temp, topK, topP, minP, repeat, seed})
         p.addOption(opt);
-    // Without a QCoreApplication yet, Qt cannot name the program itself.
-    o.helpText = p.helpText().replace(QStringLiteral("<executable_name>"), QStringLiteral("colibri"));
+    // Qt names the program after the QCoreApplication, which does not exist yet: name it here.
+    o.helpText = p.helpText().replace(QRegularExpression(QStringLiteral("^Usage: \\S+")),
+                                      QStringLiteral("Usage: colibri"));
     if (!p.parse(args)) {
         o.error = p.errorText();
         return o;
@@ -59,8 +65,10 @@ AppOptions parseAppOptions(const QStringList& args) {
     o.showHelp = p.isSet(help);
     o.showVersion = p.isSet(version);
     const QStringList pos = p.positionalArguments();
-    if (p.isSet(model)) o.modelArg = p.value(model);
-    else if (!pos.isEmpty()) o.modelArg = pos.first();
+    if (p.isSet(model))
+        o.modelArg = p.value(model);
+    else if (!pos.isEmpty())
+        o.modelArg = pos.first();
     if (pos.size() > (p.isSet(model) ? 0 : 1)) {
         o.error = QStringLiteral("unexpected argument: %1").arg(pos.last());
         return o;
@@ -69,14 +77,20 @@ AppOptions parseAppOptions(const QStringList& args) {
     auto toInt = [&](const QCommandLineOption& opt, int* out) {
         bool ok = false;
         const int v = p.value(opt).toInt(&ok);
-        if (!ok) o.error = QStringLiteral("--%1: not an integer: %2").arg(opt.names().last(), p.value(opt));
-        else *out = v;
+        if (!ok)
+            o.error =
+                QStringLiteral("--%1: not an integer: %2").arg(opt.names().last(), p.value(opt));
+        else
+            *out = v;
     };
     auto toFloat = [&](const QCommandLineOption& opt, float* out) {
         bool ok = false;
         const float v = p.value(opt).toFloat(&ok);
-        if (!ok) o.error = QStringLiteral("--%1: not a number: %2").arg(opt.names().last(), p.value(opt));
-        else *out = v;
+        if (!ok)
+            o.error =
+                QStringLiteral("--%1: not a number: %2").arg(opt.names().last(), p.value(opt));
+        else
+            *out = v;
     };
     toInt(threads, &o.threads);
     toInt(maxTokens, &o.params.maxNewTokens);
@@ -99,7 +113,8 @@ AppOptions parseAppOptions(const QStringList& args) {
     const qulonglong s = p.value(seed).toULongLong(&ok);
     if (!ok) o.error = QStringLiteral("--seed: not a non-negative integer: %1").arg(p.value(seed));
     o.sampling.seed = s;
-    if (o.error.isEmpty() && o.params.maxNewTokens < 1) o.error = QStringLiteral("--max-tokens: must be >= 1");
+    if (o.error.isEmpty() && o.params.maxNewTokens < 1)
+        o.error = QStringLiteral("--max-tokens: must be >= 1");
     if (o.error.isEmpty() && o.threads < 0) o.error = QStringLiteral("--threads: must be >= 0");
     if (o.error.isEmpty()) {
         // Range checks now (the model's defaults are merged in when a model is loaded).

@@ -10,13 +10,13 @@
 namespace coli::app {
 
 struct AppOptions {
-    QString modelArg;    // --model DIR or the first positional argument ("" when absent)
-    int threads = 0;     // --threads; 0 = defaultEngineThreads()
+    QString modelArg;      // --model DIR or the first positional argument ("" when absent)
+    int threads = 0;       // --threads; 0 = defaultEngineThreads()
     GenerateParams params; // maxNewTokens; params.sampler unused (see `sampling`)
     SamplingOverrides sampling;
     bool showHelp = false, showVersion = false;
     QString helpText;
-    QString error;       // a usage error (exit code kExitUsage)
+    QString error; // a usage error (exit code kExitUsage)
 };
 
 inline constexpr int kExitUsage = 2;

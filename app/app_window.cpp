@@ -16,15 +16,19 @@ QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* 
     // it under lib/colibri/qml.
     const QString installed = QCoreApplication::applicationDirPath() + "/../lib/colibri/qml";
     if (QDir(installed).exists()) engine.addImportPath(QDir::cleanPath(installed));
-    for (const QString& d : importDirs) engine.addImportPath(d);
+    for (const QString& d : importDirs)
+        engine.addImportPath(d);
 
     QStringList warnings;
     auto conn = QObject::connect(&engine, &QQmlApplicationEngine::warnings, &engine,
                                  [&](const QList<QQmlError>& ws) {
-                                     for (const auto& w : ws) warnings << w.toString();
+                                     for (const auto& w : ws)
+                                         warnings << w.toString();
                                  });
-    engine.setInitialProperties({{QStringLiteral("controller"), QVariant::fromValue<QObject*>(controller)}});
-    // Qt 6.4 has no loadFromModule(); importing the module loads its plugin (PLATFORM.md pitfall 1).
+    engine.setInitialProperties(
+        {{QStringLiteral("controller"), QVariant::fromValue<QObject*>(controller)}});
+    // Qt 6.4 has no loadFromModule(); importing the module loads its plugin (PLATFORM.md pitfall
+    // 1).
     engine.loadData("import Colibri\nMain {}", QUrl(QStringLiteral("qrc:/colibri_bootstrap.qml")));
     QObject::disconnect(conn);
     QQuickWindow* win = engine.rootObjects().isEmpty()

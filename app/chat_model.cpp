@@ -14,24 +14,28 @@ QVariant ChatModel::data(const QModelIndex& index, int role) const {
     const Message& m = m_rows[index.row()];
     switch (role) {
     case Qt::DisplayRole:
-    case TextRole: return m.text;
-    case RoleRole: return m.role;
-    case TokensPerSecondRole: return m.tokensPerSecond;
-    case TtftRole: return m.ttft;
-    case TokensRole: return m.tokens;
-    case StreamingRole: return m.streaming;
-    case ErrorRole: return m.error;
-    default: return {};
+    case TextRole:
+        return m.text;
+    case RoleRole:
+        return m.role;
+    case TokensPerSecondRole:
+        return m.tokensPerSecond;
+    case TtftRole:
+        return m.ttft;
+    case TokensRole:
+        return m.tokens;
+    case StreamingRole:
+        return m.streaming;
+    case ErrorRole:
+        return m.error;
+    default:
+        return {};
     }
 }
 
 QHash<int, QByteArray> ChatModel::roleNames() const {
-    return {{RoleRole, "role"},
-            {TextRole, "text"},
-            {TokensPerSecondRole, "tokensPerSecond"},
-            {TtftRole, "ttft"},
-            {TokensRole, "tokens"},
-            {StreamingRole, "streaming"},
+    return {{RoleRole, "role"},  {TextRole, "text"},     {TokensPerSecondRole, "tokensPerSecond"},
+            {TtftRole, "ttft"},  {TokensRole, "tokens"}, {StreamingRole, "streaming"},
             {ErrorRole, "error"}};
 }
 

@@ -30,11 +30,11 @@ enum class CommandKind { Load, Generate, Cancel, Reset, Quit };
 struct Command {
     explicit Command(CommandKind k = CommandKind::Quit) : kind(k) {}
     CommandKind kind;
-    uint64_t id = 0;                        // request id, echoed in the events it produces
-    std::string dir;                        // Load: model directory
-    std::vector<ChatMessage> messages;      // Generate: the whole conversation so far
-    GenerateParams params;                  // Generate (params.sampler is resolved by the engine
-    SamplingOverrides sampling;             //   thread from these and the model's defaults)
+    uint64_t id = 0;                   // request id, echoed in the events it produces
+    std::string dir;                   // Load: model directory
+    std::vector<ChatMessage> messages; // Generate: the whole conversation so far
+    GenerateParams params;             // Generate (params.sampler is resolved by the engine
+    SamplingOverrides sampling;        //   thread from these and the model's defaults)
     std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
 };
 
@@ -45,7 +45,8 @@ public:
         switch (cmd.kind) {
         case CommandKind::Cancel:
             cancelAllLocked();
-            std::erase_if(m_queue, [](const Command& c) { return c.kind == CommandKind::Generate; });
+            std::erase_if(m_queue,
+                          [](const Command& c) { return c.kind == CommandKind::Generate; });
             return; // nothing to deliver: the flags did the work
         case CommandKind::Quit:
             cancelAllLocked();
@@ -89,7 +90,8 @@ private:
         // relaxed is enough: the flag carries no data, the engine only needs to see it eventually
         // (it polls between tokens), and the mutex orders it with the queue contents anyway.
         if (m_running) m_running->store(true, std::memory_order_relaxed);
-        for (auto& c : m_queue) c.cancel->store(true, std::memory_order_relaxed);
+        for (auto& c : m_queue)
+            c.cancel->store(true, std::memory_order_relaxed);
     }
 
     mutable std::mutex m_mutex;

@@ -17,7 +17,9 @@ EngineController::EngineController(WorkerOptions opt, QObject* parent) : QObject
     });
 }
 
-EngineController::~EngineController() { shutdown(); }
+EngineController::~EngineController() {
+    shutdown();
+}
 
 void EngineController::shutdown() {
     if (!m_worker) return;
@@ -104,7 +106,9 @@ void EngineController::newChat() {
     clearError();
 }
 
-void EngineController::clearError() { setError({}); }
+void EngineController::clearError() {
+    setError({});
+}
 
 void EngineController::drainEvents() {
     if (!m_worker) return;

@@ -24,12 +24,14 @@ class EngineController : public QObject {
     Q_PROPERTY(QString modelDir READ modelDir NOTIFY modelChanged)
     Q_PROPERTY(QString modelName READ modelName NOTIFY modelChanged)
     Q_PROPERTY(QString modelInfo READ modelInfo NOTIFY modelChanged)
-    Q_PROPERTY(QString loadState READ loadState NOTIFY loadStateChanged) // empty|loading|ready|error
+    Q_PROPERTY(
+        QString loadState READ loadState NOTIFY loadStateChanged) // empty|loading|ready|error
     Q_PROPERTY(double loadProgress READ loadProgress NOTIFY loadProgressChanged)
     Q_PROPERTY(QString loadStage READ loadStage NOTIFY loadProgressChanged)
     Q_PROPERTY(QString errorText READ errorText NOTIFY errorTextChanged)
     Q_PROPERTY(bool generating READ generating NOTIFY generatingChanged)
-    Q_PROPERTY(double liveTokensPerSecond READ liveTokensPerSecond NOTIFY liveTokensPerSecondChanged)
+    Q_PROPERTY(
+        double liveTokensPerSecond READ liveTokensPerSecond NOTIFY liveTokensPerSecondChanged)
     Q_PROPERTY(int maxNewTokens READ maxNewTokens WRITE setMaxNewTokens NOTIFY paramsChanged)
 public:
     explicit EngineController(WorkerOptions opt = {}, QObject* parent = nullptr);
@@ -100,9 +102,9 @@ private:
     bool m_generating = false;
     double m_liveRate = 0;
     uint64_t m_nextId = 1;
-    uint64_t m_loadId = 0;  // request id of the latest Load
-    uint64_t m_turnId = 0;  // request id of the running Generate (0: none)
-    int m_turnRow = -1;     // ChatModel row being streamed
+    uint64_t m_loadId = 0; // request id of the latest Load
+    uint64_t m_turnId = 0; // request id of the running Generate (0: none)
+    int m_turnRow = -1;    // ChatModel row being streamed
     QTimer m_telemetryTimer;
     std::unique_ptr<EngineWorker> m_worker; // last member: its thread stops before the rest dies
 };

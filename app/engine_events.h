@@ -42,10 +42,10 @@ struct EngineEvent {
 // Latest-wins snapshot of the running generation (threading contract rule 4): written by the
 // engine thread per token, sampled by the GUI at ~30 Hz. Values, no history.
 struct TelemetrySnapshot {
-    uint64_t id = 0;           // request id of the generation being measured (0: none yet)
+    uint64_t id = 0; // request id of the generation being measured (0: none yet)
     bool generating = false;
-    int generatedTokens = 0;   // pieces emitted so far in this answer
-    double elapsedSeconds = 0; // since the request started
+    int generatedTokens = 0;    // pieces emitted so far in this answer
+    double elapsedSeconds = 0;  // since the request started
     double tokensPerSecond = 0; // generatedTokens / time since the first piece
 };
 

@@ -17,7 +17,9 @@ double secondsSince(Clock::time_point t0) {
 EngineWorker::EngineWorker(WorkerOptions opt, std::function<void()> wake)
     : m_opt(opt), m_wake(std::move(wake)), m_ring(opt.ringCapacity), m_thread([this] { run(); }) {}
 
-EngineWorker::~EngineWorker() { quit(); }
+EngineWorker::~EngineWorker() {
+    quit();
+}
 
 void EngineWorker::quit() {
     // relaxed: only read by publish()'s backpressure loop as a "stop waiting" hint; the join below

@@ -26,7 +26,7 @@
 namespace coli::app {
 
 struct WorkerOptions {
-    int threads = 0;          // OpenMP threads for the forward pass; 0 = all cores
+    int threads = 0;            // OpenMP threads for the forward pass; 0 = all cores
     size_t ringCapacity = 1024; // events
 };
 

@@ -21,7 +21,8 @@ using namespace coli::app;
 
 int main(int argc, char* argv[]) {
     QStringList args;
-    for (int i = 0; i < argc; ++i) args << QString::fromLocal8Bit(argv[i]);
+    for (int i = 0; i < argc; ++i)
+        args << QString::fromLocal8Bit(argv[i]);
     const AppOptions opt = parseAppOptions(args);
     if (!opt.error.isEmpty()) {
         std::fprintf(stderr, "colibri: %s\n\n%s", qPrintable(opt.error), qPrintable(opt.helpText));
@@ -48,16 +49,17 @@ int main(int argc, char* argv[]) {
     QApplication::setApplicationVersion(QStringLiteral(COLI_VERSION));
 
     const QSettings settings(QStringLiteral("Colibri"), QStringLiteral("Colibri Desktop"));
-    const QString modelDir =
-        chooseModelDir(opt.modelArg, settings.value(EngineController::settingsKeyLastDir()).toString(),
-                       QStringLiteral(COLI_DEFAULT_MODEL_DIR));
+    const QString modelDir = chooseModelDir(
+        opt.modelArg, settings.value(EngineController::settingsKeyLastDir()).toString(),
+        QStringLiteral(COLI_DEFAULT_MODEL_DIR));
 
     WorkerOptions wo;
     wo.threads = opt.threads > 0 ? opt.threads : defaultEngineThreads();
     EngineController controller(wo);
     controller.setGenerateParams(opt.params, opt.sampling);
     // Quit mid-answer: cancel and join before the QML engine and the window go away.
-    QObject::connect(&app, &QCoreApplication::aboutToQuit, &controller, &EngineController::shutdown);
+    QObject::connect(&app, &QCoreApplication::aboutToQuit, &controller,
+                     &EngineController::shutdown);
 
     QQmlApplicationEngine engine;
     QString error;

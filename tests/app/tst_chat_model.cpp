@@ -73,7 +73,8 @@ void TstChatModel::batchedAppendIsOneDataChanged() {
     QSignalSpy changed(&m, &QAbstractItemModel::dataChanged);
     // What EngineController does per drain: the pieces concatenated, one appendText call.
     QString batch;
-    for (const char* piece : {"a", "b", "c", "d"}) batch += piece;
+    for (const char* piece : {"a", "b", "c", "d"})
+        batch += piece;
     m.appendText(row, batch);
     QCOMPARE(changed.count(), 1);
     const auto args = changed.first();

@@ -19,7 +19,7 @@ TEST(EventRing, WakeOnlyOnEmptyToNonEmpty) {
     int v = 1;
     EXPECT_EQ(ring.tryPush(v), PushResult::PushedWake); // empty -> non-empty
     v = 2;
-    EXPECT_EQ(ring.tryPush(v), PushResult::Pushed);     // already non-empty: no second wake
+    EXPECT_EQ(ring.tryPush(v), PushResult::Pushed); // already non-empty: no second wake
     v = 3;
     EXPECT_EQ(ring.tryPush(v), PushResult::Pushed);
     std::vector<int> got;
@@ -79,7 +79,8 @@ TEST(EventRing, TwoThreadsMillionItemsInOrderNoLoss) {
                     ++wakePushes;
                     std::lock_guard lock(m);
                     ++wakesPosted;
-                    maxOutstanding = std::max<int>(maxOutstanding, int(wakesPosted - wakesConsumed));
+                    maxOutstanding =
+                        std::max<int>(maxOutstanding, int(wakesPosted - wakesConsumed));
                     cv.notify_one();
                 }
                 break;

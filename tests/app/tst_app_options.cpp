@@ -1,0 +1,134 @@
+// colibri's command line, the model-folder choice at start, and the remembered folder.
+#include "app_options.h"
+#include "engine_controller.h"
+
+#include <QSettings>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace coli;
+using namespace coli::app;
+
+class TstAppOptions : public QObject {
+    Q_OBJECT
+private slots:
+    void defaults();
+    void modelAndSampling();
+    void usageErrors();
+    void modelDirPrecedence();
+    void folderChoiceIsRemembered();
+    void displayDetection();
+};
+
+static AppOptions parse(QStringList args) {
+    args.prepend(QStringLiteral("colibri"));
+    return parseAppOptions(args);
+}
+
+void TstAppOptions::defaults() {
+    const AppOptions o = parse({});
+    QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
+    QVERIFY(o.modelArg.isEmpty());
+    QCOMPARE(o.threads, 0);
+    QCOMPARE(o.params.maxNewTokens, 512);
+    QVERIFY(!o.sampling.temperature.has_value()); // the model's defaults apply
+    QCOMPARE(o.sampling.seed, uint64_t(0));       // fixed seed: reproducible answers
+    QVERIFY(o.helpText.startsWith("Usage: colibri"));
+    QVERIFY(defaultEngineThreads() >= 1);
+}
+
+void TstAppOptions::modelAndSampling() {
+    AppOptions o =
+        parse({"--model", "/m", "--temp", "0", "--top-k", "5", "--top-p", "0.5", "--min-p", "0.1",
+               "--repeat-penalty", "1.2", "--seed", "99", "-n", "7", "--threads", "3"});
+    QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
+    QCOMPARE(o.modelArg, QString("/m"));
+    QCOMPARE(*o.sampling.temperature, 0.0f);
+    QCOMPARE(*o.sampling.topK, 5);
+    QCOMPARE(*o.sampling.topP, 0.5f);
+    QCOMPARE(*o.sampling.minP, 0.1f);
+    QCOMPARE(*o.sampling.repeatPenalty, 1.2f);
+    QCOMPARE(o.sampling.seed, uint64_t(99));
+    QCOMPARE(o.params.maxNewTokens, 7);
+    QCOMPARE(o.threads, 3);
+    o = parse({"/positional/dir"});
+    QCOMPARE(o.modelArg, QString("/positional/dir"));
+
+    // Resolution as `coli generate`: model defaults first, then what the user gave.
+    GenerationConfig gc;
+    gc.hasSamplingDefaults = true;
+    gc.defaults.temperature = 0.6f;
+    gc.defaults.topK = 20;
+    SamplingOverrides s;
+    s.topK = 3;
+    s.seed = 5;
+    const SamplerParams p = resolveSampling(s, gc);
+    QCOMPARE(p.temperature, 0.6f);
+    QCOMPARE(p.topK, 3);
+    QCOMPARE(p.seed, uint64_t(5));
+    QCOMPARE(resolveSampling({}, GenerationConfig{}).temperature, SamplerParams{}.temperature);
+}
+
+void TstAppOptions::usageErrors() {
+    QVERIFY(parse({"--bogus"}).error.contains("bogus"));
+    QVERIFY(parse({"--temp", "abc"}).error.contains("--temp"));
+    QVERIFY(parse({"--temp", "-1"}).error.contains("temperature"));
+    QVERIFY(parse({"-n", "0"}).error.contains("--max-tokens"));
+    QVERIFY(parse({"--seed", "-3"}).error.contains("--seed"));
+    QVERIFY(parse({"a", "b"}).error.contains("unexpected"));
+}
+
+void TstAppOptions::modelDirPrecedence() {
+    QCOMPARE(chooseModelDir("/cli", "/remembered", "/default"), QString("/cli"));
+    QCOMPARE(chooseModelDir("", "/remembered", "/default"), QString("/remembered"));
+    QCOMPARE(chooseModelDir("", "", "/default"), QString("/default"));
+}
+
+void TstAppOptions::folderChoiceIsRemembered() {
+    QTemporaryDir dir;
+    EngineController c;
+    c.openModelFolder(QUrl::fromLocalFile(dir.path() + "/model-x"));
+    QCOMPARE(c.modelDir(), dir.path() + "/model-x");
+    QCOMPARE(c.loadState(), QString("loading"));
+    const QSettings s(QStringLiteral("Colibri"), QStringLiteral("Colibri Desktop"));
+    QCOMPARE(s.value(EngineController::settingsKeyLastDir()).toString(), dir.path() + "/model-x");
+    // The folder has no model: the load fails with the folder named, and nothing blocks.
+    QTRY_COMPARE(c.loadState(), QString("error"));
+    QVERIFY(c.errorText().contains(dir.path() + "/model-x"));
+}
+
+void TstAppOptions::displayDetection() {
+    const QByteArray d = qgetenv("DISPLAY"), w = qgetenv("WAYLAND_DISPLAY"),
+                     q = qgetenv("QT_QPA_PLATFORM");
+    qunsetenv("DISPLAY");
+    qunsetenv("WAYLAND_DISPLAY");
+    qunsetenv("QT_QPA_PLATFORM");
+    QVERIFY(!displayAvailable());
+    QVERIFY(QByteArray(noDisplayMessage()).contains("xvfb-run -a colibri"));
+    qputenv("WAYLAND_DISPLAY", "wayland-0");
+    QVERIFY(displayAvailable());
+    qunsetenv("WAYLAND_DISPLAY");
+    qputenv("DISPLAY", ":5");
+    QVERIFY(displayAvailable());
+    qunsetenv("DISPLAY");
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+    QVERIFY(displayAvailable());
+    auto restore = [](const char* name, const QByteArray& v) {
+        if (v.isNull())
+            qunsetenv(name);
+        else
+            qputenv(name, v);
+    };
+    restore("DISPLAY", d);
+    restore("WAYLAND_DISPLAY", w);
+    restore("QT_QPA_PLATFORM", q);
+}
+
+int main(int argc, char** argv) {
+    QTemporaryDir config; // keep the user's QSettings untouched
+    qputenv("XDG_CONFIG_HOME", config.path().toLocal8Bit());
+    QCoreApplication app(argc, argv);
+    TstAppOptions t;
+    return QTest::qExec(&t, argc, argv);
+}
+#include "tst_app_options.moc"

@@ -281,3 +281,16 @@ TEST_F(SafetensorsTest, RefusesNonStringMetadata) {
     writeHeader(R"({"__metadata__": "pt"})", 0);
     EXPECT_TRUE(hasError(openStatus(), ErrorCode::Malformed, {path, "__metadata__"}));
 }
+
+TEST_F(SafetensorsTest, FileShrunkAfterOpenIsIoErrorNamingFileAndTensor) {
+    const auto ts = sampleTensors();
+    writeSafetensors(path, ts);
+    auto f = SafetensorsFile::open(path);
+    ASSERT_TRUE(f);
+    // Another process truncates the file under us: the short read must become an Io error.
+    std::filesystem::resize_file(path, f.value()->dataOffset() + 20);
+    const coli::TensorInfo* d = f.value()->find("d.i32");
+    char buf[8];
+    EXPECT_TRUE(hasError(f.value()->readRaw(*d, 0, 8, buf), ErrorCode::Io,
+                         {path, "'d.i32'", "end of file"}));
+}

@@ -121,7 +121,9 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::fromJson(const std::string& json,
         const AddedToken& t = im.added[i];
         im.addedById.emplace(t.id, i);
         im.idLimit = std::max(im.idLimit, t.id + 1);
-        if (t.normalized && !im.normalizer.isIdentity())
+        // As added_vocabulary.rs: normalized tokens are looked for in the second pass, spelled
+        // as the normalizer writes them.
+        if (t.normalized)
             im.normMatcher.add(im.normalizer.apply(t.content), static_cast<int>(i));
         else
             im.rawMatcher.add(t.content, static_cast<int>(i));

@@ -20,7 +20,7 @@ struct Tokenizer::Impl {
     std::unique_ptr<BpeModel> model;
     std::vector<AddedToken> added;
     std::unordered_map<int32_t, size_t> addedById; // id -> index into added
-    AddedTokenMatcher rawMatcher;                  // normalized=false tokens (or no normalizer)
+    AddedTokenMatcher rawMatcher;  // normalized=false tokens, matched in the raw text
     AddedTokenMatcher normMatcher; // normalized=true tokens, matched after normalization
     Normalizer normalizer;
     PreTokenizer preTokenizer;

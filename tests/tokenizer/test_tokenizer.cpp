@@ -166,6 +166,22 @@ TEST(ByteLevelBpe, AddedTokensWithStripFlags) {
     EXPECT_EQ(tok->encode("hello", true), (Ids{259}));          // ByteLevel adds nothing
 }
 
+TEST(ByteLevelBpe, SingleWordAddedToken) {
+    json j = byteLevelJson();
+    j["added_tokens"].push_back({{"id", 303},
+                                 {"content", "cat"},
+                                 {"special", false},
+                                 {"single_word", true},
+                                 {"normalized", false}});
+    auto tok = load(j);
+    ASSERT_TRUE(tok);
+    EXPECT_EQ(tok->encode("a cat"), (Ids{'a', ' ', 303}));
+    EXPECT_EQ(tok->encode("cat."), (Ids{303, '.'}));
+    // Inside a word it is ordinary text (no merges for these letters: one id per byte).
+    EXPECT_EQ(tok->encode("concat"), (Ids{'c', 'o', 'n', 'c', 'a', 't'}));
+    EXPECT_EQ(tok->encode("cats"), (Ids{'c', 'a', 't', 's'}));
+}
+
 TEST(ByteLevelBpe, NfcNormalizer) {
     auto tok = load(byteLevelJson());
     ASSERT_TRUE(tok);

@@ -24,6 +24,8 @@ QVariant ChatModel::data(const QModelIndex& index, int role) const {
         return m.ttft;
     case TokensRole:
         return m.tokens;
+    case StopReasonRole:
+        return m.stopReason;
     case StreamingRole:
         return m.streaming;
     case ErrorRole:
@@ -34,8 +36,13 @@ QVariant ChatModel::data(const QModelIndex& index, int role) const {
 }
 
 QHash<int, QByteArray> ChatModel::roleNames() const {
-    return {{RoleRole, "role"},  {TextRole, "text"},     {TokensPerSecondRole, "tokensPerSecond"},
-            {TtftRole, "ttft"},  {TokensRole, "tokens"}, {StreamingRole, "streaming"},
+    return {{RoleRole, "role"},
+            {TextRole, "text"},
+            {TokensPerSecondRole, "tokensPerSecond"},
+            {TtftRole, "ttft"},
+            {TokensRole, "tokens"},
+            {StreamingRole, "streaming"},
+            {StopReasonRole, "stopReason"},
             {ErrorRole, "error"}};
 }
 
@@ -70,14 +77,16 @@ void ChatModel::setLiveRate(int row, double tokensPerSecond) {
     changed(row, {TokensPerSecondRole});
 }
 
-void ChatModel::finish(int row, int tokens, double tokensPerSecond, double ttftSeconds) {
+void ChatModel::finish(int row, int tokens, double tokensPerSecond, double ttftSeconds,
+                       const QString& stopReason) {
     if (row < 0 || row >= m_rows.size()) return;
     Message& m = m_rows[row];
     m.tokens = tokens;
     m.tokensPerSecond = tokensPerSecond;
     m.ttft = ttftSeconds;
     m.streaming = false;
-    changed(row, {TokensRole, TokensPerSecondRole, TtftRole, StreamingRole});
+    m.stopReason = stopReason;
+    changed(row, {TokensRole, TokensPerSecondRole, TtftRole, StreamingRole, StopReasonRole});
 }
 
 void ChatModel::fail(int row, const QString& error) {

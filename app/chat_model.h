@@ -2,7 +2,8 @@
 // The conversation shown in the chat view: one row per message (threading contract rule 5: it
 // changes only on the GUI thread, and streamed text is appended once per ring drain).
 // Roles: role ("user"/"assistant"/"system"), text, tokensPerSecond, ttft (seconds), tokens
-// (generated tokens of an answer), streaming (bool), error (string, empty when none).
+// (generated tokens of an answer), streaming (bool), error (string, empty when none), stopReason
+// (why an answer ended, as stopReasonName() spells it; empty while streaming).
 // Thread-safety: GUI thread only (QObject affinity).
 #include <QAbstractListModel>
 #include <QString>
@@ -27,6 +28,7 @@ public:
         TokensRole,
         StreamingRole,
         ErrorRole,
+        StopReasonRole,
     };
     Q_ENUM(Role)
 
@@ -38,6 +40,7 @@ public:
         int tokens = 0;
         bool streaming = false;
         QString error;
+        QString stopReason; // why an answer ended: "eos", "max tokens", "cancelled", ...
     };
 
     explicit ChatModel(QObject* parent = nullptr);
@@ -56,7 +59,8 @@ public:
     // Live tok/s while streaming (from the telemetry snapshot).
     void setLiveRate(int row, double tokensPerSecond);
     // Ends streaming with the final statistics.
-    void finish(int row, int tokens, double tokensPerSecond, double ttftSeconds);
+    void finish(int row, int tokens, double tokensPerSecond, double ttftSeconds,
+                const QString& stopReason = {});
     // Ends streaming with an error (the text streamed so far stays).
     void fail(int row, const QString& error);
     void clear();

@@ -127,7 +127,12 @@ void EngineController::drainEvents() {
             flush();
             if (ev.id == m_turnId && m_turnRow >= 0) {
                 const GenerateStats& s = ev.stats;
-                m_chat.finish(m_turnRow, s.generatedTokens, s.decodeTokensPerSecond, s.ttftSeconds);
+                m_chat.finish(m_turnRow, s.generatedTokens, s.decodeTokensPerSecond, s.ttftSeconds,
+                              QString::fromLatin1(stopReasonName(s.stopReason)));
+                if (s.stopReason == StopReason::ContextFull)
+                    setError(tr("The conversation filled the model's context (%1 tokens): start a "
+                                "new chat to continue.")
+                                 .arg(s.promptTokens + s.generatedTokens));
                 const int row = m_turnRow;
                 endTurn();
                 emit answerFinished(row);

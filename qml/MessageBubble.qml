@@ -15,6 +15,7 @@ Item {
     required property int tokens
     required property bool streaming
     required property string error
+    required property string stopReason
 
     readonly property bool isUser: role === "user"
     readonly property real maxBubbleWidth: Math.max(200, width * 0.78)
@@ -26,9 +27,11 @@ Item {
             return tokensPerSecond > 0 ? qsTr("%1 tok/s…").arg(tokensPerSecond.toFixed(1))
                                        : qsTr("thinking…")
         if (tokens <= 0)
-            return ""
-        return qsTr("%1 tokens · %2 tok/s · TTFT %3 s").arg(tokens)
-                 .arg(tokensPerSecond.toFixed(1)).arg(ttft.toFixed(2))
+            return stopReason === "cancelled" ? qsTr("stopped") : ""
+        const line = qsTr("%1 tokens · %2 tok/s · TTFT %3 s").arg(tokens)
+                       .arg(tokensPerSecond.toFixed(1)).arg(ttft.toFixed(2))
+        return stopReason === "cancelled" ? line + qsTr(" · stopped")
+             : stopReason === "context full" ? line + qsTr(" · context full") : line
     }
 
     ColumnLayout {

@@ -20,6 +20,7 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
 #include <QTimer>
 
 #include <memory>
@@ -41,9 +42,11 @@ struct App {
     std::unique_ptr<QQmlApplicationEngine> engine;
     QQuickWindow* window = nullptr;
 
-    explicit App(const GenerateParams& params = {}, const SamplingOverrides& s = {}) {
+    explicit App(const GenerateParams& params = {}, const SamplingOverrides& s = {},
+                 size_t ringCapacity = WorkerOptions{}.ringCapacity) {
         WorkerOptions wo;
         wo.threads = defaultEngineThreads(); // as main() does
+        wo.ringCapacity = ringCapacity;
         controller = std::make_unique<EngineController>(wo);
         controller->setGenerateParams(params, s);
         engine = std::make_unique<QQmlApplicationEngine>();
@@ -86,11 +89,14 @@ class TstAppGui : public QObject {
 private slots:
     void initTestCase();
     void chatAnswerMatchesCli();
+    void smallRingLosesNothing();
+    void stopKeepsTextAndAllowsNextTurn();
     void badModelDirShowsErrorInWindow();
     void quitMidAnswerIsPrompt();
 
 private:
     QTemporaryDir m_config;
+    QString m_expected; // coli generate's text for kPrompt with the sampling below
 };
 
 void TstAppGui::initTestCase() {
@@ -100,9 +106,13 @@ void TstAppGui::initTestCase() {
              "the coli CLI is not built: " COLI_CLI_PATH);
 }
 
-void TstAppGui::chatAnswerMatchesCli() {
+static GenerateParams testParams() {
     GenerateParams params;
     params.maxNewTokens = kMaxTokens;
+    return params;
+}
+
+static SamplingOverrides testSampling() {
     SamplingOverrides s;
     s.temperature = kTemp;
     s.topK = kTopK;
@@ -110,7 +120,11 @@ void TstAppGui::chatAnswerMatchesCli() {
     s.minP = kMinP;
     s.repeatPenalty = 1.0f;
     s.seed = kSeed;
-    App app(params, s);
+    return s;
+}
+
+void TstAppGui::chatAnswerMatchesCli() {
+    App app(testParams(), testSampling());
     QVERIFY(app.window);
     app.window->resize(1000, 720);
     app.window->show();
@@ -169,6 +183,7 @@ void TstAppGui::chatAnswerMatchesCli() {
     const QString expected = QString::fromUtf8(cli.readAllStandardOutput());
     QVERIFY2(!expected.isEmpty(), "coli printed no text: pick another seed/prompt");
     QCOMPARE(answer.text, expected);
+    m_expected = expected;
 
     // A second turn re-renders the whole conversation (KV prefix reuse in the session).
     QVERIFY(c.send(QStringLiteral("And their wings?")));
@@ -197,6 +212,61 @@ void TstAppGui::chatAnswerMatchesCli() {
     QVERIFY2(distinctColours(img, px) > 4, "the answer area is uniform: no text drawn");
 }
 
+// Backpressure: a 2-slot ring and a GUI thread that does not drain for a while. The engine thread
+// must wait for room, never drop a piece: the answer still equals the CLI's.
+void TstAppGui::smallRingLosesNothing() {
+    if (m_expected.isEmpty()) QSKIP("needs chatAnswerMatchesCli's CLI text (it failed)");
+    App app(testParams(), testSampling(), /*ringCapacity=*/2);
+    QVERIFY(app.window);
+    EngineController& c = *app.controller;
+    c.loadModel(kModel);
+    QTRY_COMPARE_WITH_TIMEOUT(c.loadState(), QStringLiteral("ready"), 120000);
+    QSignalSpy finished(&c, &EngineController::answerFinished);
+    QVERIFY(c.send(kPrompt));
+    QThread::msleep(300); // the GUI thread is busy: the ring fills, the engine waits
+    QVERIFY(c.generating());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+    QCOMPARE(c.chatModel()->at(1).text, m_expected);
+    QCOMPARE(c.chatModel()->at(1).tokens, kMaxTokens);
+}
+
+// Stop mid-answer: the text so far stays, the answer is marked stopped, the next turn works.
+void TstAppGui::stopKeepsTextAndAllowsNextTurn() {
+    GenerateParams params;
+    params.maxNewTokens = 20000;
+    params.ignoreEos = true;
+    App app(params);
+    QVERIFY(app.window);
+    app.window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(app.window));
+    EngineController& c = *app.controller;
+    c.loadModel(kModel);
+    QTRY_COMPARE_WITH_TIMEOUT(c.loadState(), QStringLiteral("ready"), 120000);
+    QSignalSpy finished(&c, &EngineController::answerFinished);
+    QVERIFY(c.send(kPrompt));
+    QTRY_VERIFY_WITH_TIMEOUT(!c.chatModel()->at(1).text.isEmpty(), 60000);
+    auto* sendButton = app.find("sendButton");
+    QVERIFY(sendButton);
+    QCOMPARE(sendButton->property("text").toString(), QStringLiteral("Stop"));
+    QVERIFY(QMetaObject::invokeMethod(sendButton, "clicked")); // as a click does
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 5000);
+    const ChatModel::Message stopped = c.chatModel()->at(1);
+    QCOMPARE(stopped.stopReason, QStringLiteral("cancelled"));
+    QVERIFY(!stopped.text.isEmpty());
+    QVERIFY(stopped.tokens > 0 && stopped.tokens < 20000);
+    QVERIFY(stopped.error.isEmpty());
+    QVERIFY(!c.generating());
+    // A next turn runs (and stops) normally.
+    QVERIFY(c.send(QStringLiteral("Go on.")));
+    QTRY_VERIFY_WITH_TIMEOUT(!c.chatModel()->at(3).text.isEmpty(), 60000);
+    c.stop();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 5000);
+    QCOMPARE(c.chatModel()->rowCount(), 4);
+    // New chat clears the conversation.
+    c.newChat();
+    QCOMPARE(c.chatModel()->rowCount(), 0);
+}
+
 void TstAppGui::badModelDirShowsErrorInWindow() {
     App app;
     QVERIFY(app.window);
@@ -213,6 +283,10 @@ void TstAppGui::badModelDirShowsErrorInWindow() {
     auto* text = app.find("errorText");
     QVERIFY(text);
     QVERIFY(text->property("text").toString().contains(bad));
+    QTest::qWait(100);
+    const QImage img = app.window->grabWindow();
+    QVERIFY(QDir().mkpath(QStringLiteral(COLI_BINARY_DIR "/screenshots")));
+    QVERIFY(img.save(QStringLiteral(COLI_BINARY_DIR "/screenshots/error.png")));
     // Sending is refused while no model is ready.
     QVERIFY(!app.controller->send(QStringLiteral("hello")));
     QCOMPARE(app.controller->chatModel()->rowCount(), 0);

@@ -28,6 +28,7 @@ void TstChatModel::roleNames() {
     QCOMPARE(names.value(ChatModel::StreamingRole), QByteArray("streaming"));
     QCOMPARE(names.value(ChatModel::ErrorRole), QByteArray("error"));
     QCOMPARE(names.value(ChatModel::TokensRole), QByteArray("tokens"));
+    QCOMPARE(names.value(ChatModel::StopReasonRole), QByteArray("stopReason"));
     // Distinct names, so QML delegates can bind each.
     QCOMPARE(QSet<QByteArray>(names.begin(), names.end()).size(), names.size());
 }
@@ -52,7 +53,8 @@ void TstChatModel::appendsAndStreaming() {
     m.setLiveRate(row, 12.5);
     QCOMPARE(m.data(i, ChatModel::TokensPerSecondRole).toDouble(), 12.5);
 
-    m.finish(row, 7, 20.0, 0.25);
+    m.finish(row, 7, 20.0, 0.25, "eos");
+    QCOMPARE(m.data(i, ChatModel::StopReasonRole).toString(), QString("eos"));
     QCOMPARE(m.data(i, ChatModel::StreamingRole).toBool(), false);
     QCOMPARE(m.data(i, ChatModel::TokensRole).toInt(), 7);
     QCOMPARE(m.data(i, ChatModel::TokensPerSecondRole).toDouble(), 20.0);

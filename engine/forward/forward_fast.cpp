@@ -179,7 +179,7 @@ private:
             for (int h = 0; h < c.nHeads; ++h) {
                 const int pos = pos0 + t, kvh = h / group;
                 const int first = c.slidingWindow > 0 ? std::max(0, pos - c.slidingWindow + 1) : 0;
-                float* scores = ws.scores.data() + size_t(threadId()) * c.maxPositions;
+                float* scores = ws.scores.data() + size_t(threadId()) * ws.scoreTokens;
                 const float* q = ws.q.data() + size_t(t) * qDim + h * hd;
                 for (int j = first; j <= pos; ++j)
                     scores[j - first] = dotFast(q, K + size_t(j) * kvDim + kvh * hd, hd) * scale;
@@ -305,7 +305,14 @@ void FastWorkspace::allocate(const ModelConfig& c, int threads) {
     sharedGate.assign(C, 0);
     cosSin.assign(C * c.headDim, 0);
     scoreThreads = std::max(threads, 1);
-    scores.assign(size_t(scoreThreads) * c.maxPositions, 0);
+    scoreTokens = 0;
+    reserveScores(std::min(c.maxPositions, 64), c.maxPositions);
+}
+
+void FastWorkspace::reserveScores(int tokens, int maxTokens) {
+    if (tokens <= scoreTokens) return;
+    scoreTokens = std::min(maxTokens, std::max(tokens, 2 * scoreTokens));
+    scores.assign(size_t(scoreThreads) * scoreTokens, 0);
 }
 
 void forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,

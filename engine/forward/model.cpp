@@ -140,6 +140,7 @@ Status Model::forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<
     if (!KVCacheAccess::reserve(kv, c.nLayers, c.nKvHeads * c.headDim, int(end), c.maxPositions))
         return {ErrorCode::InvalidArgument,
                 "forward: the KV cache holds tokens of a model with other dimensions"};
+    m_impl->ws.reserveScores(int(end), c.maxPositions);
     if (m_impl->path == ForwardPath::Reference) {
         forwardReference(*m_impl, tokens, kv, logits, allLogits);
     } else {

@@ -21,10 +21,14 @@ struct FastWorkspace {
     std::vector<int> expertTokens, expertCount; // [n_experts, kChunk * top_k], [n_experts]
     std::vector<float> gather, g, u, y;         // [kChunk*top_k, d_model | ffn | ffn | d_model]
     std::vector<float> mlpOut, sharedGate;      // [kChunk, d_model], [kChunk]
-    std::vector<float> scores;                  // [threads, max_positions]
-    std::vector<float> cosSin;                  // [kChunk, head_dim] (cos then sin halves)
+    std::vector<float> scores; // [scoreThreads, scoreTokens] attention scores, one row per thread
+    std::vector<float> cosSin; // [kChunk, head_dim] (cos then sin halves)
     int scoreThreads = 0;
+    int scoreTokens = 0; // grows (outside the loops) with the longest context seen, up to
+                         // max_position_embeddings
     void allocate(const ModelConfig& c, int threads);
+    // Makes the score rows hold `tokens` keys (called by forward() before computing).
+    void reserveScores(int tokens, int maxTokens);
 };
 
 struct ModelImpl {

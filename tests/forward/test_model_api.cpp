@@ -224,6 +224,30 @@ TEST(ModelApi, PackedExpertsMatchGolden) {
     }
 }
 
+// The attention scratch starts at 64 keys and grows (outside the loops) with the context, token by
+// token here (64 -> 128 -> 256 -> 512); Fast still matches Reference at every step's end.
+TEST(ModelApi, GrowingContextFastMatchesReference) {
+    REQUIRE_FIXTURE("qwen2moe");
+    auto model = loadOk("qwen2moe");
+    ASSERT_TRUE(model);
+    std::vector<int32_t> seq;
+    for (int i = 0; i < 300; ++i)
+        seq.push_back((i * 31 + 7) % model->config().vocabSize);
+    std::vector<float> fast, ref;
+    KVCache a, b;
+    model->setPath(ForwardPath::Fast);
+    for (int32_t t : seq)
+        ASSERT_TRUE(model->forward(std::span<const int32_t>(&t, 1), a, fast).isOk());
+    model->setPath(ForwardPath::Reference);
+    ASSERT_TRUE(model->forward(seq, b, ref).isOk());
+    ASSERT_EQ(fast.size(), ref.size());
+    double scale = 0;
+    for (float r : ref)
+        scale = std::max(scale, double(std::abs(r)));
+    EXPECT_LE(test::maxAbsDiff(fast.data(), ref.data(), int(ref.size())), 1e-5 * scale);
+    EXPECT_EQ(a.size(), 300);
+}
+
 TEST(ModelApi, SummaryOfGraniteFixture) {
     REQUIRE_FIXTURE("granitemoe");
     auto model = loadOk("granitemoe");

@@ -8,6 +8,9 @@
 #include <QQuickWindow>
 #include <QSettings>
 
+#include <QTimer>
+
+#include <csignal>
 #include <cstdio>
 
 #ifndef COLI_DEFAULT_MODEL_DIR
@@ -18,6 +21,15 @@
 #endif
 
 using namespace coli::app;
+
+namespace {
+// Ctrl+C / SIGTERM from a terminal quit through the normal path (cancel the answer, join the
+// engine thread). The handler only sets a flag (async-signal-safe); a timer polls it.
+volatile std::sig_atomic_t g_quitSignal = 0;
+extern "C" void onQuitSignal(int) {
+    g_quitSignal = 1;
+}
+} // namespace
 
 int main(int argc, char* argv[]) {
     QStringList args;
@@ -68,5 +80,13 @@ int main(int argc, char* argv[]) {
         return kExitQml;
     }
     if (!modelDir.isEmpty()) controller.loadModel(modelDir);
+
+    std::signal(SIGINT, onQuitSignal);
+    std::signal(SIGTERM, onQuitSignal);
+    QTimer signalPoll;
+    QObject::connect(&signalPoll, &QTimer::timeout, &app, [] {
+        if (g_quitSignal) QCoreApplication::quit();
+    });
+    signalPoll.start(100);
     return app.exec();
 }

@@ -71,8 +71,8 @@ cmd_run() {
        Run this from a desktop session, or on a headless machine:  xvfb-run -a tools/setup.sh run
        The command-line tool works without a display:  $BUILD/cli/coli --help"
     fi
-    log "launching $BUILD/app/colibri"
-    exec "$BUILD/app/colibri" "${@}"
+    log "launching $BUILD/bin/colibri"
+    exec "$BUILD/bin/colibri" "${@}"
 }
 
 cmd_test() {

@@ -78,6 +78,8 @@ cmd_run() {
 cmd_test() {
     install_packages
     local start=$SECONDS
+    # Tests run two at a time on 2 cores: spinning OpenMP workers would steal the other test's core.
+    export OMP_WAIT_POLICY=PASSIVE
     configure_and_build "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCOLI_BUILD_APP=ON --
     log "running the test suite (Release)"
     local rc=0

@@ -56,6 +56,8 @@ const std::string& requireString(const Value& v, const std::string& what) {
 }
 
 int64_t requireInt(const Value& v, const std::string& what) {
+    // Python operators on jinja2's Undefined raise UndefinedError.
+    if (v.isUndefined()) undefinedError(v, what);
     if (!v.isInt() && !v.isBool())
         typeError(what + " must be an integer, not '" + std::string(v.typeName()) + "'");
     return v.asInt();
@@ -306,10 +308,10 @@ ValueList dictItems(const ValueDict& d) {
 Value dictMethod(const std::shared_ptr<ValueDict>& d, const std::string& name) {
     if (name == "items" || name == "keys" || name == "values") {
         return Value(method("dict." + name, [d, name](const CallArgs&) {
-            if (name == "items") return Value(dictItems(*d));
+            if (name == "items") return Value::dictView("dict_items", dictItems(*d));
             ValueList out;
             for (const auto& [k, v] : d->items) out.push_back(name == "keys" ? Value(k) : v);
-            return Value(out);
+            return Value::dictView(name == "keys" ? "dict_keys" : "dict_values", std::move(out));
         }));
     }
     if (name == "get") {
@@ -326,6 +328,7 @@ Value dictMethod(const std::shared_ptr<ValueDict>& d, const std::string& name) {
 }
 
 int64_t toIntOr(const Value& v, int64_t dflt) {
+    if (v.isUndefined()) undefinedError(v, "int filter"); // int(Undefined) raises in jinja2
     if (v.isInt() || v.isBool()) return v.asInt();
     if (v.isFloat()) return std::isfinite(v.asDouble()) ? int64_t(v.asDouble()) : dflt;
     if (v.isString()) {
@@ -342,6 +345,7 @@ int64_t toIntOr(const Value& v, int64_t dflt) {
 }
 
 double toFloatOr(const Value& v, double dflt) {
+    if (v.isUndefined()) undefinedError(v, "float filter");
     if (v.isNumber()) return v.asDouble();
     if (v.isString()) {
         std::string s = stripChars(v.asString(), nullptr, true, true);
@@ -487,6 +491,8 @@ bool contains(const Value& container, const Value& item) {
         return false;
     case Value::Kind::Dict:
         if (container.asDict()->isNamespace) break;
+        if ((item.isList() && !item.isTuple()) || item.isDict())
+            typeError(std::string("unhashable type: '") + item.typeName() + "'");
         return item.isString() && container.asDict()->find(item.asString()) != nullptr;
     default: break;
     }
@@ -559,10 +565,13 @@ Value getItem(const Value& obj, const Value& index) {
 
 Value getSlice(const Value& obj, const Value* start, const Value* stop, const Value* step) {
     if (obj.isUndefined()) undefinedError(obj, "slice");
+    // jinja2 compiles slices to a plain Python subscript (no getitem fallback): a TypeError.
     if ((!obj.isList() && !obj.isString()) || obj.isGenerator())
-        return Value::undefined(std::string(obj.typeName()) + " object cannot be sliced");
+        typeError(std::string("'") + obj.typeName() + "' object is not subscriptable");
     auto opt = [](const Value* v) -> std::optional<int64_t> {
         if (!v || v->isNone()) return std::nullopt;
+        if (v->isUndefined()) // Python: TypeError, slice() does not touch Undefined's operators
+            typeError("slice indices must be integers or None");
         return requireInt(*v, "slice index");
     };
     int64_t st = opt(step).value_or(1);
@@ -596,7 +605,7 @@ Value getSlice(const Value& obj, const Value* start, const Value* stop, const Va
         if (obj.isList()) items.push_back(obj.asList()[size_t(i)]);
         else chars += cps[size_t(i)];
     }
-    if (obj.isList()) return Value(items);
+    if (obj.isList()) return obj.isTuple() ? Value::tuple(std::move(items)) : Value(std::move(items));
     return Value(utf8Encode(chars));
 }
 
@@ -663,11 +672,11 @@ Value applyFilter(const std::string& name, const Value& input, const CallArgs& a
         return Value(replaceString(toStr(input), toStr(a.args[0]), toStr(a.args[1]),
                                    count && !count->isNone() ? requireInt(*count, "count") : -1));
     }
-    if (name == "items") {
-        if (input.isUndefined()) return Value(ValueList{});
+    if (name == "items") { // a generator in jinja2 3.1 (do_items yields the pairs)
+        if (input.isUndefined()) return Value::generator({});
         if (!input.isDict() || input.asDict()->isNamespace)
             typeError("items filter: can only get item pairs from a mapping");
-        return Value(dictItems(*input.asDict()));
+        return Value::generator(dictItems(*input.asDict()));
     }
     if (name == "list") return Value(iterate(input));
     if (name == "select" || name == "reject") return selectOrReject(input, a, name == "select", false);
@@ -679,18 +688,24 @@ Value applyFilter(const std::string& name, const Value& input, const CallArgs& a
         return Value(toFloatOr(input, toFloatOr(a.get(0, "default").value_or(0.0), 0.0)));
     if (name == "abs") {
         if (input.isFloat()) return Value(std::fabs(input.asDouble()));
+        if (!input.isNumber())
+            typeError(std::string("bad operand type for abs(): '") + input.typeName() + "'");
         int64_t i = requireInt(input, "abs() argument");
         return Value(i < 0 ? -i : i);
     }
     if (name == "reverse") {
+        // jinja2: value[::-1] for strings, else reversed(value) (an iterator), else a list.
         if (input.isString()) {
             std::u32string cps = utf8Decode(input.asString());
             std::reverse(cps.begin(), cps.end());
             return Value(utf8Encode(cps));
         }
+        if (!input.isList() && !input.isDict() && !input.isUndefined())
+            typeError("reverse filter: argument must be iterable");
+        bool lazy = !input.isGenerator();
         ValueList items = iterate(input);
         std::reverse(items.begin(), items.end());
-        return Value(items);
+        return lazy ? Value::generator(std::move(items)) : Value(std::move(items));
     }
     fail(ErrorCode::Unsupported, "filter '" + name + "'");
 }
@@ -714,16 +729,27 @@ bool applyTest(const std::string& name, const Value& v, const std::vector<Value>
     if (name == "iterable" || name == "sequence")
         return v.isUndefined() || v.isString() || v.isList() ||
                (v.isDict() && !v.asDict()->isNamespace);
-    if (name == "callable") return v.isCallable();
-    if (name == "odd" || name == "even") {
-        int64_t i = requireInt(v, "odd/even test value");
-        bool odd = (i % 2) != 0;
-        return name == "odd" ? odd : !odd;
-    }
-    if (name == "divisibleby") {
-        int64_t d = requireInt(arg(), "divisibleby argument");
-        if (d == 0) fail(ErrorCode::Malformed, "divisibleby 0");
-        return requireInt(v, "divisibleby value") % d == 0;
+    if (name == "callable") return v.isCallable() || v.isUndefined(); // Undefined has __call__
+    if (name == "odd" || name == "even" || name == "divisibleby") {
+        // jinja2: value % 2 == 1, value % 2 == 0, value % num == 0 (Python modulo, floats too).
+        const Value& d = name == "divisibleby" ? arg() : Value(int64_t(2));
+        if (v.isUndefined()) undefinedError(v, "test '" + name + "'");
+        if (d.isUndefined()) undefinedError(d, "test '" + name + "'");
+        if (!v.isNumber() || !d.isNumber())
+            typeError("test '" + name + "' needs numbers, got '" + std::string(v.typeName()) +
+                      "' and '" + d.typeName() + "'");
+        if (d.asDouble() == 0.0) fail(ErrorCode::Malformed, "integer division or modulo by zero");
+        double m;
+        if (v.isFloat() || d.isFloat()) {
+            m = std::fmod(v.asDouble(), d.asDouble());
+            if (m != 0 && ((m < 0) != (d.asDouble() < 0))) m += d.asDouble();
+        } else {
+            int64_t r = v.asInt() % d.asInt();
+            if (r != 0 && ((r < 0) != (d.asInt() < 0))) r += d.asInt();
+            m = double(r);
+        }
+        if (name == "odd") return m == 1.0;
+        return m == 0.0;
     }
     if (name == "eq" || name == "equalto" || name == "==") return equals(v, arg());
     if (name == "ne" || name == "!=") return !equals(v, arg());
@@ -764,6 +790,9 @@ Value makeGlobalFunction(const std::string& name) {
         return Value(method("range", [](const CallArgs& a) {
             if (a.args.empty() || a.args.size() > 3 || !a.kwargs.empty())
                 typeError("range expected 1 to 3 integer arguments");
+            for (const Value& v : a.args) {
+                if (v.isUndefined()) typeError("range() arguments must be integers");
+            }
             int64_t start = 0, stop, step = 1;
             if (a.args.size() == 1) {
                 stop = requireInt(a.args[0], "range() argument");

@@ -22,7 +22,8 @@ bool applyTest(const std::string& name, const Value& input, const std::vector<Va
 Value getAttribute(const Value& obj, const std::string& name);
 // obj[index]: list/str index (negative from the end), dict key; Undefined when missing.
 Value getItem(const Value& obj, const Value& index);
-// obj[start:stop:step] with Python semantics (null Values mean omitted).
+// obj[start:stop:step] with Python semantics (null Values mean omitted); other types than
+// list/tuple/str are a TypeError (Malformed), as jinja2 compiles slices to plain subscripts.
 Value getSlice(const Value& obj, const Value* start, const Value* stop, const Value* step);
 
 // The `in` operator: substring, list membership, dict key.

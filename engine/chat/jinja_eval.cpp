@@ -40,6 +40,8 @@ std::string repeat(const std::string& s, int64_t n) {
 }
 
 Value binaryOp(const std::string& op, const Value& a, const Value& b) {
+    if (op == "%" && a.isString())
+        fail(ErrorCode::Unsupported, "printf-style string formatting ('...' % x)");
     if (a.isUndefined()) undefinedOperand(a, op);
     if (b.isUndefined()) undefinedOperand(b, op);
     bool nums = a.isNumber() && b.isNumber();
@@ -80,11 +82,16 @@ Value binaryOp(const std::string& op, const Value& a, const Value& b) {
         if (nums) return Value(a.asDouble() * b.asDouble());
         if (a.isString() && (b.isInt() || b.isBool())) return Value(repeat(a.asString(), b.asInt()));
         if (b.isString() && (a.isInt() || a.isBool())) return Value(repeat(b.asString(), a.asInt()));
-        if (a.isList() && (b.isInt() || b.isBool())) {
+        if ((a.isList() && (b.isInt() || b.isBool())) || (b.isList() && (a.isInt() || a.isBool()))) {
+            const Value& list = a.isList() ? a : b;
+            int64_t times = a.isList() ? b.asInt() : a.asInt();
+            if (list.isGenerator()) badOperands(op, a, b);
+            if (times > 0 && list.asList().size() * size_t(times) > 1000000)
+                fail(ErrorCode::InvalidArgument, "list repetition over a million items");
             ValueList l;
-            for (int64_t i = 0; i < b.asInt() && i < 100000; ++i)
-                l.insert(l.end(), a.asList().begin(), a.asList().end());
-            return Value(l);
+            for (int64_t i = 0; i < times; ++i)
+                l.insert(l.end(), list.asList().begin(), list.asList().end());
+            return list.isTuple() ? Value::tuple(std::move(l)) : Value(std::move(l));
         }
         badOperands(op, a, b);
     }
@@ -112,6 +119,7 @@ Value binaryOp(const std::string& op, const Value& a, const Value& b) {
         double x = a.asDouble(), y = b.asDouble();
         double m = std::fmod(x, y);
         if (m != 0 && ((m < 0) != (y < 0))) m += y;
+        if (m == 0) m = std::copysign(0.0, y); // CPython float_rem: zero takes the divisor's sign
         if (op == "%") return Value(m);
         return Value(std::floor(x / y));
     }
@@ -125,7 +133,14 @@ Value binaryOp(const std::string& op, const Value& a, const Value& b) {
             }
             return Value(r);
         }
-        return Value(std::pow(a.asDouble(), b.asDouble()));
+        double x = a.asDouble(), y = b.asDouble();
+        if (x == 0.0 && y < 0) fail(ErrorCode::Malformed, "0.0 cannot be raised to a negative power");
+        if (x < 0 && y != std::floor(y))
+            fail(ErrorCode::Unsupported, "fractional power of a negative number (complex result)");
+        double r = std::pow(x, y);
+        if (std::isinf(r) && std::isfinite(x) && std::isfinite(y))
+            fail(ErrorCode::Malformed, "numerical result out of range (float overflow)");
+        return Value(r);
     }
     badOperands(op, a, b);
 }
@@ -371,7 +386,11 @@ private:
             return Value(d);
         }
         case ExprKind::GetAttr: return getAttribute(eval(*e.children[0]), e.name);
-        case ExprKind::GetItem: return getItem(eval(*e.children[0]), eval(*e.children[1]));
+        case ExprKind::GetItem: { // operands in Python's order: object, then index
+            Value obj = eval(*e.children[0]);
+            Value index = eval(*e.children[1]);
+            return getItem(obj, index);
+        }
         case ExprKind::Slice: {
             Value obj = eval(*e.children[0]);
             Value parts[3];
@@ -422,8 +441,11 @@ private:
             }
             return Value(v.asInt());
         }
-        case ExprKind::Binary:
-            return binaryOp(e.name, eval(*e.children[0]), eval(*e.children[1]));
+        case ExprKind::Binary: {
+            Value left = eval(*e.children[0]); // left first, as Python
+            Value right = eval(*e.children[1]);
+            return binaryOp(e.name, left, right);
+        }
         case ExprKind::Compare: {
             Value left = eval(*e.children[0]);
             for (size_t i = 0; i < e.ops.size(); ++i) {

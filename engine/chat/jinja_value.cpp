@@ -29,17 +29,23 @@ void ValueDict::set(const std::string& key, Value v) {
 }
 
 Value::Value(ValueList l)
-    : m_v(std::make_shared<const ListBox>(ListBox{std::move(l), ListBox::Flavor::List})) {}
+    : m_v(std::make_shared<const ListBox>(ListBox{std::move(l), ListBox::Flavor::List, {}})) {}
 
 Value Value::tuple(ValueList l) {
     Value v;
-    v.m_v = std::make_shared<const ListBox>(ListBox{std::move(l), ListBox::Flavor::Tuple});
+    v.m_v = std::make_shared<const ListBox>(ListBox{std::move(l), ListBox::Flavor::Tuple, {}});
+    return v;
+}
+
+Value Value::dictView(const char* view, ValueList l) {
+    Value v;
+    v.m_v = std::make_shared<const ListBox>(ListBox{std::move(l), ListBox::Flavor::List, view});
     return v;
 }
 
 Value Value::generator(ValueList l) {
     Value v;
-    v.m_v = std::make_shared<const ListBox>(ListBox{std::move(l), ListBox::Flavor::Generator});
+    v.m_v = std::make_shared<const ListBox>(ListBox{std::move(l), ListBox::Flavor::Generator, {}});
     return v;
 }
 
@@ -199,7 +205,7 @@ std::string toStr(const Value& v) {
 
 std::string toRepr(const Value& v) {
     switch (v.kind()) {
-    case Value::Kind::Undefined: return "";
+    case Value::Kind::Undefined: return "Undefined"; // repr() of jinja2's Undefined
     case Value::Kind::None: return "None";
     case Value::Kind::Bool: return v.asBool() ? "True" : "False";
     case Value::Kind::Int: return std::to_string(v.asInt());
@@ -217,7 +223,9 @@ std::string toRepr(const Value& v) {
             out += toRepr(item);
         }
         if (v.isTuple() && v.asList().size() == 1) out += ",";
-        return out + (v.isTuple() ? ")" : "]");
+        out += v.isTuple() ? ")" : "]";
+        const std::string& view = std::get<std::shared_ptr<const ListBox>>(v.m_v)->view;
+        return view.empty() ? out : view + "(" + out + ")";
     }
     case Value::Kind::Dict: {
         std::string out = v.asDict()->isNamespace ? "<Namespace {" : "{";
@@ -278,6 +286,15 @@ bool lessThan(const Value& a, const Value& b) {
     }
     if (a.isString() && b.isString()) return a.asString() < b.asString(); // UTF-8 byte order
                                                                           // == code point order
+    if (a.isList() && b.isList() && a.isTuple() == b.isTuple() && !a.isGenerator() &&
+        !b.isGenerator()) { // Python: lexicographic, first unequal pair decides
+        const ValueList& x = a.asList();
+        const ValueList& y = b.asList();
+        for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+            if (!equals(x[i], y[i])) return lessThan(x[i], y[i]);
+        }
+        return x.size() < y.size();
+    }
     if (a.isUndefined() || b.isUndefined()) {
         fail(ErrorCode::InvalidArgument,
              (a.isUndefined() ? a : b).undefinedHint() + " is undefined (in a comparison)");

@@ -75,6 +75,8 @@ public:
     // The lazy result of select/reject/selectattr/rejectattr/map: iterable (and always truthy,
     // like a Python generator) but refused by len(), printing and subscripts, as in jinja2.
     static Value generator(ValueList l);
+    // d.items()/keys()/values(): a list that prints as Python's view, e.g. dict_keys(['a']).
+    static Value dictView(const char* view, ValueList l);
     Value(std::shared_ptr<ValueDict> d) : m_v(std::move(d)) {}
     Value(std::shared_ptr<const Callable> c) : m_v(std::move(c)) {}
     static Value dict(ValueDict d) { return Value(std::make_shared<ValueDict>(std::move(d))); }
@@ -112,6 +114,7 @@ public:
     const char* typeName() const;
 
 private:
+    friend std::string toRepr(const Value& v);
     std::variant<Undefined, None, bool, int64_t, double, std::string,
                  std::shared_ptr<const ListBox>, std::shared_ptr<ValueDict>,
                  std::shared_ptr<const Callable>>
@@ -122,6 +125,7 @@ struct ListBox {
     enum class Flavor { List, Tuple, Generator };
     ValueList items;
     Flavor flavor = Flavor::List;
+    std::string view; // "dict_items"/"dict_keys"/"dict_values": repr() is view([...])
     // A generator can be iterated once (later iterations see nothing), as in Python. Only the
     // render call that created it touches it.
     mutable bool consumed = false;

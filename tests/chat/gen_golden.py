@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Renders the chat templates in tests/chat/templates/ (and the interpreter unit cases below)
 with Python's jinja2 configured exactly as transformers' apply_chat_template configures it, and
 writes the results as golden JSON files that the C++ tests compare against byte for byte.
@@ -19,7 +19,8 @@ Usage:
     gen_golden.py --out DIR --compare REF_DIR
                                          write into DIR, then fail (exit 1) if any file differs
                                          from REF_DIR (CTest uses this so goldens cannot drift)
-Requires Debian's python3-jinja2.
+Requires Debian's python3-jinja2 (run it with /usr/bin/python3; the goldens record the jinja2
+version). Exits 77 (CTest's skip code) when jinja2 cannot be imported.
 """
 import argparse
 import datetime
@@ -27,10 +28,16 @@ import hashlib
 import json
 import os
 import sys
+import warnings
 
-import jinja2
-import jinja2.ext
-import jinja2.sandbox
+try:
+    import jinja2
+    import jinja2.ext
+    import jinja2.sandbox
+except ImportError as exc:  # pragma: no cover
+    print("gen_golden.py: cannot import jinja2 (install Debian's python3-jinja2):", exc,
+          file=sys.stderr)
+    sys.exit(77)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEMPLATE_DIR = os.path.join(HERE, "templates")
@@ -144,9 +151,12 @@ def render(env, source, variables):
         return {"error": "UndefinedError", "message": str(e)}
     except jinja2.exceptions.TemplateSyntaxError as e:
         return {"error": "TemplateSyntaxError", "message": str(e)}
-    except jinja2.exceptions.TemplateError as e:  # raise_exception()
-        return {"error": "TemplateError", "message": str(e)}
-    except (TypeError, ValueError, ZeroDivisionError) as e:
+    except jinja2.exceptions.TemplateError as e:
+        if type(e) is jinja2.exceptions.TemplateError:  # raise_exception()
+            return {"error": "TemplateError", "message": str(e)}
+        # FilterArgumentError, SecurityError...: runtime type errors
+        return {"error": "TypeError", "message": "%s: %s" % (type(e).__name__, e)}
+    except (TypeError, ValueError, ArithmeticError) as e:
         return {"error": "TypeError", "message": "%s: %s" % (type(e).__name__, e)}
 
 
@@ -342,6 +352,140 @@ UNIT_CASES = [
 ]
 
 
+# Random templates stressing whitespace control and scoping, from a fixed seed. Every construct
+# is in the supported subset; jinja2 decides the expected output (or error).
+FUZZ_SEED = 20261201
+FUZZ_COUNT = 400
+EXPR_FUZZ_COUNT = 1000
+FUZZ_TEXT = ["", " ", "  ", "\t", "\n", " \n", "\n  ", "x", "a b", "\n\n", "  y  \n", "é",
+             "\u3000", " \t\n\t ", "z\n   "]
+FUZZ_EXPR = ["1", "'s'", "x", "v", "loop.index", "1 + 2", "'a' ~ v", "[1, 2]|length", "none",
+             "true", "'  pad '|trim", "v ~ 'k'", "x * 2", "'q' if v else 'r'", "[x, v]",
+             "ns.n", "(v or 'd')|upper", "'abc'[x:]", "-x", "x // 2"]
+FUZZ_COND = ["true", "false", "v is defined", "x == 1", "not v", "x is odd", "loop.first",
+             "ns.n > 1", "'a' in 'cat'"]
+
+
+def fuzz_template(rng, depth=0):
+    def ctl(allow_plus):
+        return rng.choice(["", "", "-", "+"] if allow_plus else ["", "", "-"])
+
+    def block(body_text):
+        return "{%" + ctl(True) + " " + body_text + " " + ctl(True) + "%}"
+
+    parts = []
+    for _ in range(rng.randint(1, 5)):
+        parts.append(rng.choice(FUZZ_TEXT))
+        kind = rng.randint(0, 9 if depth < 2 else 4)
+        if kind <= 2:
+            parts.append("{{" + ctl(False) + " " + rng.choice(FUZZ_EXPR) + " " + ctl(False) + "}}")
+        elif kind == 3:
+            parts.append("{#" + ctl(True) + " c " + ctl(True) + "#}")
+        elif kind == 4:
+            parts.append(block("set v = " + rng.choice(FUZZ_EXPR)))
+        elif kind in (5, 6):
+            parts.append(block("if " + rng.choice(FUZZ_COND)))
+            parts.append(fuzz_template(rng, depth + 1))
+            if rng.random() < 0.5:
+                parts.append(block("else"))
+                parts.append(fuzz_template(rng, depth + 1))
+            parts.append(block("endif"))
+        elif kind in (7, 8):
+            seq = rng.choice(["[1, 2, 3]", "range(2)", "[]", "'ab'", "([3, 1] if v else [2])",
+                              "[1, 2, 3]", "range(3)", "[4]"] + (["[3] if v else [2]"]
+                                                                   if rng.random() < 0.1 else []))
+            filt = rng.choice(["", "", " if x != 2"])
+            parts.append(block("for x in " + seq + filt))
+            parts.append(fuzz_template(rng, depth + 1))
+            if rng.random() < 0.3:
+                parts.append(block("set ns.n = ns.n + 1"))
+            if rng.random() < 0.2:
+                parts.append(block(rng.choice(["break", "continue"])))
+            parts.append(block("endfor"))
+        else:
+            parts.append(block("set ns.n = ns.n + x") if rng.random() < 0.5
+                         else block("set x = x + 1"))
+    parts.append(rng.choice(FUZZ_TEXT))
+    return "".join(parts)
+
+
+EXPR_ATOMS = ["0", "1", "2", "3", "-1", "10", "0.5", "2.0", "1e3", "-1.5", "'a'", "'héllo'",
+              "' x '", "''", "'a b c'", "none", "true", "false", "[1, 'a']", "[]", "[3, 1, 2]",
+              "{'k': 'v'}", "u", "n", "s", "l", "d", "(1, 2)"]
+EXPR_POSTFIX_ATOMS = ["'a'", "'héllo'", "' x '", "''", "'a b c'", "[1, 'a']", "[]", "[3, 1, 2]",
+                      "u", "n", "s", "l", "d", "(1, 2)"]
+EXPR_BINOPS = ["+", "-", "*", "/", "//", "%", "**", "~", "==", "!=", "<", ">", "<=", ">=", "in",
+               "not in", "and", "or"]
+EXPR_FILTERS = ["length", "string", "trim", "upper", "lower", "first", "last", "default('z')",
+                "join('-')", "tojson", "list", "reverse|list", "int", "float", "abs", "capitalize",
+                "title", "items|list", "count", "d('w', true)", "replace('a', 'X')"]
+EXPR_TESTS = ["defined", "undefined", "none", "string", "number", "integer", "float", "odd",
+              "even", "mapping", "iterable", "sequence", "boolean", "true", "false",
+              "divisibleby 2", "eq 1", "in [1, 2]", "callable"]
+EXPR_POSTFIX = ["[0]", "[-1]", "[1:]", "[::-1]", ".k", "['k']", ".strip()", ".split()",
+                ".upper()", ".startswith('a')", ".endswith('c')", ".replace('a', 'b')",
+                ".items()", ".get('k')", ".split(' ', 1)", ".lstrip('a')", ".keys()"]
+
+
+def fuzz_expr(rng, depth=0):
+    r = rng.random()
+    if depth >= 3 or r < 0.3:
+        return rng.choice(EXPR_ATOMS)
+    if r < 0.55:
+        op = rng.choice(EXPR_BINOPS)
+        return "(%s %s %s)" % (fuzz_expr(rng, depth + 1), op, fuzz_expr(rng, depth + 1))
+    if r < 0.65:
+        return "%s|%s" % (fuzz_expr(rng, depth + 1), rng.choice(EXPR_FILTERS))
+    if r < 0.72:
+        neg = "not " if rng.random() < 0.3 else ""
+        return "(%s is %s%s)" % (fuzz_expr(rng, depth + 1), neg, rng.choice(EXPR_TESTS))
+    if r < 0.82:
+        # No number/bool/none/dict literals here: jinja2 constant-folds e.g. "1[1:]" through its
+        # lenient getitem (undefined) but runs "n[1:]" as a plain subscript (TypeError).
+        return "%s%s" % (rng.choice(EXPR_POSTFIX_ATOMS), rng.choice(EXPR_POSTFIX))
+    if r < 0.88:
+        return "(%s if %s else %s)" % (fuzz_expr(rng, depth + 1), fuzz_expr(rng, depth + 1),
+                                       fuzz_expr(rng, depth + 1))
+    if r < 0.94:
+        return "(not %s)" % fuzz_expr(rng, depth + 1)
+    return "-%s" % fuzz_expr(rng, depth + 1)
+
+
+def fuzz_expr_goldens(env):
+    import random
+    rng = random.Random(FUZZ_SEED + 1)
+    variables = {"n": 3, "s": "str", "l": [1, "a"], "d": {"k": "v"}}
+    cases = []
+    for i in range(EXPR_FUZZ_COUNT):
+        source = "{{ %s }}" % fuzz_expr(rng)
+        case = {"name": "expr_%03d" % i, "template": source, "variables": variables}
+        case.update(render(env, source, variables))
+        cases.append(case)
+    return {"fuzz_expr_cases.json": {
+        "generator": "tests/chat/gen_golden.py (seed %d)" % (FUZZ_SEED + 1),
+        "jinja2_version": jinja2.__version__,
+        "cases": cases,
+    }}
+
+
+def fuzz_goldens(env):
+    import random
+    rng = random.Random(FUZZ_SEED)
+    cases = []
+    for i in range(FUZZ_COUNT):
+        body = fuzz_template(rng)
+        source = "{% set ns = namespace(n=0) %}" + body
+        variables = {} if i % 4 == 3 else {"x": 1 + i % 3}
+        case = {"name": "fuzz_%03d" % i, "template": source, "variables": variables}
+        case.update(render(env, source, variables))
+        cases.append(case)
+    return {"fuzz_cases.json": {
+        "generator": "tests/chat/gen_golden.py (seed %d)" % FUZZ_SEED,
+        "jinja2_version": jinja2.__version__,
+        "cases": cases,
+    }}
+
+
 def unit_goldens(env):
     cases = []
     for name, source, variables in UNIT_CASES:
@@ -356,6 +500,8 @@ def unit_goldens(env):
 
 
 def main():
+    # Python warns when jinja2 compiles a literal like "1[0]"; the render result is what counts.
+    warnings.simplefilter("ignore", SyntaxWarning)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(HERE, "golden"))
     ap.add_argument("--compare", help="directory with the checked-in goldens to diff against")
@@ -364,6 +510,8 @@ def main():
     files = {}
     files.update(template_goldens(env))
     files.update(unit_goldens(env))
+    files.update(fuzz_goldens(env))
+    files.update(fuzz_expr_goldens(env))
     os.makedirs(args.out, exist_ok=True)
     for fname, data in files.items():
         with open(os.path.join(args.out, fname), "w", encoding="utf-8", newline="\n") as f:

@@ -20,9 +20,8 @@ using coli::jinja::Template;
 using coli::jinja::Variables;
 using ojson = nlohmann::ordered_json;
 
-ojson loadUnitCases() {
-    std::ifstream in(fs::path(COLI_SOURCE_DIR) / "tests/chat/golden/unit_cases.json",
-                     std::ios::binary);
+ojson loadGolden(const char* file) {
+    std::ifstream in(fs::path(COLI_SOURCE_DIR) / "tests/chat/golden" / file, std::ios::binary);
     std::ostringstream ss;
     ss << in.rdbuf();
     return ojson::parse(ss.str());
@@ -46,9 +45,7 @@ Outcome run(const std::string& src, const Variables& vars = {}) {
     return o;
 }
 
-TEST(JinjaUnit, CasesMatchJinja2) {
-    ojson cases = loadUnitCases();
-    ASSERT_GE(cases["cases"].size(), 60u);
+void expectMatchesJinja2(const ojson& cases) {
     for (const auto& c : cases["cases"]) {
         const std::string name = c["name"].get<std::string>();
         SCOPED_TRACE(name + ": " + c["template"].get<std::string>());
@@ -57,11 +54,20 @@ TEST(JinjaUnit, CasesMatchJinja2) {
             vars.emplace_back(it.key(), coli::test::jsonToValue(it.value()));
         Outcome o = run(c["template"].get<std::string>(), vars);
         if (c.contains("expected")) {
+            // Documented limits (docs/chat-templates.md) are refused, not approximated: case
+            // mapping of non-ASCII text, printf-style '%' formatting.
+            if (!o.ok && o.error.code == ErrorCode::Unsupported &&
+                (o.error.message.find("non-ASCII") != std::string::npos ||
+                 o.error.message.find("string formatting") != std::string::npos))
+                continue;
             ASSERT_TRUE(o.ok) << o.error.message;
             EXPECT_EQ(o.text, c["expected"].get<std::string>());
             continue;
         }
         ASSERT_FALSE(o.ok) << "jinja2 raised " << c["error"] << " but we rendered: " << o.text;
+        // Where jinja2 fails anyway, refusing a construct outside our subset (e.g. '%'
+        // formatting) is an equally clear outcome.
+        if (o.error.code == ErrorCode::Unsupported) continue;
         const std::string kind = c["error"].get<std::string>();
         if (kind == "TemplateError") {
             EXPECT_EQ(o.error.code, ErrorCode::InvalidArgument);
@@ -74,6 +80,26 @@ TEST(JinjaUnit, CasesMatchJinja2) {
         }
         EXPECT_GT(o.error.line, 0) << "errors carry a position";
     }
+}
+
+TEST(JinjaUnit, CasesMatchJinja2) {
+    ojson cases = loadGolden("unit_cases.json");
+    ASSERT_GE(cases["cases"].size(), 80u);
+    expectMatchesJinja2(cases);
+}
+
+// Seeded random templates mixing whitespace control, blocks, loops and scoping.
+TEST(JinjaUnit, RandomTemplatesMatchJinja2) {
+    ojson cases = loadGolden("fuzz_cases.json");
+    ASSERT_GE(cases["cases"].size(), 400u);
+    expectMatchesJinja2(cases);
+}
+
+// Seeded random expressions: operators, precedence, filters, tests, methods, Python values.
+TEST(JinjaUnit, RandomExpressionsMatchJinja2) {
+    ojson cases = loadGolden("fuzz_expr_cases.json");
+    ASSERT_GE(cases["cases"].size(), 400u);
+    expectMatchesJinja2(cases);
 }
 
 void expectUnsupported(const std::string& src, const std::string& construct) {

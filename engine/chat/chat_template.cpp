@@ -23,8 +23,10 @@ Status toStatus(const jinja::JinjaError& err, const std::string& source) {
     std::string where = source;
     if (err.line > 0) where += ":" + std::to_string(err.line) + ":" + std::to_string(err.column);
     std::string prefix;
-    if (err.raisedByTemplate) prefix = "template raised an error: ";
-    else if (err.code == ErrorCode::Unsupported) prefix = "not supported by our Jinja subset: ";
+    if (err.raisedByTemplate)
+        prefix = "template raised an error: ";
+    else if (err.code == ErrorCode::Unsupported)
+        prefix = "not supported by our Jinja subset: ";
     return Status(err.code, where + ": " + prefix + err.message);
 }
 
@@ -77,7 +79,8 @@ Result<std::unique_ptr<ChatTemplate>> ChatTemplate::fromTokenizerConfig(const st
     auto it = cfg.find("chat_template");
     if (it == cfg.end() || it->is_null()) {
         // transformers >= 4.43 may save the template beside the config instead.
-        std::filesystem::path side = std::filesystem::path(path).parent_path() / "chat_template.jinja";
+        std::filesystem::path side =
+            std::filesystem::path(path).parent_path() / "chat_template.jinja";
         std::error_code ec;
         if (!std::filesystem::exists(side, ec))
             return Status(ErrorCode::NotFound,
@@ -186,6 +189,8 @@ const std::string& ChatTemplate::eosToken() const {
     return m_impl->eos ? *m_impl->eos : empty;
 }
 
-const std::string& ChatTemplate::sourceName() const { return m_impl->sourceName; }
+const std::string& ChatTemplate::sourceName() const {
+    return m_impl->sourceName;
+}
 
 } // namespace coli

@@ -18,7 +18,7 @@
 namespace coli {
 
 struct ChatMessage {
-    std::string role;    // "system", "user", "assistant"
+    std::string role; // "system", "user", "assistant"
     std::string content;
 };
 

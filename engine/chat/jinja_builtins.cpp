@@ -1,8 +1,8 @@
 #include "chat/jinja_builtins.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -13,36 +13,39 @@ namespace coli::jinja {
 namespace {
 
 const std::set<std::string> kFilters = {
-    "abs",     "capitalize", "count",  "d",          "default",    "first",  "float",
-    "int",     "items",      "join",   "last",       "length",     "list",   "lower",
-    "map",     "reject",     "rejectattr", "replace", "reverse",   "safe",   "select",
-    "selectattr", "string",  "title",  "tojson",     "trim",       "upper"};
+    "abs",        "capitalize", "count",      "d",       "default", "first", "float",
+    "int",        "items",      "join",       "last",    "length",  "list",  "lower",
+    "map",        "reject",     "rejectattr", "replace", "reverse", "safe",  "select",
+    "selectattr", "string",     "title",      "tojson",  "trim",    "upper"};
 
 const std::set<std::string> kTests = {
-    "defined", "undefined", "none",   "string", "number",  "integer", "float", "boolean",
-    "true",    "false",     "mapping", "iterable", "sequence", "callable", "odd", "even",
-    "divisibleby", "eq",    "equalto", "==",    "ne",      "!=",      "lt",    "lessthan",
-    "<",       "le",        "<=",     "gt",     "greaterthan", ">",   "ge",    ">=",
-    "in"};
+    "defined",     "undefined", "none",        "string",  "number",   "integer",  "float",
+    "boolean",     "true",      "false",       "mapping", "iterable", "sequence", "callable",
+    "odd",         "even",      "divisibleby", "eq",      "equalto",  "==",       "ne",
+    "!=",          "lt",        "lessthan",    "<",       "le",       "<=",       "gt",
+    "greaterthan", ">",         "ge",          ">=",      "in"};
 
 // Python methods we do not implement: looking one up is Unsupported rather than undefined, so a
 // template relying on them fails loudly.
 const std::set<std::string> kPyStrMethods = {
-    "capitalize", "casefold", "center", "count", "encode", "endswith", "expandtabs", "find",
-    "format", "format_map", "index", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit",
-    "isidentifier", "islower", "isnumeric", "isprintable", "isspace", "istitle", "isupper",
-    "join", "ljust", "lower", "lstrip", "maketrans", "partition", "removeprefix",
-    "removesuffix", "replace", "rfind", "rindex", "rjust", "rpartition", "rsplit", "rstrip",
-    "split", "splitlines", "startswith", "strip", "swapcase", "title", "translate", "upper",
-    "zfill"};
-const std::set<std::string> kPyDictMethods = {"clear", "copy",   "fromkeys",   "get",
-                                              "items", "keys",   "pop",        "popitem",
+    "capitalize",   "casefold",    "center",    "count",      "encode",       "endswith",
+    "expandtabs",   "find",        "format",    "format_map", "index",        "isalnum",
+    "isalpha",      "isascii",     "isdecimal", "isdigit",    "isidentifier", "islower",
+    "isnumeric",    "isprintable", "isspace",   "istitle",    "isupper",      "join",
+    "ljust",        "lower",       "lstrip",    "maketrans",  "partition",    "removeprefix",
+    "removesuffix", "replace",     "rfind",     "rindex",     "rjust",        "rpartition",
+    "rsplit",       "rstrip",      "split",     "splitlines", "startswith",   "strip",
+    "swapcase",     "title",       "translate", "upper",      "zfill"};
+const std::set<std::string> kPyDictMethods = {"clear",      "copy",   "fromkeys", "get",
+                                              "items",      "keys",   "pop",      "popitem",
                                               "setdefault", "update", "values"};
-const std::set<std::string> kPyListMethods = {"append", "clear",  "copy",    "count",
-                                              "extend", "index",  "insert",  "pop",
+const std::set<std::string> kPyListMethods = {"append", "clear",   "copy",   "count",
+                                              "extend", "index",   "insert", "pop",
                                               "remove", "reverse", "sort"};
 
-[[noreturn]] void typeError(const std::string& msg) { fail(ErrorCode::Malformed, msg); }
+[[noreturn]] void typeError(const std::string& msg) {
+    fail(ErrorCode::Malformed, msg);
+}
 
 [[noreturn]] void undefinedError(const Value& v, const std::string& what) {
     std::string hint = v.undefinedHint().empty() ? "value" : v.undefinedHint();
@@ -79,10 +82,12 @@ std::string stripChars(const std::string& s, const Value* chars, bool left, bool
     };
     size_t b = 0, e = cps.size();
     if (left) {
-        while (b < e && strip(cps[b])) ++b;
+        while (b < e && strip(cps[b]))
+            ++b;
     }
     if (right) {
-        while (e > b && strip(cps[e - 1])) --e;
+        while (e > b && strip(cps[e - 1]))
+            --e;
     }
     return utf8Encode(cps.substr(b, e - b));
 }
@@ -93,16 +98,19 @@ ValueList splitString(const std::string& s, const Value* sep, int64_t maxsplit) 
         std::u32string cps = utf8Decode(s);
         size_t i = 0;
         while (i < cps.size()) {
-            while (i < cps.size() && isPyWhitespace(cps[i])) ++i;
+            while (i < cps.size() && isPyWhitespace(cps[i]))
+                ++i;
             if (i >= cps.size()) break;
             if (maxsplit >= 0 && int64_t(out.size()) == maxsplit) {
                 size_t e = cps.size();
-                while (e > i && isPyWhitespace(cps[e - 1])) --e;
+                while (e > i && isPyWhitespace(cps[e - 1]))
+                    --e;
                 out.emplace_back(utf8Encode(cps.substr(i, e - i)));
                 return out;
             }
             size_t j = i;
-            while (j < cps.size() && !isPyWhitespace(cps[j])) ++j;
+            while (j < cps.size() && !isPyWhitespace(cps[j]))
+                ++j;
             out.emplace_back(utf8Encode(cps.substr(i, j - i)));
             i = j;
         }
@@ -158,7 +166,8 @@ std::string asciiCase(const std::string& s, const char* what, int (*fn)(int)) {
             fail(ErrorCode::Unsupported, std::string(what) + " of non-ASCII text");
     }
     std::string out = s;
-    for (char& c : out) c = char(fn(static_cast<unsigned char>(c)));
+    for (char& c : out)
+        c = char(fn(static_cast<unsigned char>(c)));
     return out;
 }
 
@@ -193,8 +202,8 @@ int64_t findCodePoints(const std::string& s, const std::string& sub) {
 
 bool matchesAffix(const std::string& s, const Value& affix, bool prefix) {
     auto one = [&](const Value& v) {
-        const std::string& a = requireString(v, prefix ? "startswith() argument"
-                                                       : "endswith() argument");
+        const std::string& a =
+            requireString(v, prefix ? "startswith() argument" : "endswith() argument");
         if (a.size() > s.size()) return false;
         return prefix ? s.compare(0, a.size(), a) == 0
                       : s.compare(s.size() - a.size(), a.size(), a) == 0;
@@ -268,7 +277,8 @@ Value stringMethod(const std::string& s, const std::string& name) {
             const std::string& sub = requireString(a.args[0], "count() argument");
             if (sub.empty()) return Value(int64_t(utf8Length(str) + 1));
             int64_t n = 0;
-            for (size_t p = str.find(sub); p != std::string::npos; p = str.find(sub, p + sub.size()))
+            for (size_t p = str.find(sub); p != std::string::npos;
+                 p = str.find(sub, p + sub.size()))
                 ++n;
             return Value(n);
         });
@@ -301,7 +311,8 @@ Value stringMethod(const std::string& s, const std::string& name) {
 
 ValueList dictItems(const ValueDict& d) {
     ValueList out;
-    for (const auto& [k, v] : d.items) out.push_back(Value::tuple(ValueList{Value(k), v}));
+    for (const auto& [k, v] : d.items)
+        out.push_back(Value::tuple(ValueList{Value(k), v}));
     return out;
 }
 
@@ -310,7 +321,8 @@ Value dictMethod(const std::shared_ptr<ValueDict>& d, const std::string& name) {
         return Value(method("dict." + name, [d, name](const CallArgs&) {
             if (name == "items") return Value::dictView("dict_items", dictItems(*d));
             ValueList out;
-            for (const auto& [k, v] : d->items) out.push_back(name == "keys" ? Value(k) : v);
+            for (const auto& [k, v] : d->items)
+                out.push_back(name == "keys" ? Value(k) : v);
             return Value::dictView(name == "keys" ? "dict_keys" : "dict_values", std::move(out));
         }));
     }
@@ -362,8 +374,8 @@ Value attributePath(const Value& item, const std::string& path) {
     size_t start = 0;
     while (true) {
         size_t dot = path.find('.', start);
-        std::string part = path.substr(start, dot == std::string::npos ? std::string::npos
-                                                                         : dot - start);
+        std::string part =
+            path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
         bool digits = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
         cur = digits ? getItem(cur, Value(int64_t(std::stoll(part)))) : getItem(cur, Value(part));
         if (dot == std::string::npos) return cur;
@@ -405,9 +417,12 @@ Value mapFilter(const Value& input, const CallArgs& a) {
     std::optional<Value> dflt;
     CallArgs rest;
     for (const auto& [k, v] : a.kwargs) {
-        if (k == "attribute") attribute = v;
-        else if (k == "default") dflt = v;
-        else rest.kwargs.emplace_back(k, v);
+        if (k == "attribute")
+            attribute = v;
+        else if (k == "default")
+            dflt = v;
+        else
+            rest.kwargs.emplace_back(k, v);
     }
     ValueList out;
     if (a.args.empty() && attribute) {
@@ -425,19 +440,26 @@ Value mapFilter(const Value& input, const CallArgs& a) {
     rest.args.assign(a.args.begin() + 1, a.args.end());
     if (attribute) rest.kwargs.emplace_back("attribute", *attribute);
     if (dflt) rest.kwargs.emplace_back("default", *dflt);
-    for (const Value& item : iterate(input)) out.push_back(applyFilter(filter, item, rest));
+    for (const Value& item : iterate(input))
+        out.push_back(applyFilter(filter, item, rest));
     return Value::generator(std::move(out));
 }
 
 } // namespace
 
-bool isKnownFilter(const std::string& name) { return kFilters.count(name) > 0; }
-bool isKnownTest(const std::string& name) { return kTests.count(name) > 0; }
+bool isKnownFilter(const std::string& name) {
+    return kFilters.count(name) > 0;
+}
+bool isKnownTest(const std::string& name) {
+    return kTests.count(name) > 0;
+}
 
 ValueList iterate(const Value& v) {
     switch (v.kind()) {
-    case Value::Kind::Undefined: return {};
-    case Value::Kind::List: return v.isGenerator() ? v.consumeGenerator() : v.asList();
+    case Value::Kind::Undefined:
+        return {};
+    case Value::Kind::List:
+        return v.isGenerator() ? v.consumeGenerator() : v.asList();
     case Value::Kind::String: {
         ValueList out;
         for (char32_t c : utf8Decode(v.asString())) {
@@ -450,33 +472,39 @@ ValueList iterate(const Value& v) {
     case Value::Kind::Dict:
         if (!v.asDict()->isNamespace) {
             ValueList out;
-            for (const auto& [k, item] : v.asDict()->items) out.emplace_back(k);
+            for (const auto& [k, item] : v.asDict()->items)
+                out.emplace_back(k);
             return out;
         }
         break;
-    default: break;
+    default:
+        break;
     }
     typeError(std::string("'") + v.typeName() + "' object is not iterable");
 }
 
 int64_t length(const Value& v) {
     switch (v.kind()) {
-    case Value::Kind::Undefined: return 0;
-    case Value::Kind::String: return int64_t(utf8Length(v.asString()));
+    case Value::Kind::Undefined:
+        return 0;
+    case Value::Kind::String:
+        return int64_t(utf8Length(v.asString()));
     case Value::Kind::List:
         if (v.isGenerator()) break;
         return int64_t(v.asList().size());
     case Value::Kind::Dict:
         if (!v.asDict()->isNamespace) return int64_t(v.asDict()->items.size());
         break;
-    default: break;
+    default:
+        break;
     }
     typeError(std::string("object of type '") + v.typeName() + "' has no len()");
 }
 
 bool contains(const Value& container, const Value& item) {
     switch (container.kind()) {
-    case Value::Kind::Undefined: return false;
+    case Value::Kind::Undefined:
+        return false;
     case Value::Kind::String:
         if (!item.isString())
             typeError(std::string("'in <string>' requires string as left operand, not ") +
@@ -494,7 +522,8 @@ bool contains(const Value& container, const Value& item) {
         if ((item.isList() && !item.isTuple()) || item.isDict())
             typeError(std::string("unhashable type: '") + item.typeName() + "'");
         return item.isString() && container.asDict()->find(item.asString()) != nullptr;
-    default: break;
+    default:
+        break;
     }
     typeError(std::string("argument of type '") + container.typeName() + "' is not iterable");
 }
@@ -511,11 +540,13 @@ Value getAttribute(const Value& obj, const std::string& name) {
         return Value::undefined(std::string("'") + (d->isNamespace ? "Namespace" : "dict") +
                                 " object' has no attribute '" + name + "'");
     }
-    case Value::Kind::String: return stringMethod(obj.asString(), name);
+    case Value::Kind::String:
+        return stringMethod(obj.asString(), name);
     case Value::Kind::List:
         if (kPyListMethods.count(name)) fail(ErrorCode::Unsupported, "list method '" + name + "'");
         break;
-    default: break;
+    default:
+        break;
     }
     return Value::undefined(std::string("'") + obj.typeName() + " object' has no attribute '" +
                             name + "'");
@@ -557,7 +588,8 @@ Value getItem(const Value& obj, const Value& index) {
             return getAttribute(obj, index.asString());
         }
         return Value::undefined("dict object has no element " + toRepr(index));
-    default: break;
+    default:
+        break;
     }
     return Value::undefined(std::string(obj.typeName()) + " object has no element " +
                             toRepr(index));
@@ -602,10 +634,13 @@ Value getSlice(const Value& obj, const Value* start, const Value* stop, const Va
     ValueList items;
     std::u32string chars;
     for (int64_t i = b; st > 0 ? i < e : i > e; i += st) {
-        if (obj.isList()) items.push_back(obj.asList()[size_t(i)]);
-        else chars += cps[size_t(i)];
+        if (obj.isList())
+            items.push_back(obj.asList()[size_t(i)]);
+        else
+            chars += cps[size_t(i)];
     }
-    if (obj.isList()) return obj.isTuple() ? Value::tuple(std::move(items)) : Value(std::move(items));
+    if (obj.isList())
+        return obj.isTuple() ? Value::tuple(std::move(items)) : Value(std::move(items));
     return Value(utf8Encode(chars));
 }
 
@@ -623,8 +658,11 @@ Value applyFilter(const std::string& name, const Value& input, const CallArgs& a
         JsonOptions opt;
         if (auto v = a.get(0, "ensure_ascii")) opt.ensureAscii = truthy(*v);
         if (auto v = a.get(1, "indent"); v && !v->isNone()) {
-            if (v->isString()) opt.indent = v->asString();
-            else opt.indent = std::string(size_t(std::max<int64_t>(0, requireInt(*v, "indent"))), ' ');
+            if (v->isString())
+                opt.indent = v->asString();
+            else
+                opt.indent =
+                    std::string(size_t(std::max<int64_t>(0, requireInt(*v, "indent"))), ' ');
         }
         if (auto v = a.get(2, "separators"); v && !v->isNone()) {
             if (!v->isList() || v->asList().size() != 2)
@@ -679,7 +717,8 @@ Value applyFilter(const std::string& name, const Value& input, const CallArgs& a
         return Value::generator(dictItems(*input.asDict()));
     }
     if (name == "list") return Value(iterate(input));
-    if (name == "select" || name == "reject") return selectOrReject(input, a, name == "select", false);
+    if (name == "select" || name == "reject")
+        return selectOrReject(input, a, name == "select", false);
     if (name == "selectattr" || name == "rejectattr")
         return selectOrReject(input, a, name == "selectattr", true);
     if (name == "map") return mapFilter(input, a);
@@ -769,9 +808,11 @@ Value makeGlobalFunction(const std::string& name) {
             for (const Value& init : a.args) {
                 if (!init.isDict() || init.asDict()->isNamespace)
                     typeError("namespace() positional argument must be a dict");
-                for (const auto& [k, v] : init.asDict()->items) d->set(k, v);
+                for (const auto& [k, v] : init.asDict()->items)
+                    d->set(k, v);
             }
-            for (const auto& [k, v] : a.kwargs) d->set(k, v);
+            for (const auto& [k, v] : a.kwargs)
+                d->set(k, v);
             return Value(d);
         }));
     }
@@ -780,9 +821,11 @@ Value makeGlobalFunction(const std::string& name) {
             auto d = std::make_shared<ValueDict>();
             for (const Value& init : a.args) {
                 if (!init.isDict()) typeError("dict() positional argument must be a dict");
-                for (const auto& [k, v] : init.asDict()->items) d->set(k, v);
+                for (const auto& [k, v] : init.asDict()->items)
+                    d->set(k, v);
             }
-            for (const auto& [k, v] : a.kwargs) d->set(k, v);
+            for (const auto& [k, v] : a.kwargs)
+                d->set(k, v);
             return Value(d);
         }));
     }
@@ -808,7 +851,8 @@ Value makeGlobalFunction(const std::string& name) {
             if (count > 100000)
                 fail(ErrorCode::Malformed, "range too big (the sandbox allows 100000 items)");
             ValueList out;
-            for (int64_t i = 0; i < count; ++i) out.emplace_back(start + i * step);
+            for (int64_t i = 0; i < count; ++i)
+                out.emplace_back(start + i * step);
             return Value(out);
         }));
     }

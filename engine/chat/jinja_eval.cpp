@@ -35,7 +35,8 @@ std::string repeat(const std::string& s, int64_t n) {
         fail(ErrorCode::InvalidArgument, "string repetition over 64 MiB");
     std::string out;
     out.reserve(s.size() * size_t(n));
-    for (int64_t i = 0; i < n; ++i) out += s;
+    for (int64_t i = 0; i < n; ++i)
+        out += s;
     return out;
 }
 
@@ -80,9 +81,12 @@ Value binaryOp(const std::string& op, const Value& a, const Value& b) {
             return Value(r);
         }
         if (nums) return Value(a.asDouble() * b.asDouble());
-        if (a.isString() && (b.isInt() || b.isBool())) return Value(repeat(a.asString(), b.asInt()));
-        if (b.isString() && (a.isInt() || a.isBool())) return Value(repeat(b.asString(), a.asInt()));
-        if ((a.isList() && (b.isInt() || b.isBool())) || (b.isList() && (a.isInt() || a.isBool()))) {
+        if (a.isString() && (b.isInt() || b.isBool()))
+            return Value(repeat(a.asString(), b.asInt()));
+        if (b.isString() && (a.isInt() || a.isBool()))
+            return Value(repeat(b.asString(), a.asInt()));
+        if ((a.isList() && (b.isInt() || b.isBool())) ||
+            (b.isList() && (a.isInt() || a.isBool()))) {
             const Value& list = a.isList() ? a : b;
             int64_t times = a.isList() ? b.asInt() : a.asInt();
             if (list.isGenerator()) badOperands(op, a, b);
@@ -134,7 +138,8 @@ Value binaryOp(const std::string& op, const Value& a, const Value& b) {
             return Value(r);
         }
         double x = a.asDouble(), y = b.asDouble();
-        if (x == 0.0 && y < 0) fail(ErrorCode::Malformed, "0.0 cannot be raised to a negative power");
+        if (x == 0.0 && y < 0)
+            fail(ErrorCode::Malformed, "0.0 cannot be raised to a negative power");
         if (x < 0 && y != std::floor(y))
             fail(ErrorCode::Unsupported, "fractional power of a negative number (complex result)");
         double r = std::pow(x, y);
@@ -161,7 +166,8 @@ class Evaluator {
 public:
     Evaluator(const SourceMap& map, const Variables& vars) : m_map(map) {
         m_scopes.emplace_back();
-        for (const auto& [k, v] : vars) m_scopes.back()[k] = v;
+        for (const auto& [k, v] : vars)
+            m_scopes.back()[k] = v;
         m_scopes.emplace_back(); // the template's own top-level scope
     }
 
@@ -234,28 +240,33 @@ private:
             fail(ErrorCode::Malformed, "cannot unpack " + std::to_string(items.size()) +
                                            " values into " + std::to_string(targets.size()) +
                                            " names");
-        for (size_t i = 0; i < targets.size(); ++i) scope[targets[i]] = items[i];
+        for (size_t i = 0; i < targets.size(); ++i)
+            scope[targets[i]] = items[i];
         (void)s;
     }
 
     Flow execStmtImpl(const Stmt& s) {
         switch (s.kind) {
-        case StmtKind::Data: append(s.text); return Flow::Normal;
-        case StmtKind::Emit: append(toStr(eval(*s.expr))); return Flow::Normal;
+        case StmtKind::Data:
+            append(s.text);
+            return Flow::Normal;
+        case StmtKind::Emit:
+            append(toStr(eval(*s.expr)));
+            return Flow::Normal;
         case StmtKind::If:
             for (size_t i = 0; i < s.conditions.size(); ++i) {
                 if (truthy(eval(*s.conditions[i]))) return exec(s.bodies[i]);
             }
             return exec(s.elseBody);
-        case StmtKind::For: return execFor(s);
+        case StmtKind::For:
+            return execFor(s);
         case StmtKind::Set: {
             Value v = eval(*s.expr);
             if (!s.nsAttr.empty()) {
                 Value ns = lookup(s.targets[0]);
                 if (!ns.isDict() || !ns.asDict()->isNamespace)
-                    fail(ErrorCode::Malformed, "cannot assign attribute '" + s.nsAttr +
-                                                   "' on '" + s.targets[0] +
-                                                   "': not a namespace() object");
+                    fail(ErrorCode::Malformed, "cannot assign attribute '" + s.nsAttr + "' on '" +
+                                                   s.targets[0] + "': not a namespace() object");
                 ns.asDict()->set(s.nsAttr, v);
                 return Flow::Normal;
             }
@@ -283,8 +294,10 @@ private:
             m_scopes.pop_back();
             return f;
         }
-        case StmtKind::Break: return Flow::Break;
-        case StmtKind::Continue: return Flow::Continue;
+        case StmtKind::Break:
+            return Flow::Break;
+        case StmtKind::Continue:
+            return Flow::Continue;
         }
         return Flow::Normal;
     }
@@ -359,7 +372,8 @@ private:
         CallArgs a;
         size_t nKw = e.kwNames.size();
         size_t nPos = e.children.size() - firstArg - nKw;
-        for (size_t i = 0; i < nPos; ++i) a.args.push_back(eval(*e.children[firstArg + i]));
+        for (size_t i = 0; i < nPos; ++i)
+            a.args.push_back(eval(*e.children[firstArg + i]));
         for (size_t i = 0; i < nKw; ++i)
             a.kwargs.emplace_back(e.kwNames[i], eval(*e.children[firstArg + nPos + i]));
         return a;
@@ -367,11 +381,14 @@ private:
 
     Value evalImpl(const Expr& e) {
         switch (e.kind) {
-        case ExprKind::Literal: return e.literal;
-        case ExprKind::Name: return lookup(e.name);
+        case ExprKind::Literal:
+            return e.literal;
+        case ExprKind::Name:
+            return lookup(e.name);
         case ExprKind::List: {
             ValueList items;
-            for (const auto& c : e.children) items.push_back(eval(*c));
+            for (const auto& c : e.children)
+                items.push_back(eval(*c));
             return e.name == "tuple" ? Value::tuple(std::move(items)) : Value(std::move(items));
         }
         case ExprKind::Dict: {
@@ -379,13 +396,14 @@ private:
             for (size_t i = 0; i + 1 < e.children.size(); i += 2) {
                 Value k = eval(*e.children[i]);
                 if (!k.isString())
-                    fail(ErrorCode::Unsupported, std::string("dict literal with a non-string key (") +
-                                                     k.typeName() + ")");
+                    fail(ErrorCode::Unsupported,
+                         std::string("dict literal with a non-string key (") + k.typeName() + ")");
                 d->set(k.asString(), eval(*e.children[i + 1]));
             }
             return Value(d);
         }
-        case ExprKind::GetAttr: return getAttribute(eval(*e.children[0]), e.name);
+        case ExprKind::GetAttr:
+            return getAttribute(eval(*e.children[0]), e.name);
         case ExprKind::GetItem: { // operands in Python's order: object, then index
             Value obj = eval(*e.children[0]);
             Value index = eval(*e.children[1]);
@@ -409,13 +427,13 @@ private:
             if (callee.isCallable()) return callee.asCallable().fn(a);
             if (callee.isUndefined()) {
                 if (e.children[0]->kind == ExprKind::Name)
-                    fail(ErrorCode::Unsupported, "call of unknown function '" +
-                                                     e.children[0]->name + "'");
+                    fail(ErrorCode::Unsupported,
+                         "call of unknown function '" + e.children[0]->name + "'");
                 fail(ErrorCode::InvalidArgument,
                      callee.undefinedHint() + " (called as a function)");
             }
-            fail(ErrorCode::Malformed, std::string("'") + callee.typeName() +
-                                           "' object is not callable");
+            fail(ErrorCode::Malformed,
+                 std::string("'") + callee.typeName() + "' object is not callable");
         }
         case ExprKind::Filter: {
             Value input = eval(*e.children[0]);
@@ -424,7 +442,8 @@ private:
         case ExprKind::Test: {
             Value input = eval(*e.children[0]);
             std::vector<Value> args;
-            for (size_t i = 1; i < e.children.size(); ++i) args.push_back(eval(*e.children[i]));
+            for (size_t i = 1; i < e.children.size(); ++i)
+                args.push_back(eval(*e.children[i]));
             return Value(applyTest(e.name, input, args) != e.negated);
         }
         case ExprKind::Unary: {
@@ -432,8 +451,8 @@ private:
             if (e.name == "not") return Value(!truthy(v));
             if (v.isUndefined()) undefinedOperand(v, "unary " + e.name);
             if (!v.isNumber())
-                fail(ErrorCode::Malformed, "bad operand type for unary " + e.name + ": '" +
-                                               v.typeName() + "'");
+                fail(ErrorCode::Malformed,
+                     "bad operand type for unary " + e.name + ": '" + v.typeName() + "'");
             if (v.isFloat()) return Value(e.name == "-" ? -v.asDouble() : v.asDouble());
             if (e.name == "-") {
                 if (v.asInt() == INT64_MIN) fail(ErrorCode::Unsupported, "integer overflow");
@@ -469,7 +488,8 @@ private:
             return Value::undefined("the else branch of a conditional expression");
         case ExprKind::Concat: {
             std::string s;
-            for (const auto& c : e.children) s += toStr(eval(*c));
+            for (const auto& c : e.children)
+                s += toStr(eval(*c));
             return Value(s);
         }
         }

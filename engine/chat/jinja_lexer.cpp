@@ -15,7 +15,8 @@ SourceMap::SourceMap(const std::string& normalized) : m_src(normalized) {
 
 std::pair<int, int> SourceMap::position(size_t offset) const {
     size_t line = 0;
-    while (line + 1 < m_lineStarts.size() && m_lineStarts[line + 1] <= offset) ++line;
+    while (line + 1 < m_lineStarts.size() && m_lineStarts[line + 1] <= offset)
+        ++line;
     size_t start = m_lineStarts[line];
     int col = 1;
     for (size_t i = start; i < offset && i < m_src.size(); ++i) {
@@ -111,7 +112,8 @@ private:
     static std::string rstripWhitespace(const std::string& s) {
         std::u32string cps = utf8Decode(s);
         size_t n = cps.size();
-        while (n > 0 && isPyWhitespace(cps[n - 1])) --n;
+        while (n > 0 && isPyWhitespace(cps[n - 1]))
+            --n;
         return utf8Encode(cps.substr(0, n));
     }
 
@@ -202,7 +204,8 @@ private:
                 lexNumber();
             } else if (isNameStart(c)) {
                 size_t start = m_pos;
-                while (m_pos < m_src.size() && isNameChar(m_src[m_pos])) ++m_pos;
+                while (m_pos < m_src.size() && isNameChar(m_src[m_pos]))
+                    ++m_pos;
                 Token t;
                 t.kind = TokKind::Name;
                 t.text = m_src.substr(start, m_pos - start);
@@ -225,7 +228,8 @@ private:
     void lexNumber() {
         size_t start = m_pos;
         auto digits = [&] {
-            while (m_pos < m_src.size() && (isDigit(m_src[m_pos]) || m_src[m_pos] == '_')) ++m_pos;
+            while (m_pos < m_src.size() && (isDigit(m_src[m_pos]) || m_src[m_pos] == '_'))
+                ++m_pos;
         };
         digits();
         bool isFloat = false;
@@ -279,25 +283,54 @@ private:
                 continue;
             }
             // Python "unicode-escape" decoding, as jinja2 applies to string literals.
-            if (m_pos + 1 >= m_src.size()) error(ErrorCode::Malformed, start, "unterminated string");
+            if (m_pos + 1 >= m_src.size())
+                error(ErrorCode::Malformed, start, "unterminated string");
             char e = m_src[m_pos + 1];
             m_pos += 2;
             switch (e) {
-            case '\n': break; // line continuation
-            case '\\': value += '\\'; break;
-            case '\'': value += '\''; break;
-            case '"': value += '"'; break;
-            case 'a': value += '\a'; break;
-            case 'b': value += '\b'; break;
-            case 'f': value += '\f'; break;
-            case 'n': value += '\n'; break;
-            case 'r': value += '\r'; break;
-            case 't': value += '\t'; break;
-            case 'v': value += '\v'; break;
-            case 'x': value += hexEscape(2, start); break;
-            case 'u': value += hexEscape(4, start); break;
-            case 'U': value += hexEscape(8, start); break;
-            case 'N': error(ErrorCode::Unsupported, start, "\\N{...} escapes are not supported");
+            case '\n':
+                break; // line continuation
+            case '\\':
+                value += '\\';
+                break;
+            case '\'':
+                value += '\'';
+                break;
+            case '"':
+                value += '"';
+                break;
+            case 'a':
+                value += '\a';
+                break;
+            case 'b':
+                value += '\b';
+                break;
+            case 'f':
+                value += '\f';
+                break;
+            case 'n':
+                value += '\n';
+                break;
+            case 'r':
+                value += '\r';
+                break;
+            case 't':
+                value += '\t';
+                break;
+            case 'v':
+                value += '\v';
+                break;
+            case 'x':
+                value += hexEscape(2, start);
+                break;
+            case 'u':
+                value += hexEscape(4, start);
+                break;
+            case 'U':
+                value += hexEscape(8, start);
+                break;
+            case 'N':
+                error(ErrorCode::Unsupported, start, "\\N{...} escapes are not supported");
             default:
                 if (e >= '0' && e <= '7') {
                     unsigned v = unsigned(e - '0');
@@ -352,7 +385,8 @@ private:
         }
         if (c == '(' || c == '[' || c == '{') ++depth;
         if (c == ')' || c == ']' || c == '}') {
-            if (depth == 0) error(ErrorCode::Malformed, m_pos, std::string("unexpected '") + c + "'");
+            if (depth == 0)
+                error(ErrorCode::Malformed, m_pos, std::string("unexpected '") + c + "'");
             --depth;
         }
         t.text = std::string(1, c);

@@ -27,7 +27,7 @@ enum class TokKind {
     String,     // text holds the decoded value
     Int,
     Float,
-    Op,  // text holds the operator: + - * / // % ** ~ == != < > <= >= = . : | , ( ) [ ] { }
+    Op, // text holds the operator: + - * / // % ** ~ == != < > <= >= = . : | , ( ) [ ] { }
     Eof,
 };
 

@@ -25,7 +25,8 @@ private:
     struct DepthGuard {
         Parser& p;
         explicit DepthGuard(Parser& parser) : p(parser) {
-            if (++p.m_depth > kMaxDepth) p.error(ErrorCode::Malformed, "template nested too deeply");
+            if (++p.m_depth > kMaxDepth)
+                p.error(ErrorCode::Malformed, "template nested too deeply");
         }
         ~DepthGuard() { --p.m_depth; }
     };
@@ -61,24 +62,35 @@ private:
 
     static std::string describe(const Token& t) {
         switch (t.kind) {
-        case TokKind::Data: return "template text";
-        case TokKind::VarBegin: return "'{{'";
-        case TokKind::VarEnd: return "'}}'";
-        case TokKind::BlockBegin: return "'{%'";
-        case TokKind::BlockEnd: return "'%}'";
-        case TokKind::Name: return "'" + t.text + "'";
-        case TokKind::String: return "string literal";
+        case TokKind::Data:
+            return "template text";
+        case TokKind::VarBegin:
+            return "'{{'";
+        case TokKind::VarEnd:
+            return "'}}'";
+        case TokKind::BlockBegin:
+            return "'{%'";
+        case TokKind::BlockEnd:
+            return "'%}'";
+        case TokKind::Name:
+            return "'" + t.text + "'";
+        case TokKind::String:
+            return "string literal";
         case TokKind::Int:
-        case TokKind::Float: return "number " + t.text;
-        case TokKind::Op: return "'" + t.text + "'";
-        case TokKind::Eof: return "end of template";
+        case TokKind::Float:
+            return "number " + t.text;
+        case TokKind::Op:
+            return "'" + t.text + "'";
+        case TokKind::Eof:
+            return "end of template";
         }
         return "token";
     }
 
     void expectOp(const char* op) {
-        if (!skipOp(op)) error(ErrorCode::Malformed, std::string("expected '") + op + "', got " +
-                                                         describe(cur()));
+        if (!skipOp(op))
+            error(ErrorCode::Malformed,
+                  std::string("expected '") + op + "', got " + describe(cur()));
     }
     void expectBlockEnd() {
         if (cur().kind != TokKind::BlockEnd)
@@ -87,8 +99,8 @@ private:
     }
     std::string expectName(const char* what) {
         if (cur().kind != TokKind::Name)
-            error(ErrorCode::Malformed, std::string("expected ") + what + ", got " +
-                                            describe(cur()));
+            error(ErrorCode::Malformed,
+                  std::string("expected ") + what + ", got " + describe(cur()));
         std::string n = cur().text;
         advance();
         return n;
@@ -113,9 +125,10 @@ private:
             if (t.kind == TokKind::Eof) {
                 if (ends.size() == 0) return body;
                 std::string list;
-                for (const char* e : ends) list += std::string(list.empty() ? "" : " or ") + e;
-                error(ErrorCode::Malformed, "unexpected end of template, expected '{% " + list +
-                                                " %}'");
+                for (const char* e : ends)
+                    list += std::string(list.empty() ? "" : " or ") + e;
+                error(ErrorCode::Malformed,
+                      "unexpected end of template, expected '{% " + list + " %}'");
             }
             if (t.kind == TokKind::Data) {
                 auto s = std::make_unique<Stmt>();
@@ -138,8 +151,8 @@ private:
                 size_t tagOffset = t.offset;
                 advance();
                 if (cur().kind != TokKind::Name)
-                    error(ErrorCode::Malformed, "expected a tag name after '{%', got " +
-                                                    describe(cur()));
+                    error(ErrorCode::Malformed,
+                          "expected a tag name after '{%', got " + describe(cur()));
                 std::string name = cur().text;
                 for (const char* e : ends) {
                     if (name == e) {
@@ -184,7 +197,8 @@ private:
             advance();
             s->kind = StmtKind::For;
             s->targets = parseTargets();
-            if (!skipName("in")) error(ErrorCode::Malformed, "expected 'in', got " + describe(cur()));
+            if (!skipName("in"))
+                error(ErrorCode::Malformed, "expected 'in', got " + describe(cur()));
             s->expr = parseTuple(false);
             if (skipName("if")) s->filter = parseExpression();
             if (isName("recursive")) error(ErrorCode::Unsupported, "recursive for loops");
@@ -208,7 +222,8 @@ private:
                 s->nsAttr = expectName("an attribute name");
             } else {
                 s->targets.push_back(first);
-                while (skipOp(",")) s->targets.push_back(expectName("a variable name"));
+                while (skipOp(","))
+                    s->targets.push_back(expectName("a variable name"));
             }
             if (skipOp("=")) {
                 s->kind = StmtKind::Set;
@@ -243,10 +258,9 @@ private:
             expectBlockEnd();
             return s;
         }
-        static const char* unsupported[] = {"macro",  "call",    "filter",     "include",
-                                            "import", "from",    "extends",    "block",
-                                            "with",   "autoescape", "do",      "trans",
-                                            "pluralize"};
+        static const char* unsupported[] = {"macro", "call",    "filter",   "include", "import",
+                                            "from",  "extends", "block",    "with",    "autoescape",
+                                            "do",    "trans",   "pluralize"};
         for (const char* u : unsupported) {
             if (name == u) error(ErrorCode::Unsupported, "{% " + name + " %} statements");
         }
@@ -404,7 +418,8 @@ private:
         if (!isOp("~")) return first;
         auto n = node(ExprKind::Concat, offset);
         n->children.push_back(std::move(first));
-        while (skipOp("~")) n->children.push_back(parseMath2());
+        while (skipOp("~"))
+            n->children.push_back(parseMath2());
         return n;
     }
 
@@ -588,8 +603,7 @@ private:
         expectOp("(");
         std::vector<ExprPtr> kwValues;
         while (!isOp(")")) {
-            if (isOp("*") || isOp("**"))
-                error(ErrorCode::Unsupported, "*args/**kwargs in a call");
+            if (isOp("*") || isOp("**")) error(ErrorCode::Unsupported, "*args/**kwargs in a call");
             if (cur().kind == TokKind::Name && peek().kind == TokKind::Op && peek().text == "=") {
                 n->kwNames.push_back(cur().text);
                 advance();
@@ -603,7 +617,8 @@ private:
             if (!skipOp(",")) break;
         }
         expectOp(")");
-        for (auto& v : kwValues) n->children.push_back(std::move(v));
+        for (auto& v : kwValues)
+            n->children.push_back(std::move(v));
         return n;
     }
 
@@ -651,14 +666,14 @@ private:
                     t->name = name;
                     t->children.push_back(std::move(e));
                     const Token& c = cur();
-                    bool argStarts =
-                        (c.kind == TokKind::Name && c.text != "else" && c.text != "or" &&
-                         c.text != "and") ||
-                        c.kind == TokKind::String || c.kind == TokKind::Int ||
-                        c.kind == TokKind::Float ||
-                        (c.kind == TokKind::Op && (c.text == "[" || c.text == "{"));
+                    bool argStarts = (c.kind == TokKind::Name && c.text != "else" &&
+                                      c.text != "or" && c.text != "and") ||
+                                     c.kind == TokKind::String || c.kind == TokKind::Int ||
+                                     c.kind == TokKind::Float ||
+                                     (c.kind == TokKind::Op && (c.text == "[" || c.text == "{"));
                     if (argStarts) {
-                        if (isName("is")) error(ErrorCode::Malformed, "cannot chain tests with 'is'");
+                        if (isName("is"))
+                            error(ErrorCode::Malformed, "cannot chain tests with 'is'");
                         t->children.push_back(parsePostfix(parsePrimary()));
                     }
                 }

@@ -49,10 +49,13 @@ Value Value::generator(ValueList l) {
     return v;
 }
 
-const ValueList& Value::asList() const { return std::get<std::shared_ptr<const ListBox>>(m_v)->items; }
+const ValueList& Value::asList() const {
+    return std::get<std::shared_ptr<const ListBox>>(m_v)->items;
+}
 
 bool Value::isTuple() const {
-    return isList() && std::get<std::shared_ptr<const ListBox>>(m_v)->flavor == ListBox::Flavor::Tuple;
+    return isList() &&
+           std::get<std::shared_ptr<const ListBox>>(m_v)->flavor == ListBox::Flavor::Tuple;
 }
 
 ValueList Value::consumeGenerator() const {
@@ -79,15 +82,24 @@ double Value::asDouble() const {
 
 const char* Value::typeName() const {
     switch (kind()) {
-    case Kind::Undefined: return "Undefined";
-    case Kind::None: return "NoneType";
-    case Kind::Bool: return "bool";
-    case Kind::Int: return "int";
-    case Kind::Float: return "float";
-    case Kind::String: return "str";
-    case Kind::List: return "list";
-    case Kind::Dict: return asDict()->isNamespace ? "Namespace" : "dict";
-    case Kind::Callable: return "function";
+    case Kind::Undefined:
+        return "Undefined";
+    case Kind::None:
+        return "NoneType";
+    case Kind::Bool:
+        return "bool";
+    case Kind::Int:
+        return "int";
+    case Kind::Float:
+        return "float";
+    case Kind::String:
+        return "str";
+    case Kind::List:
+        return "list";
+    case Kind::Dict:
+        return asDict()->isNamespace ? "Namespace" : "dict";
+    case Kind::Callable:
+        return "function";
     }
     return "?";
 }
@@ -103,14 +115,22 @@ std::optional<Value> CallArgs::get(size_t index, const std::string& name) const 
 bool truthy(const Value& v) {
     switch (v.kind()) {
     case Value::Kind::Undefined:
-    case Value::Kind::None: return false;
-    case Value::Kind::Bool: return v.asBool();
-    case Value::Kind::Int: return v.asInt() != 0;
-    case Value::Kind::Float: return v.asDouble() != 0.0;
-    case Value::Kind::String: return !v.asString().empty();
-    case Value::Kind::List: return v.isGenerator() || !v.asList().empty();
-    case Value::Kind::Dict: return v.asDict()->isNamespace || !v.asDict()->items.empty();
-    case Value::Kind::Callable: return true;
+    case Value::Kind::None:
+        return false;
+    case Value::Kind::Bool:
+        return v.asBool();
+    case Value::Kind::Int:
+        return v.asInt() != 0;
+    case Value::Kind::Float:
+        return v.asDouble() != 0.0;
+    case Value::Kind::String:
+        return !v.asString().empty();
+    case Value::Kind::List:
+        return v.isGenerator() || !v.asList().empty();
+    case Value::Kind::Dict:
+        return v.asDict()->isNamespace || !v.asDict()->items.empty();
+    case Value::Kind::Callable:
+        return true;
     }
     return false;
 }
@@ -133,7 +153,8 @@ std::string floatRepr(double d) {
     for (char c : mant) {
         if (c != '.') digits += c;
     }
-    while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+    while (digits.size() > 1 && digits.back() == '0')
+        digits.pop_back();
     int decpt = exp10 + 1; // digits represent 0.DIGITS * 10^decpt
     std::string out = neg ? "-" : "";
     if (decpt > -4 && decpt <= 16) {
@@ -182,8 +203,10 @@ std::string reprString(const std::string& s) {
             out += "\\t";
         } else if (!isPrintableForRepr(cp)) {
             char buf[16];
-            if (cp <= 0xff) std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(cp));
-            else std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(cp));
+            if (cp <= 0xff)
+                std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(cp));
+            else
+                std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(cp));
             out += buf;
         } else {
             utf8Append(out, cp);
@@ -197,20 +220,29 @@ std::string reprString(const std::string& s) {
 
 std::string toStr(const Value& v) {
     switch (v.kind()) {
-    case Value::Kind::Undefined: return "";
-    case Value::Kind::String: return v.asString();
-    default: return toRepr(v);
+    case Value::Kind::Undefined:
+        return "";
+    case Value::Kind::String:
+        return v.asString();
+    default:
+        return toRepr(v);
     }
 }
 
 std::string toRepr(const Value& v) {
     switch (v.kind()) {
-    case Value::Kind::Undefined: return "Undefined"; // repr() of jinja2's Undefined
-    case Value::Kind::None: return "None";
-    case Value::Kind::Bool: return v.asBool() ? "True" : "False";
-    case Value::Kind::Int: return std::to_string(v.asInt());
-    case Value::Kind::Float: return floatRepr(v.asDouble());
-    case Value::Kind::String: return reprString(v.asString());
+    case Value::Kind::Undefined:
+        return "Undefined"; // repr() of jinja2's Undefined
+    case Value::Kind::None:
+        return "None";
+    case Value::Kind::Bool:
+        return v.asBool() ? "True" : "False";
+    case Value::Kind::Int:
+        return std::to_string(v.asInt());
+    case Value::Kind::Float:
+        return floatRepr(v.asDouble());
+    case Value::Kind::String:
+        return reprString(v.asString());
     case Value::Kind::List: {
         if (v.isGenerator())
             fail(ErrorCode::Unsupported,
@@ -237,7 +269,8 @@ std::string toRepr(const Value& v) {
         }
         return out + (v.asDict()->isNamespace ? "}>" : "}");
     }
-    case Value::Kind::Callable: return "<function " + v.asCallable().name + ">";
+    case Value::Kind::Callable:
+        return "<function " + v.asCallable().name + ">";
     }
     return "";
 }
@@ -250,8 +283,10 @@ bool equals(const Value& a, const Value& b) {
     if (a.kind() != b.kind()) return false;
     switch (a.kind()) {
     case Value::Kind::Undefined:
-    case Value::Kind::None: return true;
-    case Value::Kind::String: return a.asString() == b.asString();
+    case Value::Kind::None:
+        return true;
+    case Value::Kind::String:
+        return a.asString() == b.asString();
     case Value::Kind::List: {
         if (a.isGenerator() || b.isGenerator()) return false;
         if (a.isTuple() != b.isTuple()) return false;
@@ -274,8 +309,10 @@ bool equals(const Value& a, const Value& b) {
         }
         return true;
     }
-    case Value::Kind::Callable: return &a.asCallable() == &b.asCallable();
-    default: return false;
+    case Value::Kind::Callable:
+        return &a.asCallable() == &b.asCallable();
+    default:
+        return false;
     }
 }
 
@@ -284,8 +321,9 @@ bool lessThan(const Value& a, const Value& b) {
         if (a.isFloat() || b.isFloat()) return a.asDouble() < b.asDouble();
         return a.asInt() < b.asInt();
     }
-    if (a.isString() && b.isString()) return a.asString() < b.asString(); // UTF-8 byte order
-                                                                          // == code point order
+    if (a.isString() && b.isString())
+        return a.asString() < b.asString(); // UTF-8 byte order
+                                            // == code point order
     if (a.isList() && b.isList() && a.isTuple() == b.isTuple() && !a.isGenerator() &&
         !b.isGenerator()) { // Python: lexicographic, first unequal pair decides
         const ValueList& x = a.asList();
@@ -309,13 +347,27 @@ void jsonString(std::string& out, const std::string& s, bool ensureAscii) {
     out += '"';
     for (char32_t cp : utf8Decode(s)) {
         switch (cp) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        case '\b':
+            out += "\\b";
+            break;
+        case '\f':
+            out += "\\f";
+            break;
         default: {
             char buf[16];
             if (cp < 0x20 || (ensureAscii && cp == 0x7f)) {
@@ -349,20 +401,32 @@ void jsonValue(std::string& out, const Value& v, const JsonOptions& opt, int lev
     auto newline = [&](int lvl) {
         if (!opt.indent) return;
         out += '\n';
-        for (int i = 0; i < lvl; ++i) out += *opt.indent;
+        for (int i = 0; i < lvl; ++i)
+            out += *opt.indent;
     };
     switch (v.kind()) {
-    case Value::Kind::None: out += "null"; return;
-    case Value::Kind::Bool: out += v.asBool() ? "true" : "false"; return;
-    case Value::Kind::Int: out += std::to_string(v.asInt()); return;
+    case Value::Kind::None:
+        out += "null";
+        return;
+    case Value::Kind::Bool:
+        out += v.asBool() ? "true" : "false";
+        return;
+    case Value::Kind::Int:
+        out += std::to_string(v.asInt());
+        return;
     case Value::Kind::Float: {
         double d = v.asDouble();
-        if (std::isnan(d)) out += "NaN";
-        else if (std::isinf(d)) out += d > 0 ? "Infinity" : "-Infinity";
-        else out += floatRepr(d);
+        if (std::isnan(d))
+            out += "NaN";
+        else if (std::isinf(d))
+            out += d > 0 ? "Infinity" : "-Infinity";
+        else
+            out += floatRepr(d);
         return;
     }
-    case Value::Kind::String: jsonString(out, v.asString(), opt.ensureAscii); return;
+    case Value::Kind::String:
+        jsonString(out, v.asString(), opt.ensureAscii);
+        return;
     case Value::Kind::List: {
         if (v.isGenerator()) break;
         const ValueList& l = v.asList();
@@ -403,7 +467,8 @@ void jsonValue(std::string& out, const Value& v, const JsonOptions& opt, int lev
         out += '}';
         return;
     }
-    default: break;
+    default:
+        break;
     }
     fail(ErrorCode::Malformed,
          std::string("tojson: Object of type ") + v.typeName() + " is not JSON serializable");
@@ -471,7 +536,8 @@ void utf8Append(std::string& out, char32_t cp) {
 std::string utf8Encode(const std::u32string& s) {
     std::string out;
     out.reserve(s.size());
-    for (char32_t cp : s) utf8Append(out, cp);
+    for (char32_t cp : s)
+        utf8Append(out, cp);
     return out;
 }
 
@@ -485,10 +551,24 @@ size_t utf8Length(const std::string& s) {
 
 bool isPyWhitespace(char32_t cp) {
     switch (cp) {
-    case 0x09: case 0x0a: case 0x0b: case 0x0c: case 0x0d:
-    case 0x1c: case 0x1d: case 0x1e: case 0x1f: case 0x20:
-    case 0x85: case 0xa0: case 0x1680:
-    case 0x2028: case 0x2029: case 0x202f: case 0x205f: case 0x3000:
+    case 0x09:
+    case 0x0a:
+    case 0x0b:
+    case 0x0c:
+    case 0x0d:
+    case 0x1c:
+    case 0x1d:
+    case 0x1e:
+    case 0x1f:
+    case 0x20:
+    case 0x85:
+    case 0xa0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202f:
+    case 0x205f:
+    case 0x3000:
         return true;
     default:
         return cp >= 0x2000 && cp <= 0x200a;

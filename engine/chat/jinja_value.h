@@ -28,8 +28,8 @@ namespace coli::jinja {
 struct JinjaError {
     ErrorCode code;
     std::string message;
-    int line = 0;   // 1-based; 0 when unknown
-    int column = 0; // 1-based, in code points; 0 when unknown
+    int line = 0;                  // 1-based; 0 when unknown
+    int column = 0;                // 1-based, in code points; 0 when unknown
     bool raisedByTemplate = false; // raise_exception(): message is the template's own text
 };
 [[noreturn]] void fail(ErrorCode code, std::string message);
@@ -96,7 +96,7 @@ public:
     bool isCallable() const { return kind() == Kind::Callable; }
 
     bool asBool() const { return std::get<bool>(m_v); }
-    int64_t asInt() const; // bool or int
+    int64_t asInt() const;   // bool or int
     double asDouble() const; // bool, int or float
     const std::string& asString() const { return std::get<std::string>(m_v); }
     const ValueList& asList() const;
@@ -147,8 +147,8 @@ bool equals(const Value& a, const Value& b);
 bool lessThan(const Value& a, const Value& b);
 std::string floatRepr(double d); // Python float.__repr__, e.g. "1.0", "1e+20", "0.1"
 
-// json.dumps(v, ensure_ascii, indent, separators, sort_keys) as transformers' tojson filter calls it.
-// indent: nullopt for compact, else the indent string (an int n becomes n spaces).
+// json.dumps(v, ensure_ascii, indent, separators, sort_keys) as transformers' tojson filter calls
+// it. indent: nullopt for compact, else the indent string (an int n becomes n spaces).
 struct JsonOptions {
     bool ensureAscii = false;
     std::optional<std::string> indent;

@@ -355,13 +355,14 @@ UNIT_CASES = [
 # Random templates stressing whitespace control and scoping, from a fixed seed. Every construct
 # is in the supported subset; jinja2 decides the expected output (or error).
 FUZZ_SEED = 20261201
-FUZZ_COUNT = 400
+FUZZ_COUNT = 600
 EXPR_FUZZ_COUNT = 1000
 FUZZ_TEXT = ["", " ", "  ", "\t", "\n", " \n", "\n  ", "x", "a b", "\n\n", "  y  \n", "é",
-             "\u3000", " \t\n\t ", "z\n   "]
+             "\u3000", " \t\n\t ", "z\n   ", "} }", "\r\n", "%}", "#}"]
 FUZZ_EXPR = ["1", "'s'", "x", "v", "loop.index", "1 + 2", "'a' ~ v", "[1, 2]|length", "none",
              "true", "'  pad '|trim", "v ~ 'k'", "x * 2", "'q' if v else 'r'", "[x, v]",
-             "ns.n", "(v or 'd')|upper", "'abc'[x:]", "-x", "x // 2"]
+             "ns.n", "(v or 'd')|upper", "'abc'[x:]", "-x", "x // 2", "'%}'", "\"}}\"",
+             "'{#'", "{'a': {'b': x}}", "'-'", "x - -1", "[v]|tojson"]
 FUZZ_COND = ["true", "false", "v is defined", "x == 1", "not v", "x is odd", "loop.first",
              "ns.n > 1", "'a' in 'cat'"]
 

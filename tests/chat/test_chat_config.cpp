@@ -80,8 +80,8 @@ TEST(ChatConfig, NamedTemplateListUsesDefault) {
     ASSERT_TRUE(out.isOk());
     EXPECT_EQ(out.value(), "<s>DEFAULT");
 
-    fs::path q = writeConfig("list_nodefault",
-                             R"({"chat_template": [{"name": "rag", "template": "x"}]})");
+    fs::path q =
+        writeConfig("list_nodefault", R"({"chat_template": [{"name": "rag", "template": "x"}]})");
     auto r2 = ChatTemplate::fromTokenizerConfig(q.string());
     ASSERT_FALSE(r2.isOk());
     EXPECT_EQ(r2.status().code(), ErrorCode::NotFound);
@@ -122,7 +122,8 @@ TEST(ChatConfig, UnknownFilterIsUnsupportedNamingIt) {
 TEST(ChatConfig, RaiseExceptionSurfacesTheMessage) {
     auto r = ChatTemplate::fromString(
         "{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) "
-        "%}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') "
+        "%}{{ raise_exception('Conversation roles must alternate "
+        "user/assistant/user/assistant/...') "
         "}}{% endif %}{{ message['content'] }}{% endfor %}",
         "<s>", "</s>", "mixtral_2023.jinja");
     ASSERT_TRUE(r.isOk()) << r.status().toString();

@@ -182,9 +182,10 @@ TEST(JinjaUnit, SyntaxErrorsAreMalformedWithLineAndColumn) {
 }
 
 TEST(JinjaUnit, RuntimeErrorPointsAtTheExpression) {
-    Outcome o = run("{% for m in messages %}\n  {{ m.content + 1 }}\n{% endfor %}",
-                    {{"messages", coli::test::jsonToValue(ojson::parse(
-                                      R"([{"role": "user", "content": "hi"}])"))}});
+    Outcome o =
+        run("{% for m in messages %}\n  {{ m.content + 1 }}\n{% endfor %}",
+            {{"messages",
+              coli::test::jsonToValue(ojson::parse(R"([{"role": "user", "content": "hi"}])"))}});
     ASSERT_FALSE(o.ok);
     EXPECT_EQ(o.error.code, ErrorCode::Malformed);
     EXPECT_EQ(o.error.line, 2);
@@ -198,7 +199,8 @@ TEST(JinjaUnit, HostileInputIsRefusedNotCrashing) {
     EXPECT_EQ(o.error.code, ErrorCode::Malformed);
 
     std::string nested;
-    for (int i = 0; i < 1000; ++i) nested += "{% if true %}";
+    for (int i = 0; i < 1000; ++i)
+        nested += "{% if true %}";
     o = run(nested);
     EXPECT_FALSE(o.ok);
 

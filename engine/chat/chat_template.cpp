@@ -14,6 +14,9 @@ struct ChatTemplate::Impl {
     std::unique_ptr<jinja::Template> tmpl;
     std::optional<std::string> bos;
     std::optional<std::string> eos;
+    // The rest of transformers' special_tokens_map (unk/sep/pad/cls/mask tokens,
+    // additional_special_tokens), which apply_chat_template also passes to the template.
+    jinja::Variables otherTokens;
     std::string sourceName;
 };
 
@@ -121,6 +124,30 @@ Result<std::unique_ptr<ChatTemplate>> ChatTemplate::fromTokenizerConfig(const st
     std::unique_ptr<ChatTemplate> ct(new ChatTemplate());
     ct->m_impl->bos = bos.value();
     ct->m_impl->eos = eos.value();
+    // special_tokens_map only lists tokens that are set (non-empty).
+    for (const char* key : {"unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
+        auto tok = specialToken(cfg, key, path);
+        if (!tok) return tok.status();
+        if (tok.value() && !tok.value()->empty())
+            ct->m_impl->otherTokens.emplace_back(key, jinja::Value(*tok.value()));
+    }
+    if (auto extra = cfg.find("additional_special_tokens");
+        extra != cfg.end() && extra->is_array() && !extra->empty()) {
+        jinja::ValueList list;
+        for (const auto& t : *extra) {
+            if (t.is_string()) {
+                list.emplace_back(t.get<std::string>());
+            } else if (t.is_object() && t.contains("content") && t["content"].is_string()) {
+                list.emplace_back(t["content"].get<std::string>());
+            } else {
+                return Status(ErrorCode::Malformed,
+                              path + ": 'additional_special_tokens' entries must be strings or "
+                                     "objects with a string 'content'");
+            }
+        }
+        ct->m_impl->otherTokens.emplace_back("additional_special_tokens",
+                                             jinja::Value(std::move(list)));
+    }
     ct->m_impl->sourceName = source;
     try {
         ct->m_impl->tmpl = jinja::Template::parse(templ);
@@ -169,6 +196,8 @@ Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& message
     vars.emplace_back("add_generation_prompt", Value(addGenerationPrompt));
     if (m_impl->bos) vars.emplace_back("bos_token", Value(*m_impl->bos));
     if (m_impl->eos) vars.emplace_back("eos_token", Value(*m_impl->eos));
+    for (const auto& kv : m_impl->otherTokens)
+        vars.push_back(kv);
     if (enableThinking) vars.emplace_back("enable_thinking", Value(*enableThinking));
     try {
         return m_impl->tmpl->render(vars);

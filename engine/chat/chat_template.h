@@ -27,7 +27,9 @@ public:
     // Reads chat_template, bos_token, eos_token from tokenizer_config.json. chat_template may be
     // a string or a list of {"name", "template"} (the "default" entry is used); when the key is
     // absent, a chat_template.jinja file next to the config is used (newer transformers save the
-    // template there). bos_token/eos_token may be strings or {"content": ...} objects.
+    // template there). bos_token/eos_token may be strings or {"content": ...} objects; the other
+    // special tokens transformers passes (unk/sep/pad/cls/mask_token, additional_special_tokens)
+    // are read the same way and given to the template when set.
     // The whole template is parsed here, so syntax errors and unknown filters/tests surface at
     // load time, as jinja2 reports them at compile time.
     // Errors: NotFound (file, or no chat_template key and no chat_template.jinja; names the
@@ -41,7 +43,8 @@ public:
     ~ChatTemplate();
 
     // Renders with the variables transformers' apply_chat_template passes: messages (a list of
-    // {role, content}), add_generation_prompt, bos_token, eos_token, tools=None, documents=None.
+    // {role, content}), add_generation_prompt, bos_token, eos_token (and the other special tokens
+    // of the config), tools=None, documents=None.
     // Errors (messages start with "<source>:<line>:<column>: "):
     //   InvalidArgument - raise_exception() in the template, with the template's own message
     //                     (e.g. "Conversation roles must alternate user/assistant/..."); an

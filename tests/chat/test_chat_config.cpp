@@ -99,6 +99,25 @@ TEST(ChatConfig, NullBosTokenIsUndefinedInTheTemplate) {
     EXPECT_EQ(out.value(), "False||<|im_end|>");
 }
 
+TEST(ChatConfig, OtherSpecialTokensArePassedLikeTransformers) {
+    fs::path p = writeConfig("special", R"({"chat_template":
+        "{{ pad_token }}|{{ unk_token }}|{{ additional_special_tokens|join(',') }}|{{ sep_token is defined }}|{{ mask_token is defined }}",
+        "pad_token": "<pad>", "unk_token": {"content": "<unk>"}, "sep_token": null,
+        "mask_token": "", "additional_special_tokens": ["<a>", {"content": "<b>"}]})");
+    auto r = ChatTemplate::fromTokenizerConfig(p.string());
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    auto out = r.value()->render({}, false);
+    ASSERT_TRUE(out.isOk()) << out.status().toString();
+    EXPECT_EQ(out.value(), "<pad>|<unk>|<a>,<b>|False|False");
+
+    fs::path bad = writeConfig("special_bad", R"({"chat_template": "x",
+        "additional_special_tokens": [5]})");
+    auto r2 = ChatTemplate::fromTokenizerConfig(bad.string());
+    ASSERT_FALSE(r2.isOk());
+    EXPECT_EQ(r2.status().code(), ErrorCode::Malformed);
+    EXPECT_NE(r2.status().message().find("additional_special_tokens"), std::string::npos);
+}
+
 TEST(ChatConfig, SyntaxErrorIsMalformedWithLineColumn) {
     fs::path p = writeConfig("syntax", R"({"chat_template": "{% for m in messages %}\n{{ m. }}"})");
     auto r = ChatTemplate::fromTokenizerConfig(p.string());

@@ -31,7 +31,7 @@ class ModelArgs:
     n_kv_heads: int = 2
     n_experts: int = 16
     top_k: int = 2
-    ffn: int = 256
+    ffn: int = 192
     max_seq: int = 256
     rope_theta: float = 10000.0
     rms_eps: float = 1e-5

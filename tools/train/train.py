@@ -145,7 +145,7 @@ def build_args():
     ap.add_argument("--kv-heads", type=int, default=2)
     ap.add_argument("--experts", type=int, default=16)
     ap.add_argument("--top-k", type=int, default=2)
-    ap.add_argument("--ffn", type=int, default=256)
+    ap.add_argument("--ffn", type=int, default=192)
     ap.add_argument("--seq", type=int, default=256, help="training context in tokens")
     # optimisation
     ap.add_argument("--batch", type=int, default=16, help="sequences per step")
@@ -155,7 +155,7 @@ def build_args():
     ap.add_argument("--wd", type=float, default=0.1)
     ap.add_argument("--aux", type=float, default=0.01, help="load-balancing loss coefficient")
     ap.add_argument("--zloss", type=float, default=1e-3, help="router z-loss coefficient")
-    ap.add_argument("--total-tokens", type=float, default=30e6,
+    ap.add_argument("--total-tokens", type=float, default=32e6,
                     help="schedule length (cosine ends here, training stops here)")
     ap.add_argument("--weight-cap", type=float, default=3.5e6,
                     help="domain weight = sqrt(min(train tokens, cap))")
@@ -168,7 +168,7 @@ def build_args():
                     help="only measure tokens/s for this long (no checkpoints, no log)")
     ap.add_argument("--ckpt-minutes", type=float, default=10)
     ap.add_argument("--eval-minutes", type=float, default=10)
-    ap.add_argument("--eval-windows", type=int, default=16, help="per domain")
+    ap.add_argument("--eval-windows", type=int, default=24, help="per domain")
     ap.add_argument("--print-every", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
     return ap

@@ -15,6 +15,8 @@ MODE="${1:-}"
 BUILD="${COLI_BUILD_DIR:-$ROOT/build/release}"
 ASAN_BUILD="$ROOT/build/asan"
 JOBS="${COLI_JOBS:-$(nproc)}"
+# ccache: hash paths relative to the checkout, so a fresh clone elsewhere (CI) reuses the cache.
+export CCACHE_BASEDIR="$ROOT"
 
 log() { printf '\033[1m[colibri]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[colibri] error:\033[0m %s\n' "$*" >&2; exit 1; }

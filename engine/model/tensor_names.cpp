@@ -1,5 +1,7 @@
 #include "model/tensor_names.h"
 
+#include "core/strings.h"
+
 #include <array>
 
 namespace coli {
@@ -84,11 +86,6 @@ const Row kTable[] = {
       nullptr, nullptr}},
 };
 #undef ALL5
-
-void replaceAll(std::string& s, const std::string& from, const std::string& to) {
-    for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
-        s.replace(p, from.size(), to);
-}
 
 } // namespace
 

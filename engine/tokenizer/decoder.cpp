@@ -1,5 +1,6 @@
 #include "tokenizer/decoder.h"
 
+#include "core/strings.h"
 #include "tokenizer/byte_level.h"
 
 namespace coli {
@@ -22,12 +23,8 @@ Status Decoder::parse(const Json& j, const Ctx& ctx, Decoder& d) {
     if (!type) return type.status();
     const std::string& t = *type;
     if (t == "Sequence") {
-        auto list = tokjson::member(j, "decoders", ctx);
-        if (!list) return list.status();
-        if (!(*list)->is_array()) return tokjson::malformed(ctx.at("decoders"), "expected a list");
-        for (size_t i = 0; i < (*list)->size(); ++i)
-            COLI_RETURN_IF_ERROR(parse((**list)[i], ctx.at("decoders").at(i), d));
-        return {};
+        return tokjson::forEachInList(
+            j, "decoders", ctx, [&](const Json& item, const Ctx& c) { return parse(item, c, d); });
     }
     if (t == "Fuse") {
         d.m_fused = true;
@@ -89,18 +86,6 @@ Status Decoder::parse(const Json& j, const Ctx& ctx, Decoder& d) {
 }
 
 namespace {
-
-void replaceAll(std::string& s, std::string_view from, std::string_view to) {
-    std::string out;
-    size_t pos = 0;
-    for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size()) {
-        out.append(s, pos, hit - pos);
-        out += to;
-    }
-    if (pos == 0) return;
-    out.append(s, pos, std::string::npos);
-    s = std::move(out);
-}
 
 int hexDigit(char c) {
     if (c >= '0' && c <= '9') return c - '0';

@@ -58,4 +58,15 @@ Result<std::string> typeOf(const Json& j, const Ctx& ctx) {
     return getString(j, "type", ctx);
 }
 
+Status forEachInList(const Json& j, const char* key, const Ctx& ctx,
+                     const std::function<Status(const Json&, const Ctx&)>& each) {
+    auto list = member(j, key, ctx);
+    if (!list) return list.status();
+    const Ctx lctx = ctx.at(key);
+    if (!(*list)->is_array()) return malformed(lctx, "expected a list");
+    for (size_t i = 0; i < (*list)->size(); ++i)
+        COLI_RETURN_IF_ERROR(each((**list)[i], lctx.at(i)));
+    return {};
+}
+
 } // namespace coli::tokjson

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 
 namespace coli::tokjson {
@@ -34,5 +35,10 @@ Result<bool> optBool(const Json& j, const char* key, const Ctx& ctx, bool dflt);
 Result<long long> optInt(const Json& j, const char* key, const Ctx& ctx, long long dflt);
 // "type" of a component object; Malformed when j is not an object or has no string "type".
 Result<std::string> typeOf(const Json& j, const Ctx& ctx);
+// Calls each(item, itemCtx) on every element of the list j[key] (the sub-components of a
+// "Sequence"), in order, and stops at the first error it returns. Malformed when the member is
+// missing or not a list.
+Status forEachInList(const Json& j, const char* key, const Ctx& ctx,
+                     const std::function<Status(const Json&, const Ctx&)>& each);
 
 } // namespace coli::tokjson

@@ -1,5 +1,6 @@
 #include "tokenizer/normalizer.h"
 
+#include "core/strings.h"
 #include "tokenizer/utf8.h"
 
 #include <utf8proc.h>
@@ -23,13 +24,9 @@ Status Normalizer::parse(const Json& j, const Ctx& ctx, std::vector<Op>& ops) {
     if (!type) return type.status();
     const std::string& t = *type;
     if (t == "Sequence") {
-        auto list = tokjson::member(j, "normalizers", ctx);
-        if (!list) return list.status();
-        if (!(*list)->is_array())
-            return tokjson::malformed(ctx.at("normalizers"), "expected a list");
-        for (size_t i = 0; i < (*list)->size(); ++i)
-            COLI_RETURN_IF_ERROR(parse((**list)[i], ctx.at("normalizers").at(i), ops));
-        return {};
+        return tokjson::forEachInList(j, "normalizers", ctx, [&](const Json& item, const Ctx& c) {
+            return parse(item, c, ops);
+        });
     }
     if (t == "NFC")
         ops.push_back({Kind::Nfc, {}, {}, {}});
@@ -92,18 +89,6 @@ std::string unicodeNormalize(std::string_view s, int options) {
     std::string result(reinterpret_cast<char*>(out), static_cast<size_t>(n));
     std::free(out);
     return result;
-}
-
-void replaceAll(std::string& s, const std::string& from, const std::string& to) {
-    std::string out;
-    size_t pos = 0;
-    for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size()) {
-        out.append(s, pos, hit - pos);
-        out += to;
-    }
-    if (pos == 0) return;
-    out.append(s, pos, std::string::npos);
-    s = std::move(out);
 }
 
 std::string strip(std::string_view s, bool left, bool right) {

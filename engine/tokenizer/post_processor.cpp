@@ -32,18 +32,14 @@ Status PostProcessor::parse(const Json& j, const Ctx& ctx, PostProcessor& p) {
     const std::string& t = *type;
     if (t == "ByteLevel") return {};
     if (t == "Sequence") {
-        auto list = tokjson::member(j, "processors", ctx);
-        if (!list) return list.status();
-        if (!(*list)->is_array())
-            return tokjson::malformed(ctx.at("processors"), "expected a list");
-        for (size_t i = 0; i < (*list)->size(); ++i) {
+        return tokjson::forEachInList(j, "processors", ctx, [&](const Json& item, const Ctx& c) {
             // Each processor wraps the output of the previous one.
             PostProcessor inner;
-            COLI_RETURN_IF_ERROR(parse((**list)[i], ctx.at("processors").at(i), inner));
+            COLI_RETURN_IF_ERROR(parse(item, c, inner));
             p.m_prefix.insert(p.m_prefix.begin(), inner.m_prefix.begin(), inner.m_prefix.end());
             p.m_suffix.insert(p.m_suffix.end(), inner.m_suffix.begin(), inner.m_suffix.end());
-        }
-        return {};
+            return Status{};
+        });
     }
     if (t == "RobertaProcessing" || t == "BertProcessing") {
         auto cls = pairId(j, "cls", ctx);

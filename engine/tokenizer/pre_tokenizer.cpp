@@ -1,5 +1,6 @@
 #include "tokenizer/pre_tokenizer.h"
 
+#include "core/strings.h"
 #include "tokenizer/byte_level.h"
 
 #include <algorithm>
@@ -21,13 +22,9 @@ Status PreTokenizer::parse(const Json& j, const Ctx& ctx, std::vector<Step>& ste
     if (!type) return type.status();
     const std::string& t = *type;
     if (t == "Sequence") {
-        auto list = tokjson::member(j, "pretokenizers", ctx);
-        if (!list) return list.status();
-        if (!(*list)->is_array())
-            return tokjson::malformed(ctx.at("pretokenizers"), "expected a list");
-        for (size_t i = 0; i < (*list)->size(); ++i)
-            COLI_RETURN_IF_ERROR(parse((**list)[i], ctx.at("pretokenizers").at(i), steps));
-        return {};
+        return tokjson::forEachInList(j, "pretokenizers", ctx, [&](const Json& item, const Ctx& c) {
+            return parse(item, c, steps);
+        });
     }
     Step step{};
     if (t == "Split") {
@@ -132,18 +129,6 @@ void literalMatches(std::string_view text, std::string_view lit,
     if (lit.empty()) return;
     for (size_t pos = 0; (pos = text.find(lit, pos)) != std::string_view::npos; pos += lit.size())
         out.emplace_back(pos, pos + lit.size());
-}
-
-void replaceAll(std::string& s, std::string_view from, std::string_view to) {
-    std::string out;
-    size_t pos = 0;
-    for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size()) {
-        out.append(s, pos, hit - pos);
-        out += to;
-    }
-    if (pos == 0) return;
-    out.append(s, pos, std::string::npos);
-    s = std::move(out);
 }
 
 } // namespace

@@ -1,8 +1,8 @@
 #pragma once
 // Command line of `colibri` and the choice of the model folder at start.
 // Thread-safety: plain functions and values.
+#include "runtime/sampling_defaults.h"
 #include "runtime/session.h"
-#include "sampling_overrides.h"
 
 #include <QString>
 #include <QStringList>

@@ -9,8 +9,8 @@
 //   - push(Quit) cancels everything the same way, drops all queued commands and delivers Quit next.
 // Thread-safety: every member may be called from any thread.
 #include "chat/chat_template.h"
+#include "runtime/sampling_defaults.h"
 #include "runtime/session.h"
-#include "sampling_overrides.h"
 
 #include <atomic>
 #include <chrono>

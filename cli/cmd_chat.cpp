@@ -49,7 +49,7 @@ int runChat(const ChatOptions& o) {
 
     GenerateParams params;
     params.maxNewTokens = o.maxNewTokens;
-    params.sampler = resolveSampling(o.sampling, lm->generationConfig());
+    params.sampler = resolveSamplingWithSeed(o.sampling, lm->generationConfig());
     params.ignoreEos = o.ignoreEos;
     if (Status s = validate(params); !s) {
         printError(s.message());

@@ -76,7 +76,7 @@ int runGenerate(GenerateOptions o) {
 
     GenerateParams params;
     params.maxNewTokens = o.maxNewTokens;
-    params.sampler = resolveSampling(o.sampling, lm->generationConfig());
+    params.sampler = resolveSamplingWithSeed(o.sampling, lm->generationConfig());
     params.stopStrings = o.stops;
     params.ignoreEos = o.ignoreEos;
     if (Status s = validate(params); !s) { // model defaults combined with flags

@@ -11,17 +11,6 @@
 
 namespace coli::cli {
 
-SamplerParams defaultSampling() {
-    SamplerParams p;
-    p.temperature = 0.8f;
-    p.topK = 40;
-    p.topP = 0.95f;
-    p.minP = 0.05f;
-    p.repeatPenalty = 1.0f;
-    p.repeatLastN = 64;
-    return p;
-}
-
 void addModelOptions(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("model_dir", o.dir, "Hugging Face checkpoint directory (config.json, ...)")
         ->required();
@@ -42,7 +31,7 @@ void addSamplingOptions(CLI::App& cmd, SamplingOptions& o) {
 std::string checkSamplingFlags(const SamplingOptions& o) {
     // Each flag alone on top of valid defaults, so the message names the flag the user typed.
     auto check = [](const char* flag, auto set) -> std::string {
-        SamplerParams p = defaultSampling();
+        SamplerParams p;
         set(p);
         Status s = validate(p);
         return s ? std::string() : fmt::format("{}: {}", flag, s.message());
@@ -63,17 +52,9 @@ std::string checkSamplingFlags(const SamplingOptions& o) {
     return {};
 }
 
-SamplerParams resolveSampling(const SamplingOptions& o, const GenerationConfig& gc) {
-    SamplerParams p = gc.hasSamplingDefaults ? gc.defaults : defaultSampling();
-    if (o.temperature) p.temperature = *o.temperature;
-    if (o.topK) p.topK = *o.topK;
-    if (o.topP) p.topP = *o.topP;
-    if (o.minP) p.minP = *o.minP;
-    if (o.repeatPenalty) p.repeatPenalty = *o.repeatPenalty;
-    if (o.repeatLastN) p.repeatLastN = *o.repeatLastN;
-    if (o.seed) {
-        p.seed = *o.seed;
-    } else {
+SamplerParams resolveSamplingWithSeed(const SamplingOptions& o, const GenerationConfig& gc) {
+    SamplerParams p = resolveSampling(o, gc);
+    if (!o.seed) {
         std::random_device rd;
         p.seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
     }

@@ -32,8 +32,8 @@ STDLIB_DIR = "/usr/lib/python3.11"
 # Licence of the TEXT we take (not of the package's software), as read in each copyright file.
 LICENCES = {
     "bible-kjv-text": "Public domain (KJV text, copyright expired; package software GPL-2+)",
-    "fortunes": "BSD-3-Clause style (fortune-mod data, 'BSD copyright' in the copyright file); "
-                "quotations of mixed origin",
+    "fortunes": "BSD (the package 'falls under the BSD copyright', Regents of the University "
+                "of California); the quotations themselves are of mixed origin",
     "fortunes-de": "GPL-2+",
     "fortunes-es": "GPL-2+",
     "dict-gcide": "GPL-2+ (GCIDE; Webster 1913 text is public domain, additions GPL)",

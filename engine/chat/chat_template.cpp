@@ -1,12 +1,11 @@
 #include "chat/chat_template.h"
 
 #include "chat/jinja_eval.h"
+#include "core/file_text.h"
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace coli {
 
@@ -33,18 +32,6 @@ Status toStatus(const jinja::JinjaError& err, const std::string& source) {
     return Status(err.code, where + ": " + prefix + err.message);
 }
 
-Result<std::string> readFile(const std::string& path) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec))
-        return Status(ErrorCode::NotFound, path + ": file not found");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status(ErrorCode::Io, path + ": cannot open for reading");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) return Status(ErrorCode::Io, path + ": read failed");
-    return ss.str();
-}
-
 // bos_token/eos_token: a string, an AddedToken object {"content": ...}, null or absent.
 Result<std::optional<std::string>> specialToken(const nlohmann::json& cfg, const char* key,
                                                 const std::string& path) {
@@ -67,7 +54,7 @@ ChatTemplate::ChatTemplate() : m_impl(std::make_unique<Impl>()) {}
 ChatTemplate::~ChatTemplate() = default;
 
 Result<std::unique_ptr<ChatTemplate>> ChatTemplate::fromTokenizerConfig(const std::string& path) {
-    Result<std::string> text = readFile(path);
+    Result<std::string> text = readTextFile(path);
     if (!text) return text.status();
     nlohmann::json cfg;
     try {
@@ -88,7 +75,7 @@ Result<std::unique_ptr<ChatTemplate>> ChatTemplate::fromTokenizerConfig(const st
         if (!std::filesystem::exists(side, ec))
             return Status(ErrorCode::NotFound,
                           path + ": no 'chat_template' key (and no chat_template.jinja beside it)");
-        Result<std::string> sideText = readFile(side.string());
+        Result<std::string> sideText = readTextFile(side.string());
         if (!sideText) return sideText.status();
         templ = std::move(sideText.value());
         source = side.string();

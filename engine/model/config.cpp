@@ -4,11 +4,11 @@
 // configuration_granitemoe.py GraniteMoeConfig), used when a key is absent.
 #include "model/config.h"
 
+#include "core/file_text.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 namespace coli {
 
@@ -405,12 +405,9 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
 
 Result<ModelConfig> loadConfig(const std::string& dir) {
     const std::string path = dir + "/config.json";
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status(ErrorCode::NotFound, path + ": cannot open (no config.json)");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) return Status(ErrorCode::Io, path + ": read failed");
-    return parseConfig(ss.str(), path);
+    auto text = readTextFile(path);
+    if (!text) return text.status();
+    return parseConfig(text.value(), path);
 }
 
 } // namespace coli

@@ -1,6 +1,6 @@
 #include "runtime/generation_config.h"
 
-#include "runtime/file_text.h"
+#include "core/file_text.h"
 
 #include <nlohmann/json.hpp>
 

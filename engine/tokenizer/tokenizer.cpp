@@ -1,9 +1,7 @@
 #include "tokenizer/tokenizer.h"
 
+#include "core/file_text.h"
 #include "tokenizer/tokenizer_impl.h"
-
-#include <fstream>
-#include <sstream>
 
 namespace coli {
 
@@ -14,12 +12,9 @@ Tokenizer::Tokenizer() : m_impl(std::make_unique<Impl>()) {}
 Tokenizer::~Tokenizer() = default;
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::fromFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status(ErrorCode::NotFound, path + ": cannot open tokenizer file");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) return Status(ErrorCode::Io, path + ": read failed");
-    return fromJson(ss.str(), path);
+    auto text = readTextFile(path);
+    if (!text) return text.status();
+    return fromJson(text.value(), path);
 }
 
 namespace {

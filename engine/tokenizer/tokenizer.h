@@ -25,8 +25,8 @@ namespace coli {
 
 class Tokenizer {
 public:
-    // Errors: NotFound, Malformed (naming the file and the JSON path), Unsupported (a model type,
-    // normalizer, pre-tokenizer or decoder outside the supported subset, named).
+    // Errors: NotFound, Io, Malformed (naming the file and the JSON path), Unsupported (a model
+    // type, normalizer, pre-tokenizer or decoder outside the supported subset, named).
     static Result<std::unique_ptr<Tokenizer>> fromFile(const std::string& tokenizerJsonPath);
     static Result<std::unique_ptr<Tokenizer>> fromJson(const std::string& json,
                                                        const std::string& sourceName);

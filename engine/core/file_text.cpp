@@ -1,4 +1,4 @@
-#include "runtime/file_text.h"
+#include "core/file_text.h"
 
 #include <cerrno>
 #include <cstring>

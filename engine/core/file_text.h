@@ -1,5 +1,6 @@
 #pragma once
-// Small file helpers for the runtime's JSON side files (not for weights: those go through io/).
+// Reading the JSON side files of a checkpoint (config.json, tokenizer.json, tokenizer_config.json,
+// generation_config.json) whole. Not for weights: those go through io/.
 // Thread-safety: free functions, no shared state.
 #include "core/status.h"
 

@@ -47,20 +47,15 @@ int runChat(const ChatOptions& o) {
         return kExitModel;
     }
 
-    GenerateParams params;
-    params.maxNewTokens = o.maxNewTokens;
-    params.sampler = resolveSamplingWithSeed(o.sampling, lm->generationConfig());
-    params.ignoreEos = o.ignoreEos;
-    if (Status s = validate(params); !s) {
-        printError(s.message());
-        return kExitUsage;
-    }
+    const auto params =
+        makeGenerateParams(o.sampling, lm->generationConfig(), o.maxNewTokens, o.ignoreEos);
+    if (!params) return kExitUsage;
     const bool interactive = isatty(STDIN_FILENO);
     if (interactive)
         fmt::print(stderr,
                    "chat with {} ({}). /reset starts over; Ctrl+C stops an answer; "
                    "Ctrl+C or Ctrl+D at the prompt quits.\n",
-                   lm->dir(), describeSampling(params.sampler));
+                   lm->dir(), describeSampling(params->sampler));
 
     Session session(*lm);
     std::vector<ChatMessage> messages;
@@ -99,7 +94,7 @@ int runChat(const ChatOptions& o) {
         }
         const auto ids = lm->tokenizer().encode(text.value(), /*addSpecial=*/false);
         writer.clear();
-        auto r = session.generate(ids, params, std::ref(writer), &interruptFlag());
+        auto r = session.generate(ids, *params, std::ref(writer), &interruptFlag());
         std::fputs("\n", stdout);
         std::fflush(stdout);
         if (!r) {

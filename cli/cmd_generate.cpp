@@ -74,26 +74,20 @@ int runGenerate(GenerateOptions o) {
         return kExitUsage;
     }
 
-    GenerateParams params;
-    params.maxNewTokens = o.maxNewTokens;
-    params.sampler = resolveSamplingWithSeed(o.sampling, lm->generationConfig());
-    params.stopStrings = o.stops;
-    params.ignoreEos = o.ignoreEos;
-    if (Status s = validate(params); !s) { // model defaults combined with flags
-        printError(s.message());
-        return kExitUsage;
-    }
+    const auto params = makeGenerateParams(o.sampling, lm->generationConfig(), o.maxNewTokens,
+                                           o.ignoreEos, o.stops);
+    if (!params) return kExitUsage;
 
     Session session(*lm);
     PieceWriter writer;
-    auto r = session.generate(ids, params, std::ref(writer), &interruptFlag());
+    auto r = session.generate(ids, *params, std::ref(writer), &interruptFlag());
     if (!writer.endsWithNewline() && isatty(STDERR_FILENO) && isatty(STDOUT_FILENO))
         fmt::print(stderr, "\n"); // keep the report off the text's last line on a terminal
     if (!r) {
         printError(fmt::format("generation failed: {}", r.status().toString()));
         return kExitGeneration;
     }
-    printStats(r.value(), describeSampling(params.sampler));
+    printStats(r.value(), describeSampling(params->sampler));
     switch (r.value().stopReason) {
     case StopReason::Cancelled:
         return kExitInterrupted;

@@ -52,13 +52,24 @@ std::string checkSamplingFlags(const SamplingOptions& o) {
     return {};
 }
 
-SamplerParams resolveSamplingWithSeed(const SamplingOptions& o, const GenerationConfig& gc) {
-    SamplerParams p = resolveSampling(o, gc);
-    if (!o.seed) {
+std::optional<GenerateParams> makeGenerateParams(const SamplingOptions& sampling,
+                                                 const GenerationConfig& gc, int maxNewTokens,
+                                                 bool ignoreEos,
+                                                 std::vector<std::string> stopStrings) {
+    GenerateParams params;
+    params.maxNewTokens = maxNewTokens;
+    params.sampler = resolveSampling(sampling, gc);
+    if (!sampling.seed) {
         std::random_device rd;
-        p.seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+        params.sampler.seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
     }
-    return p;
+    params.stopStrings = std::move(stopStrings);
+    params.ignoreEos = ignoreEos;
+    if (Status s = validate(params); !s) { // model defaults combined with flags
+        printError(s.message());
+        return std::nullopt;
+    }
+    return params;
 }
 
 std::string describeSampling(const SamplerParams& p) {

@@ -6,7 +6,9 @@
 #include <CLI/CLI.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace coli::cli {
 
@@ -27,9 +29,14 @@ void addSamplingOptions(CLI::App& cmd, SamplingOptions& o);
 // Returns "" when fine, else a message naming the flag and the allowed range.
 std::string checkSamplingFlags(const SamplingOptions& o);
 
-// coli::resolveSampling (model defaults, or ours, overridden by the given flags), drawing a
-// random seed when none is given.
-SamplerParams resolveSamplingWithSeed(const SamplingOptions& o, const GenerationConfig& gc);
+// The GenerateParams of a run: the sampling flags over the model's defaults (resolveSampling;
+// a random seed when --seed is absent), the token limit, --ignore-eos and the stop strings, then
+// validate()d. When the combination is invalid, prints the error and returns nullopt (the caller
+// exits with kExitUsage).
+std::optional<GenerateParams> makeGenerateParams(const SamplingOptions& sampling,
+                                                 const GenerationConfig& gc, int maxNewTokens,
+                                                 bool ignoreEos,
+                                                 std::vector<std::string> stopStrings = {});
 
 // One line for stderr: "temp 0.80, top-k 40, top-p 0.95, min-p 0.05, repeat-penalty 1.00, seed 42".
 std::string describeSampling(const SamplerParams& p);

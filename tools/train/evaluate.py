@@ -9,6 +9,8 @@ train.py and baseline_ngram.py).
 
   /usr/bin/python3 tools/train/evaluate.py --ckpt /work/train-state/ckpt/last.pt
   /usr/bin/python3 tools/train/evaluate.py --export DIR      (the rounded, exported weights)
+  add --routing [--windows N] for torch-side routing shares per domain on N fixed held-out
+  windows per domain (a preview: the shipped statistics must come from the engine, issue 3)
 """
 import argparse
 import json
@@ -47,11 +49,46 @@ def full_bpb(model, held, tok_bytes, batch=16):
     return res
 
 
+@torch.no_grad()
+def routing(model, held, n_windows):
+    """Per layer: share of the top-k routing slots each expert gets per domain, the
+    domain-balanced share (mean over domains), and the (domain, expert) pairs where the domain's
+    share is >= 3x the balanced share while the balanced share is >= 1% (issue 3's criterion)."""
+    from train import eval_windows
+    windows = eval_windows(held, model.args.max_seq, n_windows)
+    L, E = model.args.n_layers, model.args.n_experts
+    share = {}
+    for d, w in windows.items():
+        c = np.zeros((L, E))
+        for i in range(0, w.shape[0], 8):
+            model(w[i:i + 8, :-1])
+            for li, layer in enumerate(model.layers):
+                c[li] += np.bincount(layer.block_sparse_moe.last_topk.reshape(-1).numpy(),
+                                     minlength=E)
+        share[d] = c / c.sum(1, keepdims=True)
+    balanced = np.mean([share[d] for d in DOMAINS], axis=0)
+    out = []
+    for li in range(L):
+        hits = []
+        for d in DOMAINS:
+            for e in range(E):
+                if balanced[li, e] >= 0.01 and share[d][li, e] >= 3 * balanced[li, e]:
+                    hits.append({"domain": d, "expert": e,
+                                 "ratio": round(float(share[d][li, e] / balanced[li, e]), 2)})
+        out.append({"layer": li, "max_ratio": round(float(max(
+            (share[d][li] / np.maximum(balanced[li], 1e-9))[balanced[li] >= 0.01].max()
+            for d in DOMAINS)), 2), "specialists": hits,
+            "balanced_share": [round(float(v), 4) for v in balanced[li]]})
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ckpt")
     ap.add_argument("--export")
     ap.add_argument("--data", default="/work/train-state/data")
+    ap.add_argument("--routing", action="store_true")
+    ap.add_argument("--windows", type=int, default=24, help="per domain, for --routing")
     a = ap.parse_args()
     torch.set_num_threads(1)
     meta, _, held = load_tokens(a.data)
@@ -63,6 +100,10 @@ def main():
         model = MoEModel(ModelArgs(**ck["model_args"]))
         model.load_state_dict(ck["model"])
         model.eval()
+    if a.routing:
+        for r in routing(model, held, a.windows):
+            print(json.dumps(r))
+        return
     tok_bytes = Tokenizer(meta["tokenizer"]).token_byte_lengths()
     res = full_bpb(model, held, tok_bytes)
     res["mean"] = round(sum(res.values()) / len(res), 4)

@@ -1,5 +1,7 @@
 #include "chat/jinja_builtins.h"
 
+#include "core/strings.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -141,7 +143,7 @@ std::string replaceString(const std::string& s, const std::string& from, const s
                 out += to;
                 ++n;
             }
-            utf8Append(out, c);
+            appendUtf8(out, c);
         }
         if (count < 0 || n < count) out += to;
         return out;
@@ -464,7 +466,7 @@ ValueList iterate(const Value& v) {
         ValueList out;
         for (char32_t c : utf8Decode(v.asString())) {
             std::string s;
-            utf8Append(s, c);
+            appendUtf8(s, c);
             out.emplace_back(std::move(s));
         }
         return out;
@@ -577,7 +579,7 @@ Value getItem(const Value& obj, const Value& index) {
         if (j < 0 || j >= n)
             return Value::undefined("str object has no element " + std::to_string(i));
         std::string out;
-        utf8Append(out, cps[size_t(j)]);
+        appendUtf8(out, cps[size_t(j)]);
         return Value(out);
     }
     case Value::Kind::Dict:

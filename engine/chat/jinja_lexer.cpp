@@ -1,5 +1,7 @@
 #include "chat/jinja_lexer.h"
 
+#include "core/strings.h"
+
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -338,7 +340,7 @@ private:
                                     m_src[m_pos] <= '7';
                          ++k)
                         v = v * 8 + unsigned(m_src[m_pos++] - '0');
-                    utf8Append(value, char32_t(v));
+                    appendUtf8(value, char32_t(v));
                 } else {
                     value += '\\';
                     value += e;
@@ -361,7 +363,7 @@ private:
         }
         m_pos += size_t(n);
         std::string out;
-        utf8Append(out, char32_t(std::strtoul(hex.c_str(), nullptr, 16)));
+        appendUtf8(out, char32_t(std::strtoul(hex.c_str(), nullptr, 16)));
         return out;
     }
 

@@ -1,5 +1,7 @@
 #include "chat/jinja_value.h"
 
+#include "core/strings.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -209,7 +211,7 @@ std::string reprString(const std::string& s) {
                 std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(cp));
             out += buf;
         } else {
-            utf8Append(out, cp);
+            appendUtf8(out, cp);
         }
     }
     out += quote;
@@ -383,7 +385,7 @@ void jsonString(std::string& out, const std::string& s, bool ensureAscii) {
                 }
                 out += buf;
             } else {
-                utf8Append(out, cp);
+                appendUtf8(out, cp);
             }
         }
         }
@@ -515,29 +517,11 @@ std::u32string utf8Decode(const std::string& s) {
     return out;
 }
 
-void utf8Append(std::string& out, char32_t cp) {
-    if (cp < 0x80) {
-        out += char(cp);
-    } else if (cp < 0x800) {
-        out += char(0xc0 | (cp >> 6));
-        out += char(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-        out += char(0xe0 | (cp >> 12));
-        out += char(0x80 | ((cp >> 6) & 0x3f));
-        out += char(0x80 | (cp & 0x3f));
-    } else {
-        out += char(0xf0 | (cp >> 18));
-        out += char(0x80 | ((cp >> 12) & 0x3f));
-        out += char(0x80 | ((cp >> 6) & 0x3f));
-        out += char(0x80 | (cp & 0x3f));
-    }
-}
-
 std::string utf8Encode(const std::u32string& s) {
     std::string out;
     out.reserve(s.size());
     for (char32_t cp : s)
-        utf8Append(out, cp);
+        appendUtf8(out, cp);
     return out;
 }
 

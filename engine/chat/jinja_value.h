@@ -158,9 +158,9 @@ struct JsonOptions {
 std::string toJson(const Value& v, const JsonOptions& opt);
 
 // UTF-8 helpers (invalid bytes decode to U+FFFD; they cannot reach us from valid JSON input).
+// Encoding one code point: appendUtf8 in core/strings.h.
 std::u32string utf8Decode(const std::string& s);
 std::string utf8Encode(const std::u32string& s);
-void utf8Append(std::string& out, char32_t cp);
 size_t utf8Length(const std::string& s);
 // Python's str.isspace() for one code point (includes U+001C..U+001F, U+0085, U+00A0, U+3000...).
 bool isPyWhitespace(char32_t cp);

@@ -9,4 +9,8 @@ namespace coli {
 // without rescanning inserted text. An empty `from` leaves s unchanged.
 void replaceAll(std::string& s, std::string_view from, std::string_view to);
 
+// Appends the UTF-8 encoding (1 to 4 bytes, RFC 3629) of cp to out. cp should be a Unicode
+// scalar value (<= U+10FFFF, not a surrogate); others are encoded by the same bit pattern.
+void appendUtf8(std::string& out, char32_t cp);
+
 } // namespace coli

@@ -1,5 +1,6 @@
 #include "tokenizer/byte_level.h"
 
+#include "core/strings.h"
 #include "tokenizer/utf8.h"
 
 #include <array>
@@ -20,7 +21,7 @@ struct Tables {
                 (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
             toChar[b] = printable ? char32_t(b) : char32_t(256 + n++);
             toByte[toChar[b]] = b;
-            utf8::append(toUtf8[b], toChar[b]);
+            appendUtf8(toUtf8[b], toChar[b]);
         }
     }
 };

@@ -11,8 +11,7 @@ namespace coli::utf8 {
 // (the tokenizer sanitizes its input first) and i < s.size().
 char32_t next(std::string_view s, size_t& i);
 
-// Appends the UTF-8 encoding of cp (a Unicode scalar value) to out.
-void append(std::string& out, char32_t cp);
+// (Encoding: appendUtf8 in core/strings.h.)
 
 // Length of the longest prefix of s after which a WHATWG UTF-8 decoder is back in its initial
 // state: everything except a trailing, so far valid but incomplete multi-byte sequence. Decoding

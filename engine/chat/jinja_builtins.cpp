@@ -447,6 +447,23 @@ Value mapFilter(const Value& input, const CallArgs& a) {
     return Value::generator(std::move(out));
 }
 
+// dict(...) and namespace(...): the positional dicts' items in order, then the keyword arguments.
+// namespace() does not take another namespace as a positional argument.
+Value mergedDict(const CallArgs& a, bool isNamespace) {
+    auto d = std::make_shared<ValueDict>();
+    d->isNamespace = isNamespace;
+    for (const Value& init : a.args) {
+        if (!init.isDict() || (isNamespace && init.asDict()->isNamespace))
+            typeError(std::string(isNamespace ? "namespace" : "dict") +
+                      "() positional argument must be a dict");
+        for (const auto& [k, v] : init.asDict()->items)
+            d->set(k, v);
+    }
+    for (const auto& [k, v] : a.kwargs)
+        d->set(k, v);
+    return Value(d);
+}
+
 } // namespace
 
 bool isKnownFilter(const std::string& name) {
@@ -803,34 +820,10 @@ bool applyTest(const std::string& name, const Value& v, const std::vector<Value>
 }
 
 Value makeGlobalFunction(const std::string& name) {
-    if (name == "namespace") {
-        return Value(method("namespace", [](const CallArgs& a) {
-            auto d = std::make_shared<ValueDict>();
-            d->isNamespace = true;
-            for (const Value& init : a.args) {
-                if (!init.isDict() || init.asDict()->isNamespace)
-                    typeError("namespace() positional argument must be a dict");
-                for (const auto& [k, v] : init.asDict()->items)
-                    d->set(k, v);
-            }
-            for (const auto& [k, v] : a.kwargs)
-                d->set(k, v);
-            return Value(d);
-        }));
-    }
-    if (name == "dict") {
-        return Value(method("dict", [](const CallArgs& a) {
-            auto d = std::make_shared<ValueDict>();
-            for (const Value& init : a.args) {
-                if (!init.isDict()) typeError("dict() positional argument must be a dict");
-                for (const auto& [k, v] : init.asDict()->items)
-                    d->set(k, v);
-            }
-            for (const auto& [k, v] : a.kwargs)
-                d->set(k, v);
-            return Value(d);
-        }));
-    }
+    if (name == "namespace")
+        return Value(method("namespace", [](const CallArgs& a) { return mergedDict(a, true); }));
+    if (name == "dict")
+        return Value(method("dict", [](const CallArgs& a) { return mergedDict(a, false); }));
     if (name == "range") {
         return Value(method("range", [](const CallArgs& a) {
             if (a.args.empty() || a.args.size() > 3 || !a.kwargs.empty())

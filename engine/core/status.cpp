@@ -4,15 +4,24 @@ namespace coli {
 
 const char* errorCodeName(ErrorCode code) {
     switch (code) {
-    case ErrorCode::Ok: return "OK";
-    case ErrorCode::InvalidArgument: return "Invalid argument";
-    case ErrorCode::NotFound: return "Not found";
-    case ErrorCode::Malformed: return "Malformed";
-    case ErrorCode::Unsupported: return "Unsupported";
-    case ErrorCode::Io: return "I/O error";
-    case ErrorCode::Cancelled: return "Cancelled";
-    case ErrorCode::Numeric: return "Numeric error";
-    case ErrorCode::Internal: return "Internal error";
+    case ErrorCode::Ok:
+        return "OK";
+    case ErrorCode::InvalidArgument:
+        return "Invalid argument";
+    case ErrorCode::NotFound:
+        return "Not found";
+    case ErrorCode::Malformed:
+        return "Malformed";
+    case ErrorCode::Unsupported:
+        return "Unsupported";
+    case ErrorCode::Io:
+        return "I/O error";
+    case ErrorCode::Cancelled:
+        return "Cancelled";
+    case ErrorCode::Numeric:
+        return "Numeric error";
+    case ErrorCode::Internal:
+        return "Internal error";
     }
     return "Unknown";
 }

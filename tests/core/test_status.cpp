@@ -26,10 +26,14 @@ TEST(Result, ValueOrStatus) {
     EXPECT_EQ(bad.status().code(), ErrorCode::NotFound);
 }
 
-static Status failing() { return {ErrorCode::Io, "x"}; }
+static Status failing() {
+    return {ErrorCode::Io, "x"};
+}
 static Status propagate() {
     COLI_RETURN_IF_ERROR(failing());
     return {};
 }
 
-TEST(Status, MacroPropagates) { EXPECT_EQ(propagate().code(), ErrorCode::Io); }
+TEST(Status, MacroPropagates) {
+    EXPECT_EQ(propagate().code(), ErrorCode::Io);
+}

@@ -15,5 +15,7 @@ struct Command {
 Command addInfoCommand(CLI::App& root);
 Command addGenerateCommand(CLI::App& root);
 Command addChatCommand(CLI::App& root);
+Command addTraceCommand(CLI::App& root);
+Command addRouteStatsCommand(CLI::App& root);
 
 } // namespace coli::cli

@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
         app.require_subcommand(1);
         app.footer(kExitCodesHelp);
         std::vector<Command> commands = {addInfoCommand(app), addGenerateCommand(app),
-                                         addChatCommand(app)};
+                                         addChatCommand(app), addTraceCommand(app),
+                                         addRouteStatsCommand(app)};
         try {
             app.parse(argc, argv);
         } catch (const CLI::ParseError& e) {

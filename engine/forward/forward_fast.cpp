@@ -74,8 +74,10 @@ public:
     ChunkRunner(const ModelImpl& m, KVCache& kv) : m(m), c(m.cfg), ws(m.ws), kv(kv), T(m.threads) {}
 
     // Runs n <= kChunk tokens at positions pos0.. and, when `logits` is set, writes the logits
-    // of rows [firstLogitRow, n) to logits (one [vocab] row each).
-    void run(const int32_t* tokens, int n, int pos0, int firstLogitRow, float* logits) {
+    // of rows [firstLogitRow, n) to logits (one [vocab] row each). When `routing` is set, the
+    // chunk's routing goes to its rows [row0, row0 + n).
+    void run(const int32_t* tokens, int n, int pos0, int firstLogitRow, float* logits,
+             RoutingTrace* routing, int row0) {
         const int d = c.dModel;
 #pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
         for (int t = 0; t < n; ++t) {
@@ -83,6 +85,7 @@ public:
             for (int i = 0; i < d; ++i)
                 ws.x[size_t(t) * d + i] = e[i] * c.embeddingMultiplier;
         }
+        int moeIndex = 0; // index of the next MoE layer in routing->moeLayers
         for (int l = 0; l < c.nLayers; ++l) {
             const LayerWeights& L = m.w.layers[l];
             normRows(L.attnNorm.data(), n);
@@ -91,6 +94,8 @@ public:
             normRows(L.ffnNorm.data(), n);
             if (L.sparse) {
                 moe(L, m.w.experts[l], n);
+                if (routing) recordRouting(*routing, row0, moeIndex, n);
+                ++moeIndex;
             } else {
                 swiglu(L.dense, ws.h.data(), n, d, ws.mlpOut.data(), ws, T);
             }
@@ -195,6 +200,16 @@ private:
             }
         }
         matmul(L.o, ws.att.data(), qDim, n, ws.o.data(), d, ptr(L.oBias), T);
+    }
+
+    // Copies the chunk's top-k (ws.sel, ws.gateW) into rows [row0, row0 + n) of MoE layer i.
+    void recordRouting(RoutingTrace& r, int row0, int i, int n) const {
+        const int K = c.topK;
+        for (int t = 0; t < n; ++t) {
+            const size_t at = r.offset(row0 + t, i);
+            std::copy_n(ws.sel.data() + size_t(t) * K, K, r.experts.data() + at);
+            std::copy_n(ws.gateW.data() + size_t(t) * K, K, r.weights.data() + at);
+        }
     }
 
     // h [n, d_model] -> mlpOut [n, d_model]: router, top-k experts, shared expert.
@@ -316,7 +331,7 @@ void FastWorkspace::reserveScores(int tokens, int maxTokens) {
 }
 
 void forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
-                 std::vector<float>& logits, bool allLogits) {
+                 std::vector<float>& logits, bool allLogits, RoutingTrace* routing) {
     const int n = int(tokens.size()), V = m.cfg.vocabSize;
     logits.resize(size_t(allLogits ? n : 1) * V);
     ChunkRunner runner(m, kv);
@@ -324,9 +339,11 @@ void forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& k
         const int cn = std::min(FastWorkspace::kChunk, n - c0);
         const bool last = c0 + cn == n;
         if (allLogits) {
-            runner.run(tokens.data() + c0, cn, kv.size(), 0, logits.data() + size_t(c0) * V);
+            runner.run(tokens.data() + c0, cn, kv.size(), 0, logits.data() + size_t(c0) * V,
+                       routing, c0);
         } else {
-            runner.run(tokens.data() + c0, cn, kv.size(), cn - 1, last ? logits.data() : nullptr);
+            runner.run(tokens.data() + c0, cn, kv.size(), cn - 1, last ? logits.data() : nullptr,
+                       routing, c0);
         }
     }
 }

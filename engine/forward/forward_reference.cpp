@@ -34,8 +34,9 @@ Vec swiglu(const SwiGluWeights& e, const Vec& x) {
 }
 
 // Router + top-k experts (+ shared expert). x: [d_model] -> [d_model].
+// selOut / weightOut ([top_k] each, may be null): the routing, for RoutingTrace.
 Vec moe(const ModelConfig& c, const LayerWeights& L, const std::vector<SwiGluWeights>& experts,
-        const Vec& x) {
+        const Vec& x, int32_t* selOut, float* weightOut) {
     Vec logits = linear(L.router, x); // [n_experts]
     std::vector<int> sel(c.topK);
     Vec weight(c.topK);
@@ -59,6 +60,8 @@ Vec moe(const ModelConfig& c, const LayerWeights& L, const std::vector<SwiGluWei
             for (float& w : weight)
                 w /= sum;
     }
+    if (selOut) std::copy(sel.begin(), sel.end(), selOut);
+    if (weightOut) std::copy(weight.begin(), weight.end(), weightOut);
     // Each expert's weighted output is added in the router's top-k order.
     Vec out(c.dModel, 0.0f);
     for (int j = 0; j < c.topK; ++j) {
@@ -136,7 +139,7 @@ Vec attention(const ModelImpl& m, const LayerWeights& L, int layer, const Vec& h
 } // namespace
 
 void forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
-                      std::vector<float>& logits, bool allLogits) {
+                      std::vector<float>& logits, bool allLogits, RoutingTrace* routing) {
     const ModelConfig& c = m.cfg;
     const int n = int(tokens.size()), start = kv.size();
     logits.assign(size_t(allLogits ? n : 1) * c.vocabSize, 0.0f);
@@ -148,6 +151,7 @@ void forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCac
         for (float& e : x)
             e *= c.embeddingMultiplier;
 
+        int moeIndex = 0; // index of the next MoE layer in routing->moeLayers
         for (int l = 0; l < c.nLayers; ++l) {
             const LayerWeights& L = m.w.layers[l];
             Vec h(c.dModel);
@@ -157,7 +161,14 @@ void forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCac
                 x[i] += a[i] * c.residualMultiplier;
 
             rmsNorm(x.data(), L.ffnNorm.data(), c.dModel, c.rmsNormEps, h.data());
-            const Vec f = L.sparse ? moe(c, L, m.w.experts[l], h) : swiglu(L.dense, h);
+            Vec f;
+            if (L.sparse) {
+                const size_t at = routing ? routing->offset(t, moeIndex++) : 0;
+                f = moe(c, L, m.w.experts[l], h, routing ? &routing->experts[at] : nullptr,
+                        routing ? &routing->weights[at] : nullptr);
+            } else {
+                f = swiglu(L.dense, h);
+            }
             for (int i = 0; i < c.dModel; ++i)
                 x[i] += f[i] * c.residualMultiplier;
         }

@@ -122,7 +122,7 @@ void Model::setThreads(int n) {
 }
 
 Status Model::forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<float>& logits,
-                      bool allLogits) const {
+                      bool allLogits, RoutingTrace* routing) const {
     const ModelConfig& c = m_impl->cfg;
     if (tokens.empty()) return {ErrorCode::InvalidArgument, "forward: no tokens given"};
     for (size_t i = 0; i < tokens.size(); ++i) {
@@ -141,10 +141,20 @@ Status Model::forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<
         return {ErrorCode::InvalidArgument,
                 "forward: the KV cache holds tokens of a model with other dimensions"};
     m_impl->ws.reserveScores(int(end), c.maxPositions);
+    if (routing) {
+        routing->nTokens = int(tokens.size());
+        routing->topK = c.topK;
+        routing->moeLayers.clear();
+        for (int l = 0; l < c.nLayers; ++l)
+            if (m_impl->w.layers[l].sparse) routing->moeLayers.push_back(l);
+        const size_t slots = tokens.size() * routing->moeLayers.size() * size_t(c.topK);
+        routing->experts.assign(slots, 0);
+        routing->weights.assign(slots, 0.0f);
+    }
     if (m_impl->path == ForwardPath::Reference) {
-        forwardReference(*m_impl, tokens, kv, logits, allLogits);
+        forwardReference(*m_impl, tokens, kv, logits, allLogits, routing);
     } else {
-        forwardFast(*m_impl, tokens, kv, logits, allLogits);
+        forwardFast(*m_impl, tokens, kv, logits, allLogits, routing);
     }
     return {};
 }

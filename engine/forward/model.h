@@ -55,6 +55,33 @@ private:
     int m_kvDim = 0; // n_kv_heads * head_dim of the model that filled it
 };
 
+// The router's choices during one Model::forward() call: for every token of the call and every
+// MoE (sparse) layer, the top-k expert ids and their gate weights, in the router's top-k order
+// (descending probability; ties -> lower expert id), exactly the experts and weights the forward
+// pass used. Dense layers (mlp_only_layers / decoder_sparse_step) have no entry.
+// Weights: the gates the experts' outputs were multiplied by: the softmax probabilities over all
+// experts (renormalised over the k when norm_topk_prob, so they sum to 1), or, for GraniteMoE, the
+// softmax over the k selected logits (sum to 1). Each is in (0, 1].
+// Reference and Fast fill it with the same expert ids; weights agree within f32 rounding.
+// Thread-safety: plain data, filled by the thread that called forward().
+struct RoutingTrace {
+    int nTokens = 0;              // tokens of the forward() call
+    int topK = 0;                 // experts per token per MoE layer (config num_experts_per_tok)
+    std::vector<int> moeLayers;   // [n_moe_layers]: the model layer index of each MoE layer
+    std::vector<int32_t> experts; // [n_tokens, n_moe_layers, top_k] expert ids in [0, n_experts)
+    std::vector<float> weights;   // [n_tokens, n_moe_layers, top_k]
+
+    int nMoeLayers() const { return int(moeLayers.size()); }
+    // Offset of (token t, MoE layer index i, slot 0) in experts/weights.
+    size_t offset(int t, int i) const { return (size_t(t) * moeLayers.size() + i) * topK; }
+    std::span<const int32_t> expertsAt(int t, int i) const {
+        return {experts.data() + offset(t, i), size_t(topK)};
+    }
+    std::span<const float> weightsAt(int t, int i) const {
+        return {weights.data() + offset(t, i), size_t(topK)};
+    }
+};
+
 class Model {
 public:
     // Loads config.json and every tensor the family needs from `dir` (sharded or not).
@@ -82,8 +109,10 @@ public:
     // max_position_embeddings exceeded, a cache filled by a model of other dimensions); on error
     // kv is unchanged. Concurrent calls on one Model are serialised (the Fast path's scratch
     // buffers are per model).
+    // routing: when not null, replaced by the call's RoutingTrace (n_tokens = tokens.size()); on
+    // error it is left unchanged. When null nothing is recorded (no cost).
     Status forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<float>& logits,
-                   bool allLogits = false) const;
+                   bool allLogits = false, RoutingTrace* routing = nullptr) const;
 
 private:
     Model();

@@ -45,10 +45,11 @@ struct ModelImpl {
 };
 
 // Both: tokens already validated, kv already reserved for kv.size() + tokens.size() positions.
-// They append to kv and fill logits as Model::forward documents.
+// They append to kv and fill logits as Model::forward documents. routing, when not null, is
+// already sized by forward() (moeLayers, topK, nTokens, experts, weights); they write its rows.
 void forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
-                      std::vector<float>& logits, bool allLogits);
+                      std::vector<float>& logits, bool allLogits, RoutingTrace* routing);
 void forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
-                 std::vector<float>& logits, bool allLogits);
+                 std::vector<float>& logits, bool allLogits, RoutingTrace* routing);
 
 } // namespace coli

@@ -1,0 +1,202 @@
+// bench_kernels: quantised kernel throughput as a fraction of measured DRAM read bandwidth.
+//
+// In one run, with one OpenMP thread count for everything:
+//   MemRead      streaming read (sum of 64-bit words, OpenMP over chunks) of a buffer of
+//                max(256 MiB, 8 x LLC): the limit.
+//   Kernel/...   quantMatmul on the selected path, each iteration on the next of K distinct
+//                expert-sized weight matrices whose total exceeds 4 x LLC, so weights come from
+//                DRAM; bytes_per_second counts weight bytes (scales included) read per second.
+// Repetitions (default 5, interleaved at random with the other benchmarks so drift hits all
+// alike) give per-benchmark median and min-max; the summary prints kernel / memory medians.
+// Usage: bench_kernels [--benchmark_repetitions=N] [--benchmark_filter=...] (any GBench flag).
+#include <benchmark/benchmark.h>
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "quant/matmul.h"
+
+using namespace coli::quant;
+
+namespace {
+
+size_t lastLevelCacheBytes() {
+    long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (v > 0) return static_cast<size_t>(v);
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
+    std::string s;
+    if (f >> s && !s.empty()) {
+        size_t n = std::stoul(s);
+        if (s.back() == 'K') n *= 1024;
+        if (s.back() == 'M') n *= 1024 * 1024;
+        if (n > 0) return n;
+    }
+    return size_t{32} << 20; // unknown: assume a large LLC so buffers stay DRAM-sized
+}
+
+// 64-byte aligned, zero-initialised, page-touched buffer.
+struct Buffer {
+    uint8_t* p = nullptr;
+    size_t n = 0;
+    explicit Buffer(size_t bytes) : n(bytes) {
+        p = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+        std::memset(p, 1, bytes);
+    }
+    ~Buffer() { std::free(p); }
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+};
+
+void memRead(benchmark::State& state) {
+    const size_t bytes = std::max<size_t>(size_t{256} << 20, 8 * lastLevelCacheBytes());
+    Buffer buf(bytes);
+    const auto* words = reinterpret_cast<const uint64_t*>(buf.p);
+    const int64_t nWords = static_cast<int64_t>(bytes / 8);
+    for (auto _ : state) {
+        uint64_t sum = 0;
+#pragma omp parallel for schedule(static) reduction(+ : sum)
+        for (int64_t i = 0; i < nWords; ++i)
+            sum += words[i];
+        benchmark::DoNotOptimize(sum);
+    }
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+    state.counters["threads"] = omp_get_max_threads();
+    state.counters["MiB"] = static_cast<double>(bytes >> 20);
+}
+
+void kernel(benchmark::State& state, WeightFormat fmt, int64_t rows, int64_t cols,
+            int64_t nTokens) {
+    const FormatInfo fi = formatInfo(fmt);
+    const size_t matBytes = static_cast<size_t>(rows) * rowBytes(fmt, cols);
+    const size_t count = (4 * lastLevelCacheBytes() + lastLevelCacheBytes() / 2) / matBytes + 1;
+    Buffer mats(matBytes * count);
+    {
+        std::mt19937 rng(1);
+        std::normal_distribution<float> d(0.0f, 1.0f);
+        std::vector<float> w(static_cast<size_t>(rows * cols));
+        for (float& v : w)
+            v = d(rng);
+        (void)quantiseRows(fmt, w.data(), rows, cols, mats.p);
+        for (size_t i = 1; i < count; ++i)
+            std::memcpy(mats.p + i * matBytes, mats.p, matBytes);
+    }
+    std::vector<float> x(static_cast<size_t>(nTokens * cols));
+    std::mt19937 rng(2);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    for (float& v : x)
+        v = d(rng);
+    std::vector<uint8_t> scratch(activationScratchBytes(fi.groupSize, nTokens, cols));
+    QuantisedActivations qa;
+    if (!quantiseActivations(x.data(), nTokens, cols, fi.groupSize, scratch.data(), scratch.size(),
+                             &qa)
+             .isOk()) {
+        state.SkipWithError("quantiseActivations failed");
+        return;
+    }
+    std::vector<float> y(static_cast<size_t>(nTokens * rows));
+    size_t next = 0;
+    for (auto _ : state) {
+        if (!quantMatmul(fmt, mats.p + next * matBytes, rows, cols, qa, y.data()).isOk()) {
+            state.SkipWithError("quantMatmul failed");
+            return;
+        }
+        benchmark::DoNotOptimize(y.data());
+        next = next + 1 == count ? 0 : next + 1;
+    }
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                            static_cast<int64_t>(matBytes));
+    state.counters["threads"] = omp_get_max_threads();
+    state.counters["matrices"] = static_cast<double>(count);
+}
+
+// Console output as usual, plus the per-run bytes_per_second kept for the summary.
+class CollectingReporter : public benchmark::ConsoleReporter {
+public:
+    std::map<std::string, std::vector<double>> bw; // name -> bytes/s of each repetition
+    std::vector<std::string> order;
+    void ReportRuns(const std::vector<Run>& runs) override {
+        ConsoleReporter::ReportRuns(runs);
+        for (const Run& r : runs) {
+            if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
+            const auto it = r.counters.find("bytes_per_second");
+            if (it == r.counters.end()) continue;
+            std::string name = r.run_name.str();
+            if (const size_t cut = name.find("/real_time"); cut != std::string::npos)
+                name.resize(cut);
+            if (!bw.count(name)) order.push_back(name);
+            bw[name].push_back(it->second.value);
+        }
+    }
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void registerAll() {
+    benchmark::RegisterBenchmark("MemRead", memRead)->UseRealTime()->Unit(benchmark::kMillisecond);
+    const struct {
+        int64_t rows, cols;
+    } shapes[] = {{768, 2048}, {2048, 768}}; // gate/up and down of a 2048-wide expert
+    for (WeightFormat f :
+         {WeightFormat::Q8_G32, WeightFormat::Q8_G64, WeightFormat::Q4_G32, WeightFormat::Q4_G64})
+        for (const auto& s : shapes)
+            for (int64_t n : {1, 8}) {
+                const std::string name = std::string("Kernel/") + formatInfo(f).name + "/" +
+                                         std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                                         "/n" + std::to_string(n);
+                benchmark::RegisterBenchmark(name.c_str(), kernel, f, s.rows, s.cols, n)
+                    ->UseRealTime()
+                    ->Unit(benchmark::kMicrosecond);
+            }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::vector<char*> args(argv, argv + argc);
+    bool hasReps = false, hasInterleave = false;
+    for (int i = 1; i < argc; ++i) {
+        hasReps |= std::strncmp(argv[i], "--benchmark_repetitions", 23) == 0;
+        hasInterleave |= std::strncmp(argv[i], "--benchmark_enable_random_interleaving", 38) == 0;
+    }
+    std::string reps = "--benchmark_repetitions=5",
+                inter = "--benchmark_enable_random_interleaving=true";
+    if (!hasReps) args.push_back(reps.data());
+    if (!hasInterleave) args.push_back(inter.data());
+    int n = static_cast<int>(args.size());
+    benchmark::Initialize(&n, args.data());
+    std::printf("kernel path: %s, OpenMP threads: %d, LLC: %zu MiB\n",
+                kernelPathName(selectedKernelPath()), omp_get_max_threads(),
+                lastLevelCacheBytes() >> 20);
+    registerAll();
+    CollectingReporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    const auto mem = reporter.bw.find("MemRead");
+    const double memMedian = mem != reporter.bw.end() ? median(mem->second) : 0.0;
+    std::printf("\n%-34s %10s %21s %8s %s\n", "benchmark", "GB/s med", "min-max", "ratio",
+                "(ratio = median / MemRead median)");
+    for (const std::string& name : reporter.order) {
+        const auto& v = reporter.bw[name];
+        const double med = median(v);
+        std::printf("%-34s %10.2f %10.2f-%-10.2f %8.3f  (%zu runs)\n", name.c_str(), med / 1e9,
+                    *std::min_element(v.begin(), v.end()) / 1e9,
+                    *std::max_element(v.begin(), v.end()) / 1e9,
+                    memMedian > 0 ? med / memMedian : 0.0, v.size());
+    }
+    benchmark::Shutdown();
+    return 0;
+}

@@ -1,0 +1,39 @@
+#pragma once
+// Internal: the per-path kernel entry points behind dispatch.cpp. Not a public header.
+#include <cstddef>
+#include <cstdint>
+
+#include "quant/formats.h"
+
+namespace coli::quant::detail {
+
+struct MatmulArgs {
+    WeightFormat fmt;
+    int groupSize;
+    const uint8_t* w; // rows * rowBytes
+    size_t rowBytes;
+    int64_t rows;
+    int64_t cols;
+    const int8_t* xq; // [nTokens, cols]
+    const float* xs;  // [nTokens, cols / groupSize]
+    int64_t nTokens;  // 1..kMaxBatch
+    float* y;         // y[t * yStride + r]
+    int64_t yStride;
+};
+
+// Computes y for rows [r0, r1) and all tokens, in the order defined in matmul.h.
+using MatmulRowsFn = void (*)(const MatmulArgs& a, int64_t r0, int64_t r1);
+// dots[g] = idot of one quantised row and one token's int8 activations, g over cols / G.
+using GroupDotsFn = void (*)(WeightFormat fmt, const uint8_t* row, const int8_t* xq, int64_t cols,
+                             int32_t* dots);
+
+struct KernelTable {
+    MatmulRowsFn matmulRows;
+    GroupDotsFn groupDots;
+};
+
+const KernelTable* scalarKernels();
+const KernelTable* avx2Kernels(); // nullptr when not compiled in
+const KernelTable* neonKernels(); // nullptr when not compiled in
+
+} // namespace coli::quant::detail

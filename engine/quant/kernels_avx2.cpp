@@ -1,0 +1,168 @@
+// AVX2 path (compiled with -mavx2 -mfma; called only when the CPU has both).
+// Integer dots: weights and activations are sign-extended to int16 and multiplied with
+// _mm256_madd_epi16, which is exact for every int8/int4 value (no _mm256_maddubs_epi16: its int16
+// pair sums saturate at e.g. 128*128*2, and its sign trick breaks on -128). Four rows are done at
+// once; their per-group int32 sums are reduced with hadd into one vector whose lane i is row i, so
+// the f32 part (convert, scale multiply, add) is the scalar definition evaluated lane-wise.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "quant/kernel_table.h"
+#include "quant/matmul.h"
+
+namespace coli::quant::detail {
+
+namespace {
+
+float loadScale(const uint8_t* block) {
+    float s;
+    std::memcpy(&s, block, sizeof s);
+    return s;
+}
+
+// 32 consecutive integer weights (values 0..15 in lo, 16..31 in hi) as int16.
+template <int Bits> inline void loadWeights32(const uint8_t* p, __m256i& lo, __m256i& hi) {
+    if constexpr (Bits == 8) {
+        lo = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        hi = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
+    } else {
+        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+        const __m128i mask = _mm_set1_epi8(0x0F);
+        const __m128i eight = _mm_set1_epi8(8);
+        __m128i even = _mm_and_si128(raw, mask);                   // values 0, 2, 4, ...
+        __m128i odd = _mm_and_si128(_mm_srli_epi16(raw, 4), mask); // values 1, 3, 5, ...
+        even = _mm_sub_epi8(_mm_xor_si128(even, eight), eight);    // 4-bit two's complement
+        odd = _mm_sub_epi8(_mm_xor_si128(odd, eight), eight);
+        lo = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(even, odd));
+        hi = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(even, odd));
+    }
+}
+
+inline void loadActs32(const int8_t* x, __m256i& lo, __m256i& hi) {
+    lo = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+    hi = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 16)));
+}
+
+inline __m256i dot32(__m256i wlo, __m256i whi, __m256i xlo, __m256i xhi) {
+    return _mm256_add_epi32(_mm256_madd_epi16(wlo, xlo), _mm256_madd_epi16(whi, xhi));
+}
+
+inline int32_t hsum(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+// Rows r .. r+nValid-1 (nValid 1..4; missing rows repeat the last one and are not stored).
+template <int Bits, int G> void rows4(const MatmulArgs& a, int64_t r, int nValid) {
+    constexpr int kChunks = G / 32;
+    constexpr size_t kChunkBytes = 32 * Bits / 8;
+    constexpr size_t kBlockBytes = 4 + G * Bits / 8;
+    const int64_t groups = a.cols / G;
+    const uint8_t* rowp[4];
+    for (int i = 0; i < 4; ++i)
+        rowp[i] = a.w + static_cast<size_t>(r + std::min(i, nValid - 1)) * a.rowBytes;
+    __m128 acc[kMaxBatch];
+    for (int64_t t = 0; t < a.nTokens; ++t)
+        acc[t] = _mm_setzero_ps();
+    for (int64_t gi = 0; gi < groups; ++gi) {
+        const size_t off = static_cast<size_t>(gi) * kBlockBytes;
+        __m256i w[4][kChunks][2];
+        for (int i = 0; i < 4; ++i)
+            for (int c = 0; c < kChunks; ++c)
+                loadWeights32<Bits>(rowp[i] + off + 4 + c * kChunkBytes, w[i][c][0], w[i][c][1]);
+        const __m128 ws = _mm_set_ps(loadScale(rowp[3] + off), loadScale(rowp[2] + off),
+                                     loadScale(rowp[1] + off), loadScale(rowp[0] + off));
+        for (int64_t t = 0; t < a.nTokens; ++t) {
+            const int8_t* x = a.xq + t * a.cols + gi * G;
+            __m256i p[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                            _mm256_setzero_si256()};
+            for (int c = 0; c < kChunks; ++c) {
+                __m256i xlo, xhi;
+                loadActs32(x + 32 * c, xlo, xhi);
+                for (int i = 0; i < 4; ++i) {
+                    const __m256i d = dot32(w[i][c][0], w[i][c][1], xlo, xhi);
+                    p[i] = _mm256_add_epi32(p[i], d);
+                }
+            }
+            const __m256i h =
+                _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+            const __m128i s =
+                _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            const __m128 scale = _mm_mul_ps(ws, _mm_set1_ps(a.xs[t * groups + gi]));
+            acc[t] = _mm_add_ps(acc[t], _mm_mul_ps(_mm_cvtepi32_ps(s), scale));
+        }
+    }
+    for (int64_t t = 0; t < a.nTokens; ++t) {
+        float* y = a.y + t * a.yStride + r;
+        if (nValid == 4) {
+            _mm_storeu_ps(y, acc[t]);
+        } else {
+            alignas(16) float tmp[4];
+            _mm_store_ps(tmp, acc[t]);
+            for (int i = 0; i < nValid; ++i)
+                y[i] = tmp[i];
+        }
+    }
+}
+
+template <int Bits, int G> void matmulRowsT(const MatmulArgs& a, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r += 4)
+        rows4<Bits, G>(a, r, static_cast<int>(std::min<int64_t>(4, r1 - r)));
+}
+
+void matmulRowsAvx2(const MatmulArgs& a, int64_t r0, int64_t r1) {
+    switch (a.fmt) {
+    case WeightFormat::Q8_G32:
+        return matmulRowsT<8, 32>(a, r0, r1);
+    case WeightFormat::Q8_G64:
+        return matmulRowsT<8, 64>(a, r0, r1);
+    case WeightFormat::Q4_G32:
+        return matmulRowsT<4, 32>(a, r0, r1);
+    case WeightFormat::Q4_G64:
+        return matmulRowsT<4, 64>(a, r0, r1);
+    }
+}
+
+template <int Bits, int G>
+void groupDotsT(const uint8_t* row, const int8_t* xq, int64_t cols, int32_t* dots) {
+    constexpr size_t kChunkBytes = 32 * Bits / 8;
+    constexpr size_t kBlockBytes = 4 + G * Bits / 8;
+    for (int64_t gi = 0; gi < cols / G; ++gi) {
+        __m256i p = _mm256_setzero_si256();
+        for (int c = 0; c < G / 32; ++c) {
+            __m256i wlo, whi, xlo, xhi;
+            loadWeights32<Bits>(row + gi * kBlockBytes + 4 + c * kChunkBytes, wlo, whi);
+            loadActs32(xq + gi * G + 32 * c, xlo, xhi);
+            p = _mm256_add_epi32(p, dot32(wlo, whi, xlo, xhi));
+        }
+        dots[gi] = hsum(p);
+    }
+}
+
+void groupDotsAvx2(WeightFormat fmt, const uint8_t* row, const int8_t* xq, int64_t cols,
+                   int32_t* dots) {
+    switch (fmt) {
+    case WeightFormat::Q8_G32:
+        return groupDotsT<8, 32>(row, xq, cols, dots);
+    case WeightFormat::Q8_G64:
+        return groupDotsT<8, 64>(row, xq, cols, dots);
+    case WeightFormat::Q4_G32:
+        return groupDotsT<4, 32>(row, xq, cols, dots);
+    case WeightFormat::Q4_G64:
+        return groupDotsT<4, 64>(row, xq, cols, dots);
+    }
+}
+
+const KernelTable kAvx2{matmulRowsAvx2, groupDotsAvx2};
+
+} // namespace
+
+const KernelTable* avx2Kernels() {
+    return &kAvx2;
+}
+
+} // namespace coli::quant::detail

@@ -116,27 +116,46 @@ KernelPath selectedKernelPath() {
     return selected;
 }
 
+static detail::MatmulArgs argsFor(WeightFormat fmt, const uint8_t* w, int64_t rows, int64_t cols,
+                                  const QuantisedActivations& x, float* y, int64_t t0) {
+    const int64_t groups = cols / x.groupSize;
+    return {fmt,
+            x.groupSize,
+            w,
+            rowBytes(fmt, cols),
+            rows,
+            cols,
+            x.q + t0 * cols,
+            x.scales + t0 * groups,
+            std::min(kMaxBatch, x.nTokens - t0),
+            y + t0 * rows,
+            rows};
+}
+
+Status quantMatmulRows(WeightFormat fmt, const uint8_t* w, int64_t rows, int64_t cols,
+                       const QuantisedActivations& x, float* y, int64_t r0, int64_t r1,
+                       KernelPath path) {
+    COLI_RETURN_IF_ERROR(checkArgs(fmt, w, rows, cols, x, y, path));
+    if (r0 < 0 || r0 > r1 || r1 > rows)
+        return {ErrorCode::InvalidArgument, "quantMatmulRows: row range [" + std::to_string(r0) +
+                                                ", " + std::to_string(r1) + ") outside [0, " +
+                                                std::to_string(rows) + ")"};
+    const detail::KernelTable* table = tableFor(path);
+    for (int64_t t0 = 0; t0 < x.nTokens; t0 += kMaxBatch)
+        if (r1 > r0) table->matmulRows(argsFor(fmt, w, rows, cols, x, y, t0), r0, r1);
+    return Status::ok();
+}
+
 Status quantMatmul(WeightFormat fmt, const uint8_t* w, int64_t rows, int64_t cols,
                    const QuantisedActivations& x, float* y, KernelPath path) {
     COLI_RETURN_IF_ERROR(checkArgs(fmt, w, rows, cols, x, y, path));
     const detail::KernelTable* table = tableFor(path);
-    const int64_t groups = cols / x.groupSize;
     // Blocks of 16 rows (a multiple of the SIMD row blocking); static schedule gives each thread
     // one contiguous range of rows, which streams well. Small work stays on one thread.
     constexpr int64_t kRowBlock = 16;
     const int64_t nBlocks = (rows + kRowBlock - 1) / kRowBlock;
     for (int64_t t0 = 0; t0 < x.nTokens; t0 += kMaxBatch) {
-        detail::MatmulArgs a{fmt,
-                             x.groupSize,
-                             w,
-                             rowBytes(fmt, cols),
-                             rows,
-                             cols,
-                             x.q + t0 * cols,
-                             x.scales + t0 * groups,
-                             std::min(kMaxBatch, x.nTokens - t0),
-                             y + t0 * rows,
-                             rows};
+        const detail::MatmulArgs a = argsFor(fmt, w, rows, cols, x, y, t0);
         const bool parallel = rows * cols * a.nTokens >= (int64_t{1} << 18) && nBlocks > 1;
 #pragma omp parallel for schedule(static) if (parallel)
         for (int64_t b = 0; b < nBlocks; ++b)

@@ -1,7 +1,10 @@
 // AVX2 path (compiled with -mavx2 -mfma; called only when the CPU has both).
-// Integer dots: weights and activations are sign-extended to int16 and multiplied with
-// _mm256_madd_epi16, which is exact for every int8/int4 value (no _mm256_maddubs_epi16: its int16
-// pair sums saturate at e.g. 128*128*2, and its sign trick breaks on -128). Four rows are done at
+// Integer dots, exact for every value including -128 and -8:
+//   int8: weights and activations sign-extended to int16 and multiplied with _mm256_madd_epi16
+//         (not _mm256_maddubs_epi16: its int16 pair sums saturate at 2 * 128 * 128, and its
+//         sign trick breaks on -128);
+//   int4: weights offset to u = q + 8 in 0..15 so _mm256_maddubs_epi16(u, x) cannot saturate
+//         (|pair| <= 2 * 15 * 128), then sum(q x) = sum(u x) - 8 sum(x). Four rows are done at
 // once; their per-group int32 sums are reduced with hadd into one vector whose lane i is row i, so
 // the f32 part (convert, scale multiply, add) is the scalar definition evaluated lane-wise.
 #include <immintrin.h>
@@ -40,6 +43,18 @@ template <int Bits> inline void loadWeights32(const uint8_t* p, __m256i& lo, __m
     }
 }
 
+// 32 int4 weights as unsigned bytes u = q + 8 (0..15), values 0..31 in order. With activations
+// x (int8), sum(u * x) - 8 * sum(x) = sum(q * x); _mm256_maddubs_epi16 is exact here because
+// |u * x + u' * x'| <= 2 * 15 * 128 < 2^15 (no saturation, unlike u8 x s8 on full bytes).
+inline __m256i loadWeights32Offset(const uint8_t* p) {
+    const __m128i raw = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)),
+                                      _mm_set1_epi8(static_cast<char>(0x88)));
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    const __m128i even = _mm_and_si128(raw, mask);
+    const __m128i odd = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);
+    return _mm256_set_m128i(_mm_unpackhi_epi8(even, odd), _mm_unpacklo_epi8(even, odd));
+}
+
 inline void loadActs32(const int8_t* x, __m256i& lo, __m256i& hi) {
     lo = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
     hi = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 16)));
@@ -57,7 +72,7 @@ inline int32_t hsum(__m256i v) {
 }
 
 // Rows r .. r+nValid-1 (nValid 1..4; missing rows repeat the last one and are not stored).
-template <int Bits, int G> void rows4(const MatmulArgs& a, int64_t r, int nValid) {
+template <int Bits, int G> void rows4(const MatmulArgs& a, int64_t r, int nValid, bool hasNext) {
     constexpr int kChunks = G / 32;
     constexpr size_t kChunkBytes = 32 * Bits / 8;
     constexpr size_t kBlockBytes = 4 + G * Bits / 8;
@@ -65,33 +80,60 @@ template <int Bits, int G> void rows4(const MatmulArgs& a, int64_t r, int nValid
     const uint8_t* rowp[4];
     for (int i = 0; i < 4; ++i)
         rowp[i] = a.w + static_cast<size_t>(r + std::min(i, nValid - 1)) * a.rowBytes;
+    const __m256i ones16 = _mm256_set1_epi16(1);
     __m128 acc[kMaxBatch];
     for (int64_t t = 0; t < a.nTokens; ++t)
         acc[t] = _mm_setzero_ps();
     for (int64_t gi = 0; gi < groups; ++gi) {
         const size_t off = static_cast<size_t>(gi) * kBlockBytes;
+        if (hasNext) {
+            // The next four rows follow contiguously; fetch them at the pace this block is read.
+            const char* next = reinterpret_cast<const char*>(rowp[0] + 4 * a.rowBytes + 4 * off);
+            for (size_t b = 0; b < 4 * kBlockBytes; b += 64)
+                _mm_prefetch(next + b, _MM_HINT_T0);
+        }
+        // int8: two int16 vectors per chunk; int4: one vector of offset bytes (second unused).
         __m256i w[4][kChunks][2];
         for (int i = 0; i < 4; ++i)
-            for (int c = 0; c < kChunks; ++c)
-                loadWeights32<Bits>(rowp[i] + off + 4 + c * kChunkBytes, w[i][c][0], w[i][c][1]);
+            for (int c = 0; c < kChunks; ++c) {
+                const uint8_t* p = rowp[i] + off + 4 + c * kChunkBytes;
+                if constexpr (Bits == 8)
+                    loadWeights32<8>(p, w[i][c][0], w[i][c][1]);
+                else
+                    w[i][c][0] = loadWeights32Offset(p);
+            }
         const __m128 ws = _mm_set_ps(loadScale(rowp[3] + off), loadScale(rowp[2] + off),
                                      loadScale(rowp[1] + off), loadScale(rowp[0] + off));
         for (int64_t t = 0; t < a.nTokens; ++t) {
             const int8_t* x = a.xq + t * a.cols + gi * G;
             __m256i p[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
                             _mm256_setzero_si256()};
+            __m256i xsum = _mm256_setzero_si256(); // int4: 8 * sum(x) per lane pair, see below
             for (int c = 0; c < kChunks; ++c) {
-                __m256i xlo, xhi;
-                loadActs32(x + 32 * c, xlo, xhi);
-                for (int i = 0; i < 4; ++i) {
-                    const __m256i d = dot32(w[i][c][0], w[i][c][1], xlo, xhi);
-                    p[i] = _mm256_add_epi32(p[i], d);
+                if constexpr (Bits == 8) {
+                    __m256i xlo, xhi;
+                    loadActs32(x + 32 * c, xlo, xhi);
+                    for (int i = 0; i < 4; ++i)
+                        p[i] = _mm256_add_epi32(p[i], dot32(w[i][c][0], w[i][c][1], xlo, xhi));
+                } else {
+                    const __m256i xb =
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * c));
+                    // 8 * x summed in pairs: maddubs(8, x) (|8x + 8x'| <= 2048, exact).
+                    xsum = _mm256_add_epi32(
+                        xsum,
+                        _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), xb), ones16));
+                    for (int i = 0; i < 4; ++i)
+                        p[i] = _mm256_add_epi32(
+                            p[i], _mm256_madd_epi16(_mm256_maddubs_epi16(w[i][c][0], xb), ones16));
                 }
             }
             const __m256i h =
                 _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-            const __m128i s =
-                _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            if constexpr (Bits == 4) {
+                // sum(q * x) = sum(u * x) - 8 * sum(x), exact in int32.
+                s = _mm_sub_epi32(s, _mm_set1_epi32(hsum(xsum)));
+            }
             const __m128 scale = _mm_mul_ps(ws, _mm_set1_ps(a.xs[t * groups + gi]));
             acc[t] = _mm_add_ps(acc[t], _mm_mul_ps(_mm_cvtepi32_ps(s), scale));
         }
@@ -111,7 +153,7 @@ template <int Bits, int G> void rows4(const MatmulArgs& a, int64_t r, int nValid
 
 template <int Bits, int G> void matmulRowsT(const MatmulArgs& a, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r += 4)
-        rows4<Bits, G>(a, r, static_cast<int>(std::min<int64_t>(4, r1 - r)));
+        rows4<Bits, G>(a, r, static_cast<int>(std::min<int64_t>(4, r1 - r)), r + 8 <= r1);
 }
 
 void matmulRowsAvx2(const MatmulArgs& a, int64_t r0, int64_t r1) {

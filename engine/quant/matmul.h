@@ -31,6 +31,14 @@ constexpr int64_t kMaxBatch = 16;
 Status quantMatmul(WeightFormat fmt, const uint8_t* w, int64_t rows, int64_t cols,
                    const QuantisedActivations& x, float* y, KernelPath path = selectedKernelPath());
 
+// Serial variant for callers that parallelise themselves (e.g. across experts, or one OpenMP
+// region around many matrices): computes only output rows [r0, r1) of y (same y layout, same
+// bits as quantMatmul), on the calling thread. Errors as quantMatmul, plus InvalidArgument when
+// not 0 <= r0 <= r1 <= rows.
+Status quantMatmulRows(WeightFormat fmt, const uint8_t* w, int64_t rows, int64_t cols,
+                       const QuantisedActivations& x, float* y, int64_t r0, int64_t r1,
+                       KernelPath path = selectedKernelPath());
+
 // Integer part only, for tests: dots[t * rows * groups + r * groups + g] = idot(t, r, g) computed
 // by `path`'s SIMD code. Same errors as quantMatmul.
 Status quantGroupDots(WeightFormat fmt, const uint8_t* w, int64_t rows, int64_t cols,

@@ -31,9 +31,9 @@ using namespace coli::quant;
 
 namespace {
 
+// Per-instance LLC size from sysfs first: glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) reports 384 MiB
+// on this 32 MiB VM (it multiplies by a share count the VM misreports).
 size_t lastLevelCacheBytes() {
-    long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (v > 0) return static_cast<size_t>(v);
     std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
     std::string s;
     if (f >> s && !s.empty()) {
@@ -42,6 +42,8 @@ size_t lastLevelCacheBytes() {
         if (s.back() == 'M') n *= 1024 * 1024;
         if (n > 0) return n;
     }
+    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (v > 0) return static_cast<size_t>(v);
     return size_t{32} << 20; // unknown: assume a large LLC so buffers stay DRAM-sized
 }
 

@@ -25,34 +25,33 @@ float loadScale(const uint8_t* block) {
     return s;
 }
 
-// 32 consecutive integer weights (values 0..15 in lo, 16..31 in hi) as int16.
-template <int Bits> inline void loadWeights32(const uint8_t* p, __m256i& lo, __m256i& hi) {
-    if constexpr (Bits == 8) {
-        lo = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-        hi = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
-    } else {
-        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-        const __m128i mask = _mm_set1_epi8(0x0F);
-        const __m128i eight = _mm_set1_epi8(8);
-        __m128i even = _mm_and_si128(raw, mask);                   // values 0, 2, 4, ...
-        __m128i odd = _mm_and_si128(_mm_srli_epi16(raw, 4), mask); // values 1, 3, 5, ...
-        even = _mm_sub_epi8(_mm_xor_si128(even, eight), eight);    // 4-bit two's complement
-        odd = _mm_sub_epi8(_mm_xor_si128(odd, eight), eight);
-        lo = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(even, odd));
-        hi = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(even, odd));
-    }
+// 32 consecutive int8 weights (values 0..15 in lo, 16..31 in hi) sign-extended to int16.
+inline void loadWeights32Int8(const uint8_t* p, __m256i& lo, __m256i& hi) {
+    lo = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    hi = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
 }
 
-// 32 int4 weights as unsigned bytes u = q + 8 (0..15), values 0..31 in order. With activations
-// x (int8), sum(u * x) - 8 * sum(x) = sum(q * x); _mm256_maddubs_epi16 is exact here because
-// |u * x + u' * x'| <= 2 * 15 * 128 < 2^15 (no saturation, unlike u8 x s8 on full bytes).
+// 32 int4 weights as unsigned bytes u = q + 8 (0..15): the low 16 bytes are the even values
+// 0, 2, .., 30 (low nibbles), the high 16 the odd values (high nibbles); activations are put in
+// the same order by deinterleaveActs32. With int8 activations x, sum(u * x) - 8 * sum(x) =
+// sum(q * x); _mm256_maddubs_epi16 is exact here because |u * x + u' * x'| <= 2 * 15 * 128 < 2^15
+// (no saturation, unlike u8 x s8 on full bytes).
 inline __m256i loadWeights32Offset(const uint8_t* p) {
-    const __m128i raw = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)),
-                                      _mm_set1_epi8(static_cast<char>(0x88)));
-    const __m128i mask = _mm_set1_epi8(0x0F);
-    const __m128i even = _mm_and_si128(raw, mask);
-    const __m128i odd = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);
-    return _mm256_set_m128i(_mm_unpackhi_epi8(even, odd), _mm_unpacklo_epi8(even, odd));
+    // Both halves hold the 16 bytes; the high one is shifted right by 4 (per 64-bit lane).
+    const __m256i both = _mm256_broadcastsi128_si256(
+        _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)),
+                      _mm_set1_epi8(static_cast<char>(0x88))));
+    return _mm256_and_si256(_mm256_srlv_epi64(both, _mm256_set_epi64x(4, 4, 0, 0)),
+                            _mm256_set1_epi8(0x0F));
+}
+
+// x[0..31] -> x0, x2, .., x30, x1, x3, .., x31 (the order of loadWeights32Offset).
+inline __m256i deinterleaveActs32(const int8_t* x) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+    const __m256i evenOdd = _mm256_shuffle_epi8(
+        v, _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10,
+                            12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+    return _mm256_permute4x64_epi64(evenOdd, 0xD8); // 64-bit lanes 0, 2, 1, 3
 }
 
 inline void loadActs32(const int8_t* x, __m256i& lo, __m256i& hi) {
@@ -98,7 +97,7 @@ template <int Bits, int G> void rows4(const MatmulArgs& a, int64_t r, int nValid
             for (int c = 0; c < kChunks; ++c) {
                 const uint8_t* p = rowp[i] + off + 4 + c * kChunkBytes;
                 if constexpr (Bits == 8)
-                    loadWeights32<8>(p, w[i][c][0], w[i][c][1]);
+                    loadWeights32Int8(p, w[i][c][0], w[i][c][1]);
                 else
                     w[i][c][0] = loadWeights32Offset(p);
             }
@@ -116,8 +115,7 @@ template <int Bits, int G> void rows4(const MatmulArgs& a, int64_t r, int nValid
                     for (int i = 0; i < 4; ++i)
                         p[i] = _mm256_add_epi32(p[i], dot32(w[i][c][0], w[i][c][1], xlo, xhi));
                 } else {
-                    const __m256i xb =
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * c));
+                    const __m256i xb = deinterleaveActs32(x + 32 * c);
                     // 8 * x summed in pairs: maddubs(8, x) (|8x + 8x'| <= 2048, exact).
                     xsum = _mm256_add_epi32(
                         xsum,
@@ -176,10 +174,21 @@ void groupDotsT(const uint8_t* row, const int8_t* xq, int64_t cols, int32_t* dot
     for (int64_t gi = 0; gi < cols / G; ++gi) {
         __m256i p = _mm256_setzero_si256();
         for (int c = 0; c < G / 32; ++c) {
-            __m256i wlo, whi, xlo, xhi;
-            loadWeights32<Bits>(row + gi * kBlockBytes + 4 + c * kChunkBytes, wlo, whi);
-            loadActs32(xq + gi * G + 32 * c, xlo, xhi);
-            p = _mm256_add_epi32(p, dot32(wlo, whi, xlo, xhi));
+            const uint8_t* w = row + gi * kBlockBytes + 4 + c * kChunkBytes;
+            const int8_t* x = xq + gi * G + 32 * c;
+            if constexpr (Bits == 8) {
+                __m256i wlo, whi, xlo, xhi;
+                loadWeights32Int8(w, wlo, whi);
+                loadActs32(x, xlo, xhi);
+                p = _mm256_add_epi32(p, dot32(wlo, whi, xlo, xhi));
+            } else { // the same instructions as rows4
+                const __m256i ones16 = _mm256_set1_epi16(1);
+                const __m256i xb = deinterleaveActs32(x);
+                p = _mm256_add_epi32(
+                    p, _mm256_madd_epi16(_mm256_maddubs_epi16(loadWeights32Offset(w), xb), ones16));
+                p = _mm256_sub_epi32(
+                    p, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), xb), ones16));
+            }
         }
         dots[gi] = hsum(p);
     }

@@ -290,3 +290,23 @@ TEST(QuantKernels, RejectsMismatchedShapes) {
               ErrorCode::Unsupported);
 #endif
 }
+
+TEST(QuantKernels, RowRangesEqualWholeMatmul) {
+    for (WeightFormat f : kFormats) {
+        const auto p = coli::quant::testing::makeProblem(f, 37, 128, 3,
+                                                         coli::quant::testing::Fill::RawRandom, 13);
+        const QuantisedActivations x{p.xq.data(), p.xs.data(), p.nTokens, p.cols,
+                                     formatInfo(f).groupSize};
+        std::vector<float> whole(p.nTokens * p.rows), parts(whole.size(), -1.0f);
+        ASSERT_TRUE(quantMatmul(f, p.w.data(), p.rows, p.cols, x, whole.data()).isOk());
+        const int64_t bounds[] = {0, 5, 6, 19, 33, 37}; // ragged ranges, one of a single row
+        for (size_t i = 0; i + 1 < std::size(bounds); ++i)
+            ASSERT_TRUE(quantMatmulRows(f, p.w.data(), p.rows, p.cols, x, parts.data(), bounds[i],
+                                        bounds[i + 1])
+                            .isOk());
+        EXPECT_EQ(std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(float)), 0)
+            << formatInfo(f).name;
+        EXPECT_EQ(quantMatmulRows(f, p.w.data(), p.rows, p.cols, x, parts.data(), 5, 38).code(),
+                  ErrorCode::InvalidArgument);
+    }
+}

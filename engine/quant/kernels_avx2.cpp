@@ -107,31 +107,33 @@ template <int Bits, int G> void rows4(const MatmulArgs& a, int64_t r, int nValid
             const int8_t* x = a.xq + t * a.cols + gi * G;
             __m256i p[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
                             _mm256_setzero_si256()};
-            __m256i xsum = _mm256_setzero_si256(); // int4: 8 * sum(x) per lane pair, see below
-            for (int c = 0; c < kChunks; ++c) {
-                if constexpr (Bits == 8) {
+            if constexpr (Bits == 8) {
+                for (int c = 0; c < kChunks; ++c) {
                     __m256i xlo, xhi;
                     loadActs32(x + 32 * c, xlo, xhi);
                     for (int i = 0; i < 4; ++i)
                         p[i] = _mm256_add_epi32(p[i], dot32(w[i][c][0], w[i][c][1], xlo, xhi));
-                } else {
-                    const __m256i xb = deinterleaveActs32(x + 32 * c);
-                    // 8 * x summed in pairs: maddubs(8, x) (|8x + 8x'| <= 2048, exact).
-                    xsum = _mm256_add_epi32(
-                        xsum,
-                        _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), xb), ones16));
-                    for (int i = 0; i < 4; ++i)
-                        p[i] = _mm256_add_epi32(
-                            p[i], _mm256_madd_epi16(_mm256_maddubs_epi16(w[i][c][0], xb), ones16));
                 }
+            } else {
+                // int16 lanes hold pair sums: u * x over <= 2 chunks is <= 2 * 2 * 15 * 128 =
+                // 7680 in magnitude and 8 * x <= 2 * 2 * 8 * 128 = 4096, so the difference
+                // (u - 8) x = q x stays exact in int16 before one widening madd per row.
+                __m256i x8 = _mm256_setzero_si256();
+                __m256i p16[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
+                                  _mm256_setzero_si256(), _mm256_setzero_si256()};
+                for (int c = 0; c < kChunks; ++c) {
+                    const __m256i xb = deinterleaveActs32(x + 32 * c);
+                    x8 = _mm256_add_epi16(x8, _mm256_maddubs_epi16(_mm256_set1_epi8(8), xb));
+                    for (int i = 0; i < 4; ++i)
+                        p16[i] = _mm256_add_epi16(p16[i], _mm256_maddubs_epi16(w[i][c][0], xb));
+                }
+                for (int i = 0; i < 4; ++i)
+                    p[i] = _mm256_madd_epi16(_mm256_sub_epi16(p16[i], x8), ones16);
             }
             const __m256i h =
                 _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-            __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-            if constexpr (Bits == 4) {
-                // sum(q * x) = sum(u * x) - 8 * sum(x), exact in int32.
-                s = _mm_sub_epi32(s, _mm_set1_epi32(hsum(xsum)));
-            }
+            const __m128i s =
+                _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
             const __m128 scale = _mm_mul_ps(ws, _mm_set1_ps(a.xs[t * groups + gi]));
             acc[t] = _mm_add_ps(acc[t], _mm_mul_ps(_mm_cvtepi32_ps(s), scale));
         }

@@ -88,7 +88,7 @@ cmd_test() {
     (cd "$BUILD" && ctest --output-on-failure -j "$JOBS" --timeout 900) || rc=$?
     if [ "${COLI_SKIP_ASAN:-0}" != 1 ]; then
         # The Qt-free libraries' tests again under AddressSanitizer + UBSan.
-        configure_and_build "$ASAN_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLI_BUILD_APP=OFF \
+        configure_and_build "$ASAN_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLI_BUILD_APP=OFF -DCOLI_BUILD_BENCH=OFF \
             -DCOLI_SANITIZE=ON -DCOLI_FIXTURE_DIR="$BUILD/fixtures" --
         log "running the fast tests under ASan/UBSan"
         (cd "$ASAN_BUILD" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \

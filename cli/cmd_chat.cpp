@@ -21,6 +21,7 @@ struct ChatOptions {
     ModelOptions model;
     SamplingOptions sampling;
     std::string system;
+    CLI::Option* systemFlag = nullptr; // given, even as "": the conversation has a system message
     int maxNewTokens = 1024;
     bool ignoreEos = false;
 };
@@ -51,17 +52,20 @@ int runChat(const ChatOptions& o) {
         makeGenerateParams(o.sampling, lm->generationConfig(), o.maxNewTokens, o.ignoreEos);
     if (!params) return kExitUsage;
     const bool interactive = isatty(STDIN_FILENO);
+    // Always, so that a piped run can be reproduced with --seed (the seed is random by default).
+    fmt::print(stderr, "sampling: {}\n", describeSampling(params->sampler));
     if (interactive)
         fmt::print(stderr,
-                   "chat with {} ({}). /reset starts over; Ctrl+C stops an answer; "
+                   "chat with {}. /reset starts over; Ctrl+C stops an answer; "
                    "Ctrl+C or Ctrl+D at the prompt quits.\n",
-                   lm->dir(), describeSampling(params->sampler));
+                   lm->dir());
+    const bool hasSystem = o.systemFlag && o.systemFlag->count() > 0;
 
     Session session(*lm);
     std::vector<ChatMessage> messages;
     auto startConversation = [&] {
         messages.clear();
-        if (!o.system.empty()) messages.push_back({"system", o.system});
+        if (hasSystem) messages.push_back({"system", o.system});
         session.reset();
     };
     startConversation();
@@ -121,8 +125,10 @@ Command addChatCommand(CLI::App& root) {
                             "with 0.\n") +
                 kExitCodesHelp);
     addModelOptions(*cmd, o->model);
-    cmd->add_option("--system", o->system, "System message for the conversation");
+    o->systemFlag = cmd->add_option(
+        "--system", o->system, "System message for the conversation (\"\" gives an empty one)");
     cmd->add_option("-n,--max-tokens", o->maxNewTokens, "Maximum tokens per answer")
+        ->check(integerText())
         ->check(CLI::Range(1, 100000000));
     cmd->add_flag("--ignore-eos", o->ignoreEos, "Keep generating past end-of-sequence tokens");
     addSamplingOptions(*cmd, o->sampling);

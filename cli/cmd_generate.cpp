@@ -22,6 +22,7 @@ struct GenerateOptions {
     std::string prompt;
     int maxNewTokens = 256;
     std::string system;
+    CLI::Option* systemFlag = nullptr; // given, even as "": a system message, and --chat
     bool chat = false;
     bool ignoreEos = false;
     std::vector<std::string> stops;
@@ -47,7 +48,8 @@ int runGenerate(GenerateOptions o) {
             printError("--stop: the stop string must not be empty");
             return kExitUsage;
         }
-    if (!o.system.empty()) o.chat = true; // --system implies --chat (docs/cli.md)
+    const bool hasSystem = o.systemFlag && o.systemFlag->count() > 0;
+    if (hasSystem) o.chat = true; // --system implies --chat, even when empty (docs/cli.md)
     if (o.prompt == "-") o.prompt = readStdinPrompt();
 
     installSigintHandler();
@@ -58,7 +60,7 @@ int runGenerate(GenerateOptions o) {
     std::vector<int32_t> ids;
     if (o.chat) {
         std::vector<ChatMessage> messages;
-        if (!o.system.empty()) messages.push_back({"system", o.system});
+        if (hasSystem) messages.push_back({"system", o.system});
         messages.push_back({"user", o.prompt});
         auto text = lm->renderChat(messages, /*addGenerationPrompt=*/true);
         if (!text) {
@@ -116,10 +118,12 @@ Command addGenerateCommand(CLI::App& root) {
                     "--chat")
         ->required();
     cmd->add_option("-n,--max-tokens", o->maxNewTokens, "Maximum tokens to generate")
+        ->check(integerText())
         ->check(CLI::Range(1, 100000000));
     cmd->add_flag("--chat", o->chat,
                   "Wrap the prompt as a user message in the model's chat template");
-    cmd->add_option("--system", o->system, "System message (implies --chat)");
+    o->systemFlag = cmd->add_option("--system", o->system,
+                                    "System message (implies --chat; \"\" gives an empty one)");
     cmd->add_flag("--ignore-eos", o->ignoreEos, "Keep generating past end-of-sequence tokens");
     cmd->add_option("--stop", o->stops, "Stop before this text (repeatable)");
     addSamplingOptions(*cmd, o->sampling);

@@ -263,10 +263,12 @@ Command addRouteStatsCommand(CLI::App& root) {
     cmd->add_option("--domain", o->domains, "NAME=FILE: a domain's text (repeatable)")->required();
     cmd->add_option("--max-tokens", o->maxTokens,
                     "Tokens to use from each domain's file (default 0: all)")
+        ->check(integerText())
         ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
     cmd->add_option("--window", o->window,
                     "Tokens per forward pass, each from an empty cache (default min(context, "
                     "256))")
+        ->check(integerText())
         ->check(CLI::Range(1, 1 << 30));
     cmd->add_option("--json", o->jsonOut, "Write the full table (per layer, domain, expert) here");
     return {cmd, [o] { return runRouteStats(*o); }};

@@ -145,6 +145,7 @@ Command addTraceCommand(CLI::App& root) {
     cmd->add_option("-p,--prompt", o->prompt, "Prompt text")->required();
     cmd->add_option("-n,--max-tokens", o->maxNewTokens,
                     "Greedy tokens to generate after the prompt (default 0)")
+        ->check(integerText())
         ->check(CLI::Range(0, 100000000));
     cmd->add_option("-o,--output", o->output, "Output file (default stdout)");
     return {cmd, [o] { return runTrace(*o); }};

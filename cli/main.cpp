@@ -6,11 +6,43 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <vector>
 
 #ifndef COLI_VERSION
 #error "COLI_VERSION must come from CMake (project version)"
 #endif
+
+namespace {
+
+// "info, generate, chat, trace, route-stats"
+std::string commandList(const std::vector<coli::cli::Command>& commands) {
+    std::string list;
+    for (const auto& c : commands)
+        list += (list.empty() ? "" : ", ") + c.app->get_name();
+    return list;
+}
+
+// CLI11's message in the documented form "coli: error: ..." (docs/cli.md), then where to look.
+void printParseError(const CLI::App& root, const CLI::ParseError& e,
+                     const std::vector<coli::cli::Command>& commands) {
+    std::string msg = e.what();
+    const CLI::App* sub = nullptr;
+    for (const auto& c : commands)
+        if (c.app->parsed()) sub = c.app;
+    if (!sub && dynamic_cast<const CLI::RequiredError*>(&e) &&
+        msg.find("subcommand") != std::string::npos)
+        msg = "a command is required: " + commandList(commands);
+    else if (msg.starts_with("The following argument was not expected: "))
+        msg = "unexpected argument " + msg.substr(msg.find(": ") + 2);
+    else if (msg.starts_with("The following arguments were not expected: "))
+        msg = "unexpected arguments " + msg.substr(msg.find(": ") + 2);
+    std::fflush(stdout);
+    fmt::print(stderr, "coli: error: {}\nRun '{}{} --help' for usage.\n", msg, root.get_name(),
+               sub ? " " + sub->get_name() : std::string());
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
     using namespace coli::cli;
@@ -23,12 +55,31 @@ int main(int argc, char** argv) {
         std::vector<Command> commands = {addInfoCommand(app), addGenerateCommand(app),
                                          addChatCommand(app), addTraceCommand(app),
                                          addRouteStatsCommand(app)};
+        // A first argument that is neither an option nor a command: CLI11 would only say it
+        // was "not expected".
+        if (argc > 1 && argv[1][0] != '-') {
+            bool known = false;
+            for (const auto& c : commands)
+                known = known || c.app->check_name(argv[1]);
+            if (!known) {
+                std::fflush(stdout);
+                fmt::print(stderr,
+                           "coli: error: unknown command '{}' (commands: {})\nRun 'coli --help' "
+                           "for usage.\n",
+                           argv[1], commandList(commands));
+                return kExitUsage;
+            }
+        }
         try {
             app.parse(argc, argv);
         } catch (const CLI::ParseError& e) {
-            // Prints help/version on stdout, errors on stderr; help and version are successes.
-            const int code = app.exit(e);
-            return code == 0 ? kExitOk : kExitUsage;
+            // Help and version go to stdout and are successes; errors are usage errors.
+            if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+                app.exit(e);
+                return kExitOk;
+            }
+            printParseError(app, e, commands);
+            return kExitUsage;
         }
         for (auto& c : commands)
             if (c.app->parsed()) return c.run();

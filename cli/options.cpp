@@ -5,36 +5,101 @@
 
 #include <fmt/core.h>
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <unistd.h>
 
 namespace coli::cli {
 
 void addModelOptions(CLI::App& cmd, ModelOptions& o) {
-    cmd.add_option("model_dir", o.dir, "Hugging Face checkpoint directory (config.json, ...)")
+    cmd.add_option("MODEL_DIR", o.dir, "Hugging Face checkpoint directory (config.json, ...)")
         ->required();
     cmd.add_option("-t,--threads", o.threads, "CPU threads for the forward pass (0 = all cores)")
+        ->check(integerText())
         ->check(CLI::Range(0, 4096));
 }
 
+namespace {
+
+CLI::Validator textCheck(bool (*ok)(const std::string&), const char* what, const char* desc) {
+    return CLI::Validator(
+        [ok, what](std::string& s) {
+            return ok(s) ? std::string() : fmt::format("'{}' is not {}", s, what);
+        },
+        desc);
+}
+
+bool isDigits(const std::string& s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+} // namespace
+
+const CLI::Validator& integerText() {
+    static const CLI::Validator v = textCheck(
+        [](const std::string& s) { return isDigits(s[0] == '-' || s[0] == '+' ? s.substr(1) : s); },
+        "an integer", "INT");
+    return v;
+}
+
+const CLI::Validator& nonNegativeText() {
+    static const CLI::Validator v = textCheck([](const std::string& s) { return isDigits(s); },
+                                              "a non-negative integer", "UINT");
+    return v;
+}
+
+const CLI::Validator& numberText() {
+    static const CLI::Validator v = textCheck(
+        [](const std::string& s) {
+            double x = 0;
+            auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
+            return ec == std::errc() && end == s.data() + s.size() && std::isfinite(x);
+        },
+        "a number", "NUM");
+    return v;
+}
+
 void addSamplingOptions(CLI::App& cmd, SamplingOptions& o) {
-    cmd.add_option("--temp", o.temperature, "Temperature, 0..100 (0 = greedy)");
-    cmd.add_option("--top-k", o.topK, "Keep the K most likely tokens (0 = off)");
-    cmd.add_option("--top-p", o.topP, "Nucleus sampling, (0, 1] (1 = off)");
-    cmd.add_option("--min-p", o.minP, "Drop tokens below P x the top probability, [0, 1)");
-    cmd.add_option("--repeat-penalty", o.repeatPenalty, "Repetition penalty (1 = off)");
-    cmd.add_option("--repeat-last-n", o.repeatLastN, "Tokens of history the penalty looks at");
-    cmd.add_option("-s,--seed", o.seed, "Random seed (default: random, printed on stderr)");
+    cmd.add_option("--temp", o.temperature, "Temperature, 0..100 (0 = greedy)")
+        ->check(numberText());
+    cmd.add_option("--top-k", o.topK, "Keep the K most likely tokens (0 = off)")
+        ->check(integerText());
+    cmd.add_option("--top-p", o.topP, "Nucleus sampling, (0, 1] (1 = off)")->check(numberText());
+    cmd.add_option("--min-p", o.minP, "Drop tokens below P x the top probability, [0, 1)")
+        ->check(numberText());
+    cmd.add_option("--repeat-penalty", o.repeatPenalty, "Repetition penalty, (0, 10] (1 = off)")
+        ->check(numberText());
+    cmd.add_option("--repeat-last-n", o.repeatLastN, "Tokens of history the penalty looks at")
+        ->check(integerText());
+    cmd.add_option("-s,--seed", o.seed, "Random seed, >= 0 (default: random, printed on stderr)")
+        ->check(nonNegativeText());
+}
+
+std::string withFlagNames(std::string msg) {
+    // The sampler names its fields (validate()); the user typed flags.
+    static const std::pair<const char*, const char*> kNames[] = {
+        {"temperature", "--temp"},
+        {"topK", "--top-k"},
+        {"topP", "--top-p"},
+        {"minP", "--min-p"},
+        {"repeatPenalty", "--repeat-penalty"},
+        {"repeatLastN", "--repeat-last-n"},
+    };
+    for (auto [field, flag] : kNames)
+        if (msg.starts_with(std::string(field) + " ")) return flag + msg.substr(strlen(field));
+    return msg;
 }
 
 std::string checkSamplingFlags(const SamplingOptions& o) {
     // Each flag alone on top of valid defaults, so the message names the flag the user typed.
-    auto check = [](const char* flag, auto set) -> std::string {
+    auto check = [](const char* /*flag: named by withFlagNames*/, auto set) -> std::string {
         SamplerParams p;
         set(p);
         Status s = validate(p);
-        return s ? std::string() : fmt::format("{}: {}", flag, s.message());
+        return s ? std::string() : withFlagNames(s.message());
     };
     std::string e;
     if (o.temperature &&
@@ -66,7 +131,7 @@ std::optional<GenerateParams> makeGenerateParams(const SamplingOptions& sampling
     params.stopStrings = std::move(stopStrings);
     params.ignoreEos = ignoreEos;
     if (Status s = validate(params); !s) { // model defaults combined with flags
-        printError(s.message());
+        printError(withFlagNames(s.message()));
         return std::nullopt;
     }
     return params;
@@ -82,6 +147,11 @@ std::string describeSampling(const SamplerParams& p) {
 void printError(const std::string& msg) {
     std::fflush(stdout);
     fmt::print(stderr, "coli: error: {}\n", msg);
+}
+
+void printWarning(const std::string& msg) {
+    std::fflush(stdout);
+    fmt::print(stderr, "coli: warning: {}\n", msg);
 }
 
 std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode) {
@@ -111,6 +181,8 @@ std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode) {
         }
         return nullptr;
     }
+    for (const std::string& w : lm.value()->warnings())
+        printWarning(w);
     exitCode = kExitOk;
     return std::move(lm.value());
 }

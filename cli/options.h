@@ -23,7 +23,17 @@ struct ModelOptions {
 using SamplingOptions = SamplingOverrides;
 
 void addModelOptions(CLI::App& cmd, ModelOptions& o);
+
+// Checks an option's text before CLI11 converts it, so that a bad value gets a plain message:
+// "--max-tokens: 'abc' is not an integer". Attach first, before any Range check.
+const CLI::Validator& integerText();     // optional sign and digits
+const CLI::Validator& nonNegativeText(); // digits only (e.g. --seed: "-1" would wrap to 2^64-1)
+const CLI::Validator& numberText();      // a finite decimal number
 void addSamplingOptions(CLI::App& cmd, SamplingOptions& o);
+
+// The sampler's messages name its fields ("topP must be in (0, 1] (got 2)"); this names the flag
+// instead ("--top-p must be in (0, 1] (got 2)"). Other messages are returned unchanged.
+std::string withFlagNames(std::string msg);
 
 // Checks each given flag against the sampler's ranges before any model is loaded.
 // Returns "" when fine, else a message naming the flag and the allowed range.
@@ -41,11 +51,14 @@ std::optional<GenerateParams> makeGenerateParams(const SamplingOptions& sampling
 // One line for stderr: "temp 0.80, top-k 40, top-p 0.95, min-p 0.05, repeat-penalty 1.00, seed 42".
 std::string describeSampling(const SamplerParams& p);
 
-// Loads the model, showing progress on stderr when it is a terminal. On failure prints the error
-// and sets exitCode (kExitModel, or kExitInterrupted when Ctrl+C cancelled the load).
+// Loads the model, showing progress on stderr when it is a terminal, then prints the model's load
+// warnings (LoadedModel::warnings) on stderr. On failure prints the error and sets exitCode
+// (kExitModel, or kExitInterrupted when Ctrl+C cancelled the load).
 std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode);
 
 // Prints "coli: error: <msg>" to stderr.
 void printError(const std::string& msg);
+// Prints "coli: warning: <msg>" to stderr.
+void printWarning(const std::string& msg);
 
 } // namespace coli::cli

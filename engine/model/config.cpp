@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 
 namespace coli {
 
@@ -108,6 +109,20 @@ private:
 
 Status positive(const Reader& r, const char* key, int v) {
     if (v <= 0) return r.bad(key, "must be > 0 (got " + std::to_string(v) + ")");
+    return {};
+}
+
+// Upper bounds far above any published model; a value past them is a typo or a corrupt file, and
+// refusing it here keeps later planning (one entry per layer and expert) from exhausting memory.
+constexpr int kMaxLayers = 1024;
+constexpr int kMaxExperts = 65536;
+constexpr int kMaxWidth = 1 << 20; // hidden_size, intermediate sizes, head_dim, heads
+constexpr int kMaxVocab = 1 << 24;
+
+Status atMost(const Reader& r, const char* key, int v, int limit) {
+    if (v > limit)
+        return r.bad(key, "is " + std::to_string(v) + ", more than the supported " +
+                              std::to_string(limit) + " (a corrupt or mistyped config.json?)");
     return {};
 }
 
@@ -265,6 +280,10 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
                           {"num_key_value_heads", c.nKvHeads},
                           {"max_position_embeddings", c.maxPositions}})
         COLI_RETURN_IF_ERROR(positive(r, key, v));
+    COLI_RETURN_IF_ERROR(atMost(r, "num_hidden_layers", c.nLayers, kMaxLayers));
+    COLI_RETURN_IF_ERROR(atMost(r, "vocab_size", c.vocabSize, kMaxVocab));
+    COLI_RETURN_IF_ERROR(atMost(r, "hidden_size", c.dModel, kMaxWidth));
+    COLI_RETURN_IF_ERROR(atMost(r, "num_attention_heads", c.nHeads, kMaxWidth));
     if (!(c.rmsNormEps > 0)) return r.bad("rms_norm_eps", "must be > 0");
     if (c.hiddenAct != "silu")
         return Status(ErrorCode::Unsupported, sourceName + ": hidden_act '" + c.hiddenAct +
@@ -294,6 +313,7 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
     } else {
         COLI_RETURN_IF_ERROR(r.getInt("head_dim", 0, &c.headDim));
         COLI_RETURN_IF_ERROR(positive(r, "head_dim", c.headDim));
+        COLI_RETURN_IF_ERROR(atMost(r, "head_dim", c.headDim, kMaxWidth));
     }
     if (c.headDim % 2 != 0)
         return r.bad("head_dim", "(" + std::to_string(c.headDim) + ") must be even for RoPE");
@@ -348,6 +368,7 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
     COLI_RETURN_IF_ERROR(r.getInt("num_experts_per_tok", d.topK, &c.topK));
     COLI_RETURN_IF_ERROR(positive(r, expertsKey, c.nExperts));
     COLI_RETURN_IF_ERROR(positive(r, "num_experts_per_tok", c.topK));
+    COLI_RETURN_IF_ERROR(atMost(r, expertsKey, c.nExperts, kMaxExperts));
     if (c.topK > c.nExperts)
         return r.bad("num_experts_per_tok", "(" + std::to_string(c.topK) + ") exceeds " +
                                                 expertsKey + " (" + std::to_string(c.nExperts) +
@@ -355,6 +376,7 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
     int intermediate = 0;
     COLI_RETURN_IF_ERROR(r.getInt("intermediate_size", d.intermediate, &intermediate));
     COLI_RETURN_IF_ERROR(positive(r, "intermediate_size", intermediate));
+    COLI_RETURN_IF_ERROR(atMost(r, "intermediate_size", intermediate, kMaxWidth));
     switch (f) {
     case Family::Olmoe:
         c.expertFfn = intermediate;
@@ -366,10 +388,13 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
         COLI_RETURN_IF_ERROR(
             r.getInt("moe_intermediate_size", f == Family::Qwen2Moe ? 1408 : 768, &c.expertFfn));
         COLI_RETURN_IF_ERROR(positive(r, "moe_intermediate_size", c.expertFfn));
+        COLI_RETURN_IF_ERROR(atMost(r, "moe_intermediate_size", c.expertFfn, kMaxWidth));
         COLI_RETURN_IF_ERROR(r.getBool("norm_topk_prob", false, &c.normTopkProb));
         if (f == Family::Qwen2Moe) {
             COLI_RETURN_IF_ERROR(r.getInt("shared_expert_intermediate_size", 5632, &c.sharedFfn));
             if (c.sharedFfn < 0) return r.bad("shared_expert_intermediate_size", "must be >= 0");
+            COLI_RETURN_IF_ERROR(
+                atMost(r, "shared_expert_intermediate_size", c.sharedFfn, kMaxWidth));
             c.sharedExpertGate = c.sharedFfn > 0;
         }
         break;
@@ -404,6 +429,13 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
 }
 
 Result<ModelConfig> loadConfig(const std::string& dir) {
+    // A file given as the model directory would otherwise read as ".../config.json/config.json:
+    // file not found".
+    std::error_code ec;
+    if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
+        return Status(ErrorCode::NotFound,
+                      dir + ": not a directory (give the checkpoint directory, which holds "
+                            "config.json)");
     const std::string path = dir + "/config.json";
     auto text = readTextFile(path);
     if (!text) return text.status();

@@ -86,9 +86,10 @@ bool familyFromArchitecture(const std::string& name, Family* out);
 // "OlmoeForCausalLM, Qwen2MoeForCausalLM, ..." for error messages.
 std::string supportedArchitectures();
 
-// Parses `<dir>/config.json`. Errors: NotFound, Io, Malformed (bad JSON, missing or absurd key,
-// naming the key), Unsupported (architecture not in the list above; the message lists the supported
-// ones).
+// Parses `<dir>/config.json`. Errors: NotFound (also when dir is a file: "not a directory"), Io,
+// Malformed (bad JSON, missing or absurd key, naming the key: e.g. num_hidden_layers > 1024,
+// experts > 65536, widths > 2^20, vocab_size > 2^24), Unsupported (architecture not in the list
+// above; the message lists the supported ones).
 Result<ModelConfig> loadConfig(const std::string& dir);
 Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& sourceName);
 

@@ -4,6 +4,7 @@
 #include "model/tensor_names.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <set>
 
@@ -175,19 +176,22 @@ private:
     std::vector<Need> m_needs;
 };
 
-// Every needed tensor must exist with its shape; all missing names are listed at once.
+// Every needed tensor must exist with its shape. Missing names are counted; the first
+// kShownMissing are listed (a config with absurd sizes can miss millions).
+constexpr size_t kShownMissing = 20;
+
 Status checkPresence(const Checkpoint& ck, const std::vector<Need>& needs) {
-    std::vector<std::string> missing;
-    for (const Need& n : needs)
-        if (!ck.find(n.name)) missing.push_back(n.name);
-    if (!missing.empty()) {
+    std::string shown;
+    size_t missing = 0;
+    for (const Need& n : needs) {
+        if (ck.find(n.name)) continue;
+        if (++missing <= kShownMissing) shown += (missing > 1 ? ", " : "") + n.name;
+    }
+    if (missing > 0) {
         std::string msg =
-            ck.dir() + ": " + std::to_string(missing.size()) + " expected tensor(s) missing: ";
-        const size_t shown = std::min<size_t>(missing.size(), 24);
-        for (size_t i = 0; i < shown; ++i)
-            msg += (i ? ", " : "") + missing[i];
-        if (shown < missing.size())
-            msg += ", ... (" + std::to_string(missing.size() - shown) + " more)";
+            ck.dir() + ": " + std::to_string(missing) + " expected tensor(s) missing: " + shown;
+        if (missing > kShownMissing)
+            msg += " and " + std::to_string(missing - kShownMissing) + " more";
         return {ErrorCode::NotFound, msg};
     }
     for (const Need& n : needs) {
@@ -216,9 +220,46 @@ ExpertLayout detectLayout(const Checkpoint& ck, const ModelConfig& c) {
 
 } // namespace
 
+double expectedParamsLowerBound(const ModelConfig& c) {
+    // In double: the product of absurd sizes must not overflow before it can be compared.
+    const double d = c.dModel, vocab = c.vocabSize;
+    const double qDim = double(c.nHeads) * c.headDim, kvDim = double(c.nKvHeads) * c.headDim;
+    double n = vocab * d * (c.tieWordEmbeddings ? 1 : 2);
+    for (int l = 0; l < c.nLayers; ++l) {
+        n += 2 * qDim * d + 2 * kvDim * d; // q, o; k, v
+        if (l < int(c.sparseLayer.size()) && c.sparseLayer[l])
+            n += double(c.nExperts) * d + double(c.nExperts) * 3 * c.expertFfn * d +
+                 3.0 * c.sharedFfn * d;
+        else
+            n += 3.0 * c.denseFfn * d;
+    }
+    return n;
+}
+
+Status checkPlausibleSizes(const Checkpoint& ckpt, const ModelConfig& c) {
+    double held = 0;
+    for (const TensorInfo* t : ckpt.tensors())
+        held += double(t->numel());
+    const double need = expectedParamsLowerBound(c);
+    // Within a factor of 2, a few missing or misshapen tensors are likelier than wrong sizes, and
+    // checkPresence names them; planning that many tensors costs little.
+    if (need <= 2 * held) return {};
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "%.4g parameters, more than twice the %.4g the checkpoint's tensors hold", need,
+                  held);
+    return {ErrorCode::Malformed,
+            ckpt.dir() + "/config.json: the sizes (num_hidden_layers " + std::to_string(c.nLayers) +
+                ", hidden_size " + std::to_string(c.dModel) + ", vocab_size " +
+                std::to_string(c.vocabSize) + ", experts " + std::to_string(c.nExperts) +
+                " x ffn " + std::to_string(c.expertFfn) + ") need at least " + buf +
+                " (a corrupt or mistyped config.json?)"};
+}
+
 Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
                                  const WeightProgressFn& progress,
                                  const std::atomic<bool>* cancel) {
+    COLI_RETURN_IF_ERROR(checkPlausibleSizes(ckpt, cfg));
     ModelWeights w;
     std::vector<Need> needs = Planner(cfg, detectLayout(ckpt, cfg), &w).plan();
     COLI_RETURN_IF_ERROR(checkPresence(ckpt, needs));
@@ -237,6 +278,8 @@ Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
 
 ModelSummary computeSummary(const Checkpoint& ckpt, const ModelConfig& cfg) {
     ModelSummary s;
+    // Not a model this checkpoint can hold: loadWeights reports why; planning could exhaust memory.
+    if (!checkPlausibleSizes(ckpt, cfg)) return s;
     const std::vector<Need> needs = Planner(cfg, detectLayout(ckpt, cfg), nullptr).plan();
     std::set<std::string> dtypes;
     for (const Need& n : needs) {

@@ -58,8 +58,19 @@ struct ModelWeights {
 // fraction in [0, 1] over the tensors to read.
 using WeightProgressFn = std::function<void(double fraction)>;
 
+// A lower bound of the parameters the config needs (the embedding, lm_head, attention and MLP
+// matrices; norms and biases left out), in double so absurd sizes cannot overflow.
+double expectedParamsLowerBound(const ModelConfig& cfg);
+
+// Malformed, naming <dir>/config.json and its sizes, when expectedParamsLowerBound(cfg) exceeds
+// twice the elements of all the checkpoint's tensors together: the config cannot describe this
+// checkpoint (below that, loadWeights names the missing or misshapen tensors instead). Cheap (no
+// per-tensor planning), so it runs before anything is allocated per layer.
+Status checkPlausibleSizes(const Checkpoint& ckpt, const ModelConfig& cfg);
+
 // Checks that every tensor the config needs exists with the right shape, then reads them all.
-// Errors: NotFound (missing tensors; the message lists the expected names), Malformed (a tensor
+// Errors: Malformed (checkPlausibleSizes), NotFound (missing tensors; the message counts them and
+// lists the first 20 expected names), Malformed (a tensor
 // with the wrong shape; the message names it with the expected and actual shapes), the read
 // errors of Checkpoint (Io, Unsupported dtype), Cancelled when *cancel turns true.
 Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
@@ -68,6 +79,7 @@ Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
 
 // Counts and on-disk sizes for `coli info`, from the checkpoint's tensor table (no data read).
 // Tensors are matched by the names of tensor_names.h; tensors the model does not use are ignored.
+// All zero when checkPlausibleSizes fails (loadWeights then reports the error).
 ModelSummary computeSummary(const Checkpoint& ckpt, const ModelConfig& cfg);
 
 } // namespace coli

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace coli {
@@ -85,7 +86,9 @@ Result<GenerationConfig> parseGenerationConfig(const std::string& jsonText,
     }
     if (!bos.empty()) gc.bosId = bos.front();
 
-    // Sampling defaults, with transformers' values for the keys a file leaves out.
+    // Sampling defaults, with transformers' values for the keys a file leaves out. A sampling key
+    // we cannot use (wrong type, out of the sampler's range) is a warning and counts as absent:
+    // the user may override it anyway, and the EOS ids above are what really must be right.
     SamplerParams d;
     d.temperature = 1.0f;
     d.topK = 50;
@@ -93,35 +96,75 @@ Result<GenerationConfig> parseGenerationConfig(const std::string& jsonText,
     d.minP = 0.0f;
     d.repeatPenalty = 1.0f;
     bool present = false;
-    double v = 0;
-    bool have = false;
-    COLI_RETURN_IF_ERROR(readNumber(g, "temperature", sourceName, v, have));
-    if (have) d.temperature = static_cast<float>(v), present = true, have = false;
-    COLI_RETURN_IF_ERROR(readNumber(g, "top_k", sourceName, v, have));
-    if (have) {
-        if (v < 0 || v != std::floor(v) || v > std::numeric_limits<int>::max())
-            return Status(ErrorCode::Malformed,
-                          sourceName + ": 'top_k' must be a non-negative integer");
-        d.topK = static_cast<int>(v), present = true, have = false;
-    }
-    COLI_RETURN_IF_ERROR(readNumber(g, "top_p", sourceName, v, have));
-    if (have) d.topP = static_cast<float>(v), present = true, have = false;
-    COLI_RETURN_IF_ERROR(readNumber(g, "min_p", sourceName, v, have));
-    if (have) d.minP = static_cast<float>(v), present = true, have = false;
-    COLI_RETURN_IF_ERROR(readNumber(g, "repetition_penalty", sourceName, v, have));
-    if (have) d.repeatPenalty = static_cast<float>(v), present = true, have = false;
-    if (const auto it = g.find("do_sample"); it != g.end() && !it->is_null()) {
-        if (!it->is_boolean())
-            return Status(ErrorCode::Malformed, sourceName + ": 'do_sample' must be a boolean");
+    auto warn = [&](const std::string& key, const std::string& what) {
+        gc.warnings.push_back(sourceName + ": '" + key + "' " + what +
+                              "; ignored (the built-in default is used)");
+    };
+    // Sets one key on top of valid values and keeps it only when the sampler accepts it.
+    auto number = [&](const char* key, auto apply) {
+        double v = 0;
+        bool have = false;
+        if (Status s = readNumber(g, key, sourceName, v, have); !s) {
+            warn(key, std::string(g.at(key).is_number() ? "must be finite" : "must be a number"));
+            return;
+        }
+        if (!have) return;
+        SamplerParams trial;
+        std::string why;
+        if (!apply(trial, v, why)) {
+            warn(key, why);
+            return;
+        }
+        if (Status s = validate(trial); !s) {
+            char got[64];
+            std::snprintf(got, sizeof got, "%g", v);
+            warn(key, std::string("value ") + got + " is out of range");
+            return;
+        }
+        apply(d, v, why);
         present = true;
-        if (!it->get<bool>()) d.temperature = 0.0f;
+    };
+    number("temperature", [](SamplerParams& p, double v, std::string&) {
+        p.temperature = static_cast<float>(v);
+        return true;
+    });
+    number("top_k", [](SamplerParams& p, double v, std::string& why) {
+        if (v < 0 || v != std::floor(v) || v > std::numeric_limits<int>::max()) {
+            why = "must be a non-negative integer";
+            return false;
+        }
+        p.topK = static_cast<int>(v);
+        return true;
+    });
+    number("top_p", [](SamplerParams& p, double v, std::string&) {
+        p.topP = static_cast<float>(v);
+        return true;
+    });
+    number("min_p", [](SamplerParams& p, double v, std::string&) {
+        p.minP = static_cast<float>(v);
+        return true;
+    });
+    number("repetition_penalty", [](SamplerParams& p, double v, std::string&) {
+        p.repeatPenalty = static_cast<float>(v);
+        return true;
+    });
+    if (const auto it = g.find("do_sample"); it != g.end() && !it->is_null()) {
+        if (!it->is_boolean()) {
+            warn("do_sample", "must be a boolean");
+        } else {
+            present = true;
+            if (!it->get<bool>()) d.temperature = 0.0f;
+        }
     }
     if (present) {
-        // A file whose values we cannot run is malformed for us; name the file as well.
-        Status s = validate(d);
-        if (!s) return Status(ErrorCode::Malformed, sourceName + ": " + s.message());
-        gc.hasSamplingDefaults = true;
-        gc.defaults = d;
+        // Each key was checked alone; a combination the sampler refuses drops them all.
+        if (Status s = validate(d); !s) {
+            gc.warnings.push_back(sourceName + ": sampling defaults rejected (" + s.message() +
+                                  "); the built-in defaults are used");
+        } else {
+            gc.hasSamplingDefaults = true;
+            gc.defaults = d;
+        }
     }
     return gc;
 }

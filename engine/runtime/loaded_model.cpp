@@ -137,6 +137,9 @@ const ChatTemplate* LoadedModel::chatTemplate() const {
 const GenerationConfig& LoadedModel::generationConfig() const {
     return m_impl->generation;
 }
+const std::vector<std::string>& LoadedModel::warnings() const {
+    return m_impl->generation.warnings;
+}
 
 Result<std::string> LoadedModel::renderChat(const std::vector<ChatMessage>& messages,
                                             bool addGenerationPrompt) const {

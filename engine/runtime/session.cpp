@@ -125,7 +125,9 @@ Result<GenerateStats> Session::generate(std::span<const int32_t> prompt,
     if (stats.prefillSeconds > 0) stats.prefillTokensPerSecond = prefilled / stats.prefillSeconds;
 
     Sampler sampler(params.sampler);
-    StreamDecoder decoder(m_model.tokenizer());
+    // Control tokens (<|im_start|>, <|endoftext|>, ...) are markup, not answer text: the shown
+    // text is decode(ids, skip_special_tokens=True), as transformers' chat pipelines show it.
+    StreamDecoder decoder(m_model.tokenizer(), /*skipSpecial=*/true);
     StopMatcher stops(params.stopStrings);
     const auto& eosIds = m_model.generationConfig().eosIds;
     auto isEos = [&](int32_t id) {

@@ -45,6 +45,9 @@ public:
     const Tokenizer& tokenizer() const;
     const ChatTemplate* chatTemplate() const; // nullptr when none could be loaded
     const GenerationConfig& generationConfig() const;
+    // Problems that did not stop the load, one message each naming the file and key (today:
+    // generation_config.json sampling keys that were ignored). Show them to the user.
+    const std::vector<std::string>& warnings() const;
     // Renders a conversation with the model's chat template (text, to be encoded with
     // addSpecial = false, as transformers' apply_chat_template does).
     // Errors: NotFound (no tokenizer_config.json or no chat_template; names the file), the

@@ -329,6 +329,124 @@ class Meta(unittest.TestCase):
             self.assertIn(flag, text)
 
 
+def copy_fixture(name, edit_file=None, edit=None):
+    """A fresh copy of the largest fixture under the work dir; edit(dict) changes one JSON file."""
+    d = os.path.join(ARGS.work, name)
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(fixture(LARGEST), d)
+    if edit_file:
+        path = os.path.join(d, edit_file)
+        with open(path) as f:
+            j = json.load(f)
+        edit(j)
+        with open(path, "w") as f:
+            json.dump(j, f)
+    return d
+
+
+class UserTrial(unittest.TestCase):
+    """Problems a new-user trial found: each must give a clear message and the documented code."""
+
+    def test_absurd_layer_count_stops_early_exit_3(self):
+        for layers in (100000, 1000):  # past the config cap; under it but not in the checkpoint
+            with self.subTest(layers=layers):
+                d = copy_fixture(f"layers-{layers}", "config.json",
+                                 lambda j: j.update(num_hidden_layers=layers))
+                start = time.monotonic()
+                r = coli("info", d, timeout=60)
+                elapsed = time.monotonic() - start
+                err = r.stderr.decode()
+                self.assertEqual(r.returncode, 3, err)
+                self.assertIn("config.json", err)
+                self.assertIn("num_hidden_layers", err)
+                self.assertNotIn("internal error", err)
+                self.assertLess(len(err), 2000, "no endless list of missing tensors")
+                self.assertLess(elapsed, 10, "refused from the config, not after planning")
+
+    def test_bad_generation_config_sampling_is_a_warning(self):
+        d = copy_fixture("gen-temp", "generation_config.json",
+                         lambda j: j.update(temperature=-5))
+        r = coli("generate", d, "-p", "Hi", "-n", "3", "--temp", "0")
+        err = r.stderr.decode()
+        self.assertEqual(r.returncode, 0, err)
+        self.assertRegex(err, r"coli: warning: .*generation_config\.json.*temperature")
+        self.assertIn("temp 0.00", err)  # the flag wins
+        # Without the flag the built-in default replaces the bad value.
+        r = coli("generate", d, "-p", "Hi", "-n", "3", "--seed", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("temp 0.80", r.stderr.decode())
+        # The EOS ids stay strict.
+        d = copy_fixture("gen-eos", "generation_config.json",
+                         lambda j: j.update(eos_token_id="x"))
+        r = coli("generate", d, "-p", "Hi", "-n", "3", "--temp", "0")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("eos_token_id", r.stderr.decode())
+
+    def test_usage_errors_follow_the_documented_format(self):
+        m = fixture(LARGEST)
+        cases = (
+            (["generate", m], ["--prompt is required"]),
+            (["generate", m, "-p", "x", "-n", "abc"], ["max-tokens", "'abc' is not an integer"]),
+            (["generate", m, "-p", "x", "--temp", "warm"], ["--temp", "'warm' is not a number"]),
+            (["bogus"], ["unknown command 'bogus'", "generate", "chat", "info"]),
+            ([], ["command is required"]),
+            (["generate", m, "-p", "x", "--top-p", "2"], ["--top-p must be in (0, 1]"]),
+            (["chat", m, "--repeat-penalty", "11"], ["--repeat-penalty must be in (0, 10]"]),
+            (["generate", m, "-p", "x", "--seed", "-1"], ["--seed", "'-1'"]),
+            (["generate", m, "-p", "x", "--bogus"], ["--bogus"]),
+        )
+        for args, needles in cases:
+            with self.subTest(args):
+                r = coli(*args, stdin=b"")
+                err = r.stderr.decode()
+                self.assertEqual(r.returncode, 2, err)
+                self.assertTrue(err.startswith("coli: error: "), err)
+                for n in needles:
+                    self.assertIn(n, err)
+                for internal in ("topP", "repeatPenalty", "temperature must"):
+                    self.assertNotIn(internal, err)
+                self.assertEqual(r.stdout, b"")
+
+    def test_negative_seed_is_refused(self):
+        r = coli("generate", fixture(LARGEST), "-p", "x", "-n", "2", "--seed", "-1")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertNotIn("18446744073709551615", r.stderr.decode())
+        r = coli("generate", fixture(LARGEST), "-p", "x", "-n", "2", "--seed",
+                 "18446744073709551615")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("seed 18446744073709551615", r.stderr.decode())
+
+    def test_empty_system_implies_chat(self):
+        base = ["generate", fixture(LARGEST), "-p", "Hi", "-n", "2", "--temp", "0"]
+        runs = [coli(*base), coli(*base, "--chat"), coli(*base, "--system", "")]
+        for r in runs:
+            self.assertEqual(r.returncode, 0, r.stderr)
+        ntok = [int(re.search(r"prompt tokens:\s+(\d+)", r.stderr.decode()).group(1))
+                for r in runs]
+        self.assertLess(ntok[0], ntok[1])   # the template adds role markers
+        self.assertLess(ntok[1], ntok[2])   # an (empty) system message adds its own
+
+    def test_piped_chat_prints_its_seed(self):
+        r = coli("chat", fixture(LARGEST), "-n", "2", stdin=b"Hello\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        seed = re.search(r"seed (\d+)", r.stderr.decode())
+        self.assertIsNotNone(seed, r.stderr)
+        # The printed seed reproduces the run.
+        again = coli("chat", fixture(LARGEST), "-n", "2", "--seed", seed.group(1),
+                     stdin=b"Hello\n")
+        self.assertEqual(again.stdout, r.stdout)
+
+    def test_info_on_a_file_says_not_a_directory(self):
+        path = os.path.join(fixture(LARGEST), "config.json")
+        for sub in (["info", path], ["generate", path, "-p", "x"]):
+            with self.subTest(sub[0]):
+                r = coli(*sub)
+                err = r.stderr.decode()
+                self.assertEqual(r.returncode, 3, err)
+                self.assertIn("not a directory", err)
+                self.assertNotIn("config.json/config.json", err)
+
+
 class Chat(unittest.TestCase):
     def test_two_lines_two_answers(self):
         r = coli("chat", fixture(LARGEST), "-n", "8", "--seed", "5",

@@ -30,6 +30,34 @@ void expectError(const std::string& json, ErrorCode code, std::vector<std::strin
             << "message '" << r.status().message() << "' lacks '" << n << "'";
 }
 
+// Absurd sizes stop at the config (Malformed naming the key and the limit), before anything is
+// planned per layer or expert.
+TEST(Config, AbsurdSizesAreMalformed) {
+    const std::string base = R"({"architectures": ["OlmoeForCausalLM"], "hidden_size": 64,
+        "intermediate_size": 32, "num_attention_heads": 4, "num_experts_per_tok": 2, )";
+    expectError(base + R"("num_hidden_layers": 100000, "num_experts": 8})", ErrorCode::Malformed,
+                {"config.json", "num_hidden_layers", "100000", "1024"});
+    expectError(base + R"("num_hidden_layers": 2, "num_experts": 70000})", ErrorCode::Malformed,
+                {"config.json", "num_experts", "65536"});
+    expectError(base + R"("num_hidden_layers": 2, "num_experts": 8, "vocab_size": 2000000000})",
+                ErrorCode::Malformed, {"vocab_size"});
+    parseOk(base + R"("num_hidden_layers": 1024, "num_experts": 65536})");
+}
+
+// A file given as the model directory says so (not ".../config.json/config.json: not found").
+TEST(Config, FileInsteadOfDirectory) {
+    namespace fs = std::filesystem;
+    const fs::path file = fs::temp_directory_path() / "coli_test_config_not_a_dir.json";
+    std::ofstream(file) << "{}";
+    auto r = loadConfig(file.string());
+    ASSERT_FALSE(r.isOk());
+    EXPECT_EQ(r.status().code(), ErrorCode::NotFound);
+    EXPECT_NE(r.status().message().find("not a directory"), std::string::npos)
+        << r.status().message();
+    EXPECT_EQ(r.status().message().find("config.json/config.json"), std::string::npos);
+    fs::remove(file);
+}
+
 // allenai/OLMoE-1B-7B-0924 config.json (abridged to the keys the engine reads).
 TEST(Config, OlmoeRealConfig) {
     ModelConfig c = parseOk(R"({"architectures": ["OlmoeForCausalLM"], "hidden_size": 2048,

@@ -80,6 +80,60 @@ TEST(Weights, MissingTensorsListExpectedNames) {
     EXPECT_NE(m.find("2 expected tensor(s) missing"), std::string::npos) << m;
 }
 
+// A config that misses many tensors lists the first 20 and counts the rest, without listing them.
+TEST(Weights, MissingListIsCappedAndCounted) {
+    REQUIRE_FIXTURE("olmoe");
+    auto tensors = test::readAll(std::string(COLI_FIXTURE_DIR) + "/olmoe");
+    size_t renamed = 0;
+    for (auto& t : tensors) // renamed rather than dropped: the total size stays plausible
+        if (t.name.find(".experts.") != std::string::npos) t.name = "renamed." + t.name, ++renamed;
+    ASSERT_GT(renamed, 20u);
+    auto w = loadDir(test::makeCheckpoint("missing_many", "olmoe", tensors));
+    ASSERT_FALSE(w.isOk());
+    EXPECT_EQ(w.status().code(), ErrorCode::NotFound);
+    const std::string m = w.status().message();
+    EXPECT_NE(m.find(std::to_string(renamed) + " expected tensor(s) missing"), std::string::npos)
+        << m;
+    EXPECT_NE(m.find("and " + std::to_string(renamed - 20) + " more"), std::string::npos) << m;
+    size_t listed = 0;
+    for (size_t p = m.find(".experts."); p != std::string::npos; p = m.find(".experts.", p + 1))
+        ++listed;
+    EXPECT_EQ(listed, 20u) << m;
+}
+
+// Sizes the checkpoint cannot hold are refused from the config alone, before any per-layer or
+// per-expert planning (which for absurd values would exhaust memory), naming config.json.
+TEST(Weights, ImplausibleSizesRefusedBeforePlanning) {
+    REQUIRE_FIXTURE("olmoe");
+    const std::string dir = std::string(COLI_FIXTURE_DIR) + "/olmoe";
+    auto cfg = loadConfig(dir);
+    ASSERT_TRUE(cfg.isOk()) << cfg.status().toString();
+    auto ck = Checkpoint::open(dir);
+    ASSERT_TRUE(ck.isOk());
+    EXPECT_TRUE(checkPlausibleSizes(**ck, *cfg).isOk());
+
+    ModelConfig many = *cfg;
+    many.nLayers = 1000;
+    many.sparseLayer.assign(1000, true);
+    auto w = loadWeights(**ck, many);
+    ASSERT_FALSE(w.isOk());
+    EXPECT_EQ(w.status().code(), ErrorCode::Malformed);
+    EXPECT_NE(w.status().message().find("config.json"), std::string::npos) << w.status().message();
+    EXPECT_NE(w.status().message().find("num_hidden_layers 1000"), std::string::npos)
+        << w.status().message();
+    EXPECT_EQ(computeSummary(**ck, many).totalParams, 0);
+
+    // Sizes whose product overflows int64 (1024 x 65536 x 3 x 2^20 x 2^20) are refused too.
+    ModelConfig huge = *cfg;
+    huge.nLayers = 1024;
+    huge.sparseLayer.assign(1024, true);
+    huge.nExperts = 65536;
+    huge.expertFfn = 1 << 20;
+    huge.dModel = 1 << 20;
+    EXPECT_GT(expectedParamsLowerBound(huge), 9.3e18);
+    EXPECT_EQ(checkPlausibleSizes(**ck, huge).code(), ErrorCode::Malformed);
+}
+
 TEST(Weights, MissingStackedExpertTensor) {
     REQUIRE_FIXTURE("granitemoe");
     auto tensors = test::readAll(std::string(COLI_FIXTURE_DIR) + "/granitemoe");

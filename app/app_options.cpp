@@ -1,5 +1,10 @@
 #include "app_options.h"
 
+#include "user_messages.h"
+
+#include <QDir>
+#include <QFileInfo>
+
 #include <QCommandLineParser>
 #include <QRegularExpression>
 
@@ -119,7 +124,7 @@ AppOptions parseAppOptions(const QStringList& args) {
     if (o.error.isEmpty()) {
         // Range checks now (the model's defaults are merged in when a model is loaded).
         const Status st = validate(resolveSampling(o.sampling, GenerationConfig{}));
-        if (!st.isOk()) o.error = QString::fromStdString(st.message());
+        if (!st.isOk()) o.error = QString::fromStdString(samplingErrorForUser(st.message()));
     }
     return o;
 }
@@ -130,9 +135,16 @@ int defaultEngineThreads() {
 }
 
 QString chooseModelDir(const QString& commandLine, const QString& remembered,
-                       const QString& compiledDefault) {
+                       const QString& compiledDefault, QString* notice) {
     if (!commandLine.isEmpty()) return commandLine;
-    if (!remembered.isEmpty()) return remembered;
+    if (!remembered.isEmpty()) {
+        if (QFileInfo(remembered).isDir()) return remembered;
+        // Moved or deleted since it was chosen: opening it would only show an error.
+        if (notice)
+            *notice = QStringLiteral("The model folder used last time, %1, no longer exists: "
+                                     "opened the default model instead.")
+                          .arg(QDir::toNativeSeparators(remembered));
+    }
     return compiledDefault;
 }
 

@@ -35,9 +35,11 @@ AppOptions parseAppOptions(const QStringList& args);
 int defaultEngineThreads();
 
 // The model folder to open: the command line's, else the remembered one (QSettings
-// "model/lastDir"), else the compiled-in default.
+// "model/lastDir") when that folder still exists, else the compiled-in default. When a remembered
+// folder is skipped because it no longer exists, *notice (if given) gets a sentence saying so,
+// for the window; otherwise *notice is left alone. Reads the file system (one stat).
 QString chooseModelDir(const QString& commandLine, const QString& remembered,
-                       const QString& compiledDefault);
+                       const QString& compiledDefault, QString* notice = nullptr);
 
 // True when a windowing system can be reached: DISPLAY or WAYLAND_DISPLAY set, or the user chose
 // a platform plugin with QT_QPA_PLATFORM (e.g. offscreen). Reads the environment only.

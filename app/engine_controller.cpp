@@ -56,6 +56,7 @@ void EngineController::loadModel(const QString& dir) {
     m_modelDir = QDir::cleanPath(dir);
     m_modelName = QDir(m_modelDir).dirName();
     m_modelInfo.clear();
+    m_contextLength = 0;
     emit modelChanged();
     clearError();
     m_loadProgress = 0;
@@ -106,6 +107,10 @@ void EngineController::newChat() {
     clearError();
 }
 
+void EngineController::showNotice(const QString& text) {
+    setError(text);
+}
+
 void EngineController::clearError() {
     setError({});
 }
@@ -129,10 +134,13 @@ void EngineController::drainEvents() {
                 const GenerateStats& s = ev.stats;
                 m_chat.finish(m_turnRow, s.generatedTokens, s.decodeTokensPerSecond, s.ttftSeconds,
                               QString::fromLatin1(stopReasonName(s.stopReason)));
+                // The context length as the model declares it (max_position_embeddings), as the
+                // CLI reports it; the cache holds one token fewer than prompt + generated.
                 if (s.stopReason == StopReason::ContextFull)
                     setError(tr("The conversation filled the model's context (%1 tokens): start a "
                                 "new chat to continue.")
-                                 .arg(s.promptTokens + s.generatedTokens));
+                                 .arg(m_contextLength > 0 ? m_contextLength
+                                                          : s.promptTokens + s.generatedTokens));
                 const int row = m_turnRow;
                 endTurn();
                 emit answerFinished(row);
@@ -160,6 +168,7 @@ void EngineController::drainEvents() {
             if (ev.id == m_loadId) {
                 m_modelName = QString::fromStdString(ev.text);
                 m_modelInfo = QString::fromStdString(ev.info);
+                m_contextLength = ev.contextLength;
                 emit modelChanged();
                 m_loadProgress = 1;
                 emit loadProgressChanged();

@@ -67,6 +67,10 @@ public:
     Q_INVOKABLE void stop();    // cancels the running answer (its text so far stays)
     Q_INVOKABLE void newChat(); // cancels, clears the conversation and the engine's KV cache
     Q_INVOKABLE void clearError();
+    // Shows a message in the window's banner (e.g. "the remembered folder is gone"); dismissable,
+    // cleared by the next load or message like an error.
+    Q_INVOKABLE void showNotice(const QString& text);
+    int contextLength() const { return m_contextLength; } // of the loaded model; 0: none
     // Cancels everything and joins the engine thread. Called at quit; idempotent.
     Q_INVOKABLE void shutdown();
 
@@ -101,6 +105,7 @@ private:
     QString m_errorText;
     bool m_generating = false;
     double m_liveRate = 0;
+    int m_contextLength = 0; // max_position_embeddings of the loaded model
     uint64_t m_nextId = 1;
     uint64_t m_loadId = 0; // request id of the latest Load
     uint64_t m_turnId = 0; // request id of the running Generate (0: none)

@@ -10,7 +10,8 @@ namespace coli::app {
 
 enum class EventKind {
     LoadProgress, // stage, fraction
-    Loaded,       // text = model name (directory base name), info = one-line summary
+    Loaded,       // text = model name (directory base name), info = one-line summary,
+                  // contextLength = max_position_embeddings
     LoadFailed,   // text = error message (names the file)
     Piece,        // text = a piece of the answer (complete UTF-8)
     Finished,     // stats
@@ -23,6 +24,7 @@ struct EngineEvent {
     std::string text; // see EventKind
     std::string info;
     double fraction = 0;
+    int contextLength = 0; // Loaded: the model's context length in tokens
     GenerateStats stats;
 
     static EngineEvent make(EventKind k, uint64_t id, std::string text) {

@@ -1,5 +1,7 @@
 #include "engine_worker.h"
 
+#include "user_messages.h"
+
 #include <chrono>
 #include <filesystem>
 #include <sstream>
@@ -79,7 +81,18 @@ void EngineWorker::doLoad(const Command& c) {
     };
     auto lm = LoadedModel::load(c.dir, mo, progress, c.cancel.get());
     if (!lm.isOk()) {
-        publish(EngineEvent::make(EventKind::LoadFailed, c.id, lm.status().toString()));
+        publish(EngineEvent::make(EventKind::LoadFailed, c.id, lm.status().message()));
+        return;
+    }
+    // Chat needs a template to turn the conversation into a prompt: refuse now rather than on
+    // the first message.
+    if (lm.value()->chatTemplate() == nullptr) {
+        const std::string cfg =
+            (std::filesystem::path(c.dir) / "tokenizer_config.json").lexically_normal().string();
+        publish(EngineEvent::make(EventKind::LoadFailed, c.id,
+                                  cfg + " has no chat template ('chat_template'): the app needs "
+                                        "one to format a conversation. Open a chat (instruct) "
+                                        "model folder."));
         return;
     }
     m_model = std::move(lm.value());
@@ -92,6 +105,7 @@ void EngineWorker::doLoad(const Command& c) {
          << " M params · " << sum.expertsPerLayer << " experts/layer";
     EngineEvent ev = EngineEvent::make(EventKind::Loaded, c.id, name.empty() ? c.dir : name);
     ev.info = info.str();
+    ev.contextLength = m_model->model().config().maxPositions;
     publish(std::move(ev));
 }
 
@@ -108,7 +122,7 @@ void EngineWorker::doGenerate(const Command& c) {
     };
     if (!m_model || !m_session) return fail("no model loaded: open a model folder first");
     auto prompt = m_model->renderChat(c.messages, /*addGenerationPrompt=*/true);
-    if (!prompt.isOk()) return fail(prompt.status().toString());
+    if (!prompt.isOk()) return fail(prompt.status().message());
     // The template already writes BOS where the family wants it, so no post-processor specials
     // (as transformers' apply_chat_template(tokenize=True) does).
     const std::vector<int32_t> ids = m_model->tokenizer().encode(prompt.value(), false);
@@ -125,10 +139,10 @@ void EngineWorker::doGenerate(const Command& c) {
     };
     GenerateParams params = c.params;
     params.sampler = resolveSampling(c.sampling, m_model->generationConfig());
-    if (Status st = validate(params); !st.isOk()) return fail(st.toString());
+    if (Status st = validate(params); !st.isOk()) return fail(samplingErrorForUser(st.message()));
     auto stats = m_session->generate(ids, params, onPiece, c.cancel.get());
     if (!stats.isOk()) {
-        return fail(stats.status().toString());
+        return fail(stats.status().message());
     }
     snap.generating = false;
     snap.elapsedSeconds = secondsSince(t0);

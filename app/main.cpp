@@ -61,9 +61,10 @@ int main(int argc, char* argv[]) {
     QApplication::setApplicationVersion(QStringLiteral(COLI_VERSION));
 
     const QSettings settings(QStringLiteral("Colibri"), QStringLiteral("Colibri Desktop"));
+    QString notice;
     const QString modelDir = chooseModelDir(
         opt.modelArg, settings.value(EngineController::settingsKeyLastDir()).toString(),
-        QStringLiteral(COLI_DEFAULT_MODEL_DIR));
+        QStringLiteral(COLI_DEFAULT_MODEL_DIR), &notice);
 
     WorkerOptions wo;
     wo.threads = opt.threads > 0 ? opt.threads : defaultEngineThreads();
@@ -80,6 +81,7 @@ int main(int argc, char* argv[]) {
         return kExitQml;
     }
     if (!modelDir.isEmpty()) controller.loadModel(modelDir);
+    if (!notice.isEmpty()) controller.showNotice(notice); // after loadModel, which clears it
 
     std::signal(SIGINT, onQuitSignal);
     std::signal(SIGTERM, onQuitSignal);

@@ -121,7 +121,7 @@ ApplicationWindow {
                 if (controller.send(text))
                     composer.clear()
             }
-            onStopRequested: controller.stop()
+            onStopRequested: win.stop()
         }
     }
 
@@ -129,17 +129,39 @@ ApplicationWindow {
         controller.newChat()
         composer.focusInput()
     }
+    function stop() {
+        controller.stop()
+        composer.focusInput() // the Stop button took the focus: typing goes on in the composer
+    }
+    // The folder that holds the current model, so the dialog lists the model itself.
+    function parentFolderUrl() {
+        if (!controller || controller.modelDir === "")
+            return ""
+        const dir = controller.modelDir
+        const cut = dir.lastIndexOf("/")
+        return "file://" + (cut > 0 ? dir.substring(0, cut) : "/")
+    }
 
     FolderDialog {
         id: folderDialog
+        objectName: "folderDialog"
         title: qsTr("Open a model folder")
-        currentFolder: controller && controller.modelDir !== "" ? "file://" + controller.modelDir : ""
-        onAccepted: controller.openModelFolder(selectedFolder)
+        currentFolder: win.parentFolderUrl()
+        onAccepted: {
+            controller.openModelFolder(selectedFolder)
+            composer.focusInput()
+        }
+        onRejected: composer.focusInput()
+    }
+
+    Connections {
+        target: controller
+        function onAnswerFinished(row) { composer.focusInput() }
     }
 
     Shortcut { sequence: "Ctrl+O"; onActivated: folderDialog.open() }
     Shortcut { sequence: "Ctrl+N"; onActivated: win.newChat() }
-    Shortcut { sequence: "Escape"; enabled: win.busy; onActivated: controller.stop() }
+    Shortcut { sequence: "Escape"; enabled: win.busy; onActivated: win.stop() }
     Shortcut { sequence: StandardKey.Quit; onActivated: Qt.quit() }
 
     Component.onCompleted: composer.focusInput()

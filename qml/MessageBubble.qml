@@ -43,9 +43,16 @@ Item {
             leftMargin: Theme.padding * 1.5
             rightMargin: Theme.padding * 1.5
         }
-        width: Math.min(bubble.maxBubbleWidth, body.implicitWidth + 2 * Theme.padding)
+        // As wide as the widest line it shows (body with its padding, stats, error), rounded up:
+        // a fractional width would wrap the body's last glyph ("Hi" as "H / i").
+        width: Math.min(bubble.maxBubbleWidth,
+                        Math.ceil(Math.max(body.implicitWidth + 2 * Theme.padding,
+                                           stats.visible ? stats.implicitWidth : 0,
+                                           errorLabel.visible ? errorLabel.implicitWidth : 0,
+                                           roleLabel.implicitWidth)) + 1)
 
         Label {
+            id: roleLabel
             text: bubble.isUser ? qsTr("You") : bubble.role === "assistant" ? qsTr("Assistant")
                                                                            : bubble.role
             color: Theme.textMuted
@@ -56,6 +63,8 @@ Item {
 
         Rectangle {
             objectName: bubble.isUser ? "userBubble" : "answerBubble"
+            // An answer that failed before any text: the error alone, no empty box above it.
+            visible: bubble.text !== "" || bubble.streaming || bubble.error === ""
             Layout.fillWidth: true
             implicitHeight: body.implicitHeight + 2 * Theme.padding * 0.8
             radius: Theme.radius
@@ -81,6 +90,7 @@ Item {
         }
 
         Label {
+            id: stats
             objectName: "statsLine"
             visible: !bubble.isUser && text !== ""
             text: bubble.isUser ? "" : bubble.statsLine()
@@ -89,6 +99,7 @@ Item {
         }
 
         Label {
+            id: errorLabel
             objectName: "messageError"
             visible: bubble.error !== ""
             text: bubble.error

@@ -72,16 +72,34 @@ void TstAppOptions::modelAndSampling() {
 void TstAppOptions::usageErrors() {
     QVERIFY(parse({"--bogus"}).error.contains("bogus"));
     QVERIFY(parse({"--temp", "abc"}).error.contains("--temp"));
-    QVERIFY(parse({"--temp", "-1"}).error.contains("temperature"));
+    // The flag the user typed is named, not the engine's field name.
+    QVERIFY2(parse({"--temp", "-1"}).error.startsWith("--temp must be in [0, 100]"),
+             qPrintable(parse({"--temp", "-1"}).error));
+    QVERIFY(!parse({"--temp", "-1"}).error.contains("temperature"));
+    QVERIFY(parse({"--top-p", "2"}).error.startsWith("--top-p must be"));
+    QVERIFY(parse({"--repeat-penalty", "0"}).error.startsWith("--repeat-penalty must be"));
     QVERIFY(parse({"-n", "0"}).error.contains("--max-tokens"));
     QVERIFY(parse({"--seed", "-3"}).error.contains("--seed"));
     QVERIFY(parse({"a", "b"}).error.contains("unexpected"));
 }
 
 void TstAppOptions::modelDirPrecedence() {
-    QCOMPARE(chooseModelDir("/cli", "/remembered", "/default"), QString("/cli"));
-    QCOMPARE(chooseModelDir("", "/remembered", "/default"), QString("/remembered"));
-    QCOMPARE(chooseModelDir("", "", "/default"), QString("/default"));
+    QTemporaryDir remembered;
+    const QString kept = remembered.path();
+    QString notice;
+    QCOMPARE(chooseModelDir("/cli", kept, "/default", &notice), QString("/cli"));
+    QCOMPARE(chooseModelDir("", kept, "/default", &notice), kept);
+    QCOMPARE(chooseModelDir("", "", "/default", &notice), QString("/default"));
+    QVERIFY(notice.isEmpty());
+    // The remembered folder was moved or deleted: the default opens, with a notice naming it.
+    const QString gone = kept + "/deleted-model";
+    QCOMPARE(chooseModelDir("", gone, "/default", &notice), QString("/default"));
+    QVERIFY2(notice.contains(gone), qPrintable(notice));
+    QCOMPARE(chooseModelDir("", gone, "/default"), QString("/default")); // notice optional
+    // The command line still wins over a missing remembered folder, silently.
+    QString none;
+    QCOMPARE(chooseModelDir("/cli", gone, "/default", &none), QString("/cli"));
+    QVERIFY(none.isEmpty());
 }
 
 void TstAppOptions::folderChoiceIsRemembered() {

@@ -1,0 +1,30 @@
+#pragma once
+// Engine messages reworded for the people who read them (the window, the command line).
+// Qt-free: used on the engine thread too. Thread-safety: pure functions.
+#include <array>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace coli::app {
+
+// The sampler's validate() names its fields ("temperature must be in [0, 100] ..."); the user
+// set them with flags, so name the flag: "--temp must be in [0, 100] ...". Other messages are
+// returned unchanged.
+inline std::string samplingErrorForUser(const std::string& msg) {
+    static constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kFlags{{
+        {"temperature", "--temp"},
+        {"topK", "--top-k"},
+        {"topP", "--top-p"},
+        {"minP", "--min-p"},
+        {"repeatPenalty", "--repeat-penalty"},
+        {"repeatLastN", "the repetition window"},
+    }};
+    for (const auto& [field, flag] : kFlags) {
+        const std::string prefix = std::string(field) + " must ";
+        if (msg.rfind(prefix, 0) == 0) return std::string(flag) + msg.substr(field.size());
+    }
+    return msg;
+}
+
+} // namespace coli::app

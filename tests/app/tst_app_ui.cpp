@@ -1,0 +1,274 @@
+// The window's details under Xvfb (the CTest command starts xvfb-run): the folder dialog opens
+// (at the folder holding the current model) without QML warnings, message bubbles fit their text,
+// the keyboard focus returns to the composer, a model without a chat template fails at load with
+// tokenizer_config.json named, and the context-full message gives the model's context length.
+#include "app_window.h"
+#include "engine_controller.h"
+
+#include <QApplication>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QImage>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QQmlApplicationEngine>
+#include <QQuickItem>
+#include <QQuickWindow>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <memory>
+
+using namespace coli;
+using namespace coli::app;
+
+namespace {
+const QString kModel = QStringLiteral(COLI_FIXTURE_DIR "/qwen3moe");
+
+// Warnings and criticals logged while a test runs (QML errors arrive as qWarning).
+QStringList g_warnings;
+QtMessageHandler g_previous = nullptr;
+void recordWarnings(QtMsgType type, const QMessageLogContext& ctx, const QString& msg) {
+    if (type == QtWarningMsg || type == QtCriticalMsg) g_warnings << msg;
+    if (g_previous) g_previous(type, ctx, msg);
+}
+
+struct App {
+    std::unique_ptr<EngineController> controller;
+    std::unique_ptr<QQmlApplicationEngine> engine;
+    QQuickWindow* window = nullptr;
+
+    explicit App(const GenerateParams& params = {}) {
+        WorkerOptions wo;
+        wo.threads = 2;
+        controller = std::make_unique<EngineController>(wo);
+        SamplingOverrides s;
+        s.temperature = 0; // greedy: quick and repeatable
+        controller->setGenerateParams(params, s);
+        engine = std::make_unique<QQmlApplicationEngine>();
+        QString error;
+        window = createMainWindow(*engine, controller.get(), {QStringLiteral(COLI_QML_IMPORT_DIR)},
+                                  &error);
+        if (!window) qWarning("%s", qPrintable(error));
+        if (window) {
+            window->resize(1000, 720);
+            window->show();
+        }
+    }
+    ~App() {
+        if (controller) controller->shutdown();
+        engine.reset();
+        controller.reset();
+    }
+    template <class T = QQuickItem> T* find(const char* name) const {
+        return window ? window->findChild<T*>(QString::fromLatin1(name)) : nullptr;
+    }
+};
+
+// Delegate items are not QObject children of the view: walk the item tree.
+void collectItems(QQuickItem* root, const QString& name, QList<QQuickItem*>* out) {
+    for (QQuickItem* child : root->childItems()) {
+        if (child->objectName() == name) out->append(child);
+        collectItems(child, name, out);
+    }
+}
+
+// A copy of the fixture model in `dir` (weights linked) with edits to two JSON files.
+bool copyModel(const QString& dir, const std::function<void(QJsonObject&)>& editConfig,
+               const std::function<void(QJsonObject&)>& editTokenizerConfig) {
+    for (const QString& f : QDir(kModel).entryList(QDir::Files)) {
+        const QString from = kModel + "/" + f, to = dir + "/" + f;
+        if (f == "config.json" || f == "tokenizer_config.json") {
+            QFile in(from);
+            if (!in.open(QIODevice::ReadOnly)) return false;
+            QJsonObject o = QJsonDocument::fromJson(in.readAll()).object();
+            (f == "config.json" ? editConfig : editTokenizerConfig)(o);
+            QFile out(to);
+            if (!out.open(QIODevice::WriteOnly)) return false;
+            out.write(QJsonDocument(o).toJson());
+        } else if (!QFile::link(from, to)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void saveScreenshot(QQuickWindow* w, const QString& name) {
+    QTest::qWait(150);
+    const QString dir = QStringLiteral(COLI_BINARY_DIR "/screenshots");
+    QDir().mkpath(dir);
+    w->grabWindow().save(dir + "/" + name);
+    qInfo("screenshot: %s/%s", qPrintable(dir), qPrintable(name));
+}
+} // namespace
+
+class TstAppUi : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void init() { g_warnings.clear(); }
+    void folderDialogOpensAtModelParent();
+    void bubblesFitTheirText();
+    void focusReturnsToComposer();
+    void modelWithoutTemplateFailsAtLoad();
+    void contextFullNamesContextLength();
+};
+
+void TstAppUi::initTestCase() {
+    QVERIFY2(QFileInfo::exists(kModel + "/config.json"),
+             qPrintable("fixture model missing (run the coli_fixtures setup test): " + kModel));
+    g_previous = qInstallMessageHandler(recordWarnings);
+}
+
+void TstAppUi::folderDialogOpensAtModelParent() {
+    App app;
+    QVERIFY(app.window);
+    QVERIFY(QTest::qWaitForWindowExposed(app.window));
+    app.controller->loadModel(kModel);
+    QTRY_COMPARE_WITH_TIMEOUT(app.controller->loadState(), QStringLiteral("ready"), 120000);
+    auto* dialog = app.window->findChild<QObject*>(QStringLiteral("folderDialog"));
+    QVERIFY(dialog);
+    const QUrl parent = QUrl::fromLocalFile(QFileInfo(kModel).absolutePath());
+    QCOMPARE(dialog->property("currentFolder").toUrl(), parent);
+    g_warnings.clear();
+    QVERIFY(QMetaObject::invokeMethod(dialog, "open"));
+    // A missing QML module (Qt.labs.folderlistmodel) leaves the dialog hidden with a warning.
+    QTRY_VERIFY_WITH_TIMEOUT(dialog->property("visible").toBool(), 5000);
+    QTest::qWait(200);
+    saveScreenshot(app.window, "folder_dialog.png");
+    QVERIFY2(g_warnings.isEmpty(), qPrintable(g_warnings.join('\n')));
+    QCOMPARE(dialog->property("currentFolder").toUrl(), parent);
+    QVERIFY(QMetaObject::invokeMethod(dialog, "reject"));
+    QTRY_VERIFY(!dialog->property("visible").toBool());
+    auto* input = app.find("composerInput");
+    QVERIFY(input);
+    QTRY_VERIFY(input->hasActiveFocus());
+}
+
+void TstAppUi::bubblesFitTheirText() {
+    App app;
+    QVERIFY(app.window);
+    QVERIFY(QTest::qWaitForWindowExposed(app.window));
+    ChatModel& chat = *app.controller->chatModel();
+    chat.appendMessage(QStringLiteral("user"), QStringLiteral("Hi"));
+    const QString error = QStringLiteral(
+        "prompt has 63 tokens, more than the model's context length (40): start a new chat");
+    chat.fail(chat.beginAssistant(), error);
+    QTest::qWait(200);
+    QList<QQuickItem*> texts, errors;
+    collectItems(app.window->contentItem(), QStringLiteral("messageText"), &texts);
+    collectItems(app.window->contentItem(), QStringLiteral("messageError"), &errors);
+    QQuickItem* hi = nullptr;
+    for (QQuickItem* t : texts)
+        if (t->property("text").toString() == "Hi") hi = t;
+    QVERIFY(hi);
+    QCOMPARE(hi->property("lineCount").toInt(), 1);
+    QQuickItem* err = nullptr;
+    for (QQuickItem* e : errors)
+        if (e->isVisible()) err = e; // the user bubble has a hidden, empty one
+    QVERIFY(err);
+    QCOMPARE(err->property("text").toString(), error);
+    // 13 words: wrapped to the bubble's maximum width, not one word per line.
+    QVERIFY2(err->width() >= 300, qPrintable(QString::number(err->width())));
+    QVERIFY2(err->property("lineCount").toInt() <= 3,
+             qPrintable(QString::number(err->property("lineCount").toInt())));
+    saveScreenshot(app.window, "bubbles.png");
+}
+
+void TstAppUi::focusReturnsToComposer() {
+    GenerateParams params;
+    params.maxNewTokens = 20000;
+    params.ignoreEos = true;
+    App app(params);
+    QVERIFY(app.window);
+    QVERIFY(QTest::qWaitForWindowExposed(app.window));
+    EngineController& c = *app.controller;
+    c.loadModel(kModel);
+    QTRY_COMPARE_WITH_TIMEOUT(c.loadState(), QStringLiteral("ready"), 120000);
+    auto* input = app.find("composerInput");
+    auto* sendButton = app.find("sendButton");
+    auto* newChatButton = app.find("newChatButton");
+    QVERIFY(input && sendButton && newChatButton);
+    QSignalSpy finished(&c, &EngineController::answerFinished);
+
+    // Stop: clicking the button takes the focus; it must come back to the composer.
+    QVERIFY(c.send(QStringLiteral("Hello")));
+    QTRY_VERIFY_WITH_TIMEOUT(!c.chatModel()->at(1).text.isEmpty(), 60000);
+    sendButton->forceActiveFocus();
+    QVERIFY(!input->hasActiveFocus());
+    QVERIFY(QMetaObject::invokeMethod(sendButton, "clicked"));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 5000);
+    QTRY_VERIFY(input->hasActiveFocus());
+
+    // New chat.
+    newChatButton->forceActiveFocus();
+    QVERIFY(QMetaObject::invokeMethod(newChatButton, "clicked"));
+    QTRY_VERIFY(input->hasActiveFocus());
+
+    // An answer that ends by itself.
+    GenerateParams shortAnswer;
+    shortAnswer.maxNewTokens = 3;
+    c.setGenerateParams(shortAnswer, c.samplingOverrides());
+    QVERIFY(c.send(QStringLiteral("Hello")));
+    newChatButton->forceActiveFocus();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+    QTRY_VERIFY(input->hasActiveFocus());
+}
+
+void TstAppUi::modelWithoutTemplateFailsAtLoad() {
+    QTemporaryDir dir;
+    QVERIFY(copyModel(
+        dir.path(), [](QJsonObject&) {}, [](QJsonObject& o) { o.remove("chat_template"); }));
+    App app;
+    QVERIFY(app.window);
+    app.controller->loadModel(dir.path());
+    QTRY_COMPARE_WITH_TIMEOUT(app.controller->loadState(), QStringLiteral("error"), 120000);
+    const QString msg = app.controller->errorText();
+    QVERIFY2(msg.contains(dir.path() + "/tokenizer_config.json"), qPrintable(msg));
+    QVERIFY2(msg.contains("chat template"), qPrintable(msg));
+    QVERIFY(!app.controller->send(QStringLiteral("Hi")));
+    auto* text = app.find("errorText");
+    QVERIFY(text);
+    QTRY_COMPARE(text->property("text").toString(), msg);
+    saveScreenshot(app.window, "no_template.png");
+}
+
+void TstAppUi::contextFullNamesContextLength() {
+    constexpr int kContext = 48;
+    QTemporaryDir dir;
+    QVERIFY(copyModel(
+        dir.path(), [](QJsonObject& o) { o["max_position_embeddings"] = kContext; },
+        [](QJsonObject&) {}));
+    GenerateParams params;
+    params.maxNewTokens = 20000;
+    params.ignoreEos = true;
+    App app(params);
+    QVERIFY(app.window);
+    EngineController& c = *app.controller;
+    c.loadModel(dir.path());
+    QTRY_COMPARE_WITH_TIMEOUT(c.loadState(), QStringLiteral("ready"), 120000);
+    QCOMPARE(c.contextLength(), kContext);
+    QSignalSpy finished(&c, &EngineController::answerFinished);
+    QVERIFY(c.send(QStringLiteral("Hi")));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+    QCOMPARE(c.chatModel()->at(1).stopReason, QStringLiteral("context full"));
+    QVERIFY2(c.errorText().contains(QStringLiteral("(%1 tokens)").arg(kContext)),
+             qPrintable(c.errorText()));
+    // A second message no longer fits: a user-facing error, no internal status name.
+    QVERIFY(c.send(QStringLiteral("More")));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+    const QString err = c.chatModel()->at(3).error;
+    QVERIFY2(err.contains("context length"), qPrintable(err));
+    QVERIFY2(!err.contains("Invalid argument"), qPrintable(err));
+}
+
+int main(int argc, char** argv) {
+    QTemporaryDir home; // keep the user's settings out of it
+    qputenv("XDG_CONFIG_HOME", home.path().toLocal8Bit());
+    QApplication app(argc, argv);
+    TstAppUi t;
+    return QTest::qExec(&t, argc, argv);
+}
+#include "tst_app_ui.moc"

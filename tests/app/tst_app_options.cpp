@@ -2,6 +2,7 @@
 #include "app_options.h"
 #include "engine_controller.h"
 
+#include <QRegularExpression>
 #include <QSettings>
 #include <QTemporaryDir>
 #include <QTest>
@@ -113,6 +114,10 @@ void TstAppOptions::folderChoiceIsRemembered() {
     // The folder has no model: the load fails with the folder named, and nothing blocks.
     QTRY_COMPARE(c.loadState(), QString("error"));
     QVERIFY(c.errorText().contains(dir.path() + "/model-x"));
+    // Worded for users: no engine status name ("Not found: ...", "Invalid argument: ...").
+    QVERIFY2(!c.errorText().contains(QRegularExpression("(Not found|Invalid argument|Malformed|Io"
+                                                        "|Unsupported): ")),
+             qPrintable(c.errorText()));
 }
 
 void TstAppOptions::displayDetection() {

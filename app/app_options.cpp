@@ -148,6 +148,17 @@ QString chooseModelDir(const QString& commandLine, const QString& remembered,
     return compiledDefault;
 }
 
+QString defaultModelDir(const QString& appDir, const QString& shippedName,
+                        const QString& compiledDefault) {
+    if (!shippedName.isEmpty()) {
+        const QString installed =
+            QDir(appDir).filePath(QStringLiteral("../share/colibri/models/") + shippedName);
+        if (QFileInfo::exists(installed + QStringLiteral("/config.json")))
+            return QDir::cleanPath(installed);
+    }
+    return compiledDefault;
+}
+
 bool displayAvailable() {
     return envSet("DISPLAY") || envSet("WAYLAND_DISPLAY") || envSet("QT_QPA_PLATFORM");
 }

@@ -41,6 +41,13 @@ int defaultEngineThreads();
 QString chooseModelDir(const QString& commandLine, const QString& remembered,
                        const QString& compiledDefault, QString* notice = nullptr);
 
+// The default model folder: the installed copy of the shipped model,
+// `appDir/../share/colibri/models/<shippedName>`, when it holds a config.json (an installed
+// colibri), else `compiledDefault` (the source tree's resources/models/<name> for a build-tree
+// binary, or the folder set with -DCOLI_DEFAULT_MODEL_DIR). Reads the file system (one stat).
+QString defaultModelDir(const QString& appDir, const QString& shippedName,
+                        const QString& compiledDefault);
+
 // True when a windowing system can be reached: DISPLAY or WAYLAND_DISPLAY set, or the user chose
 // a platform plugin with QT_QPA_PLATFORM (e.g. offscreen). Reads the environment only.
 bool displayAvailable();

@@ -16,6 +16,9 @@
 #ifndef COLI_DEFAULT_MODEL_DIR
 #define COLI_DEFAULT_MODEL_DIR ""
 #endif
+#ifndef COLI_SHIPPED_MODEL_NAME
+#define COLI_SHIPPED_MODEL_NAME ""
+#endif
 #ifndef COLI_VERSION
 #define COLI_VERSION "0"
 #endif
@@ -64,7 +67,10 @@ int main(int argc, char* argv[]) {
     QString notice;
     const QString modelDir = chooseModelDir(
         opt.modelArg, settings.value(EngineController::settingsKeyLastDir()).toString(),
-        QStringLiteral(COLI_DEFAULT_MODEL_DIR), &notice);
+        defaultModelDir(QCoreApplication::applicationDirPath(),
+                        QStringLiteral(COLI_SHIPPED_MODEL_NAME),
+                        QStringLiteral(COLI_DEFAULT_MODEL_DIR)),
+        &notice);
 
     WorkerOptions wo;
     wo.threads = opt.threads > 0 ? opt.threads : defaultEngineThreads();

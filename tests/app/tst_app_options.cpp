@@ -2,6 +2,8 @@
 #include "app_options.h"
 #include "engine_controller.h"
 
+#include <QDir>
+#include <QFile>
 #include <QRegularExpression>
 #include <QSettings>
 #include <QTemporaryDir>
@@ -17,6 +19,7 @@ private slots:
     void modelAndSampling();
     void usageErrors();
     void modelDirPrecedence();
+    void installedShippedModelIsTheDefault();
     void folderChoiceIsRemembered();
     void displayDetection();
 };
@@ -101,6 +104,24 @@ void TstAppOptions::modelDirPrecedence() {
     QString none;
     QCOMPARE(chooseModelDir("/cli", gone, "/default", &none), QString("/cli"));
     QVERIFY(none.isEmpty());
+}
+
+void TstAppOptions::installedShippedModelIsTheDefault() {
+    QTemporaryDir prefix; // a fake install prefix: bin/ and share/colibri/models/<name>/
+    const QString bin = prefix.path() + "/bin";
+    QVERIFY(QDir().mkpath(bin));
+    // Not installed: the compiled-in folder.
+    QCOMPARE(defaultModelDir(bin, "tiny", "/src/resources/models/tiny"),
+             QString("/src/resources/models/tiny"));
+    const QString installed = prefix.path() + "/share/colibri/models/tiny";
+    QVERIFY(QDir().mkpath(installed));
+    // A folder without config.json is not a model.
+    QCOMPARE(defaultModelDir(bin, "tiny", "/compiled"), QString("/compiled"));
+    QFile cfg(installed + "/config.json");
+    QVERIFY(cfg.open(QIODevice::WriteOnly));
+    cfg.close();
+    QCOMPARE(defaultModelDir(bin, "tiny", "/compiled"), installed);
+    QCOMPARE(defaultModelDir(bin, "", "/compiled"), QString("/compiled"));
 }
 
 void TstAppOptions::folderChoiceIsRemembered() {

@@ -136,14 +136,42 @@ def last_eval_row(log_path, step):
     return rows[-1] if rows else None
 
 
+CHAT_SAMPLE_REQUESTS = ["Tell me a fortune.", "Erzähl mir einen Spruch.", "Dime un refrán.",
+                        "Define lantern.", "Quote the Bible.",
+                        "Write a Python function named read_config."]
+
+
+def training_summary(ck):
+    """Totals over both phases: a phase-2 checkpoint (finetune.py) carries phase 1's in
+    ck["phase1"]."""
+    p1 = ck.get("phase1")
+    if p1 is None:
+        return {"step": ck["step"], "tokens": ck["tokens"], "elapsed": ck["elapsed"],
+                "args": ck["args"], "phase2": None}
+    return {"step": p1["step"] + ck["step"], "tokens": p1["tokens"] + ck["tokens"],
+            "elapsed": p1["elapsed"] + ck["elapsed"], "args": p1["args"],
+            "phase2": {"step": ck["step"], "tokens": ck["tokens"], "args": ck["args"]}}
+
+
+def chat_ids(tok, request):
+    """The engine's tokens for CHAT_TEMPLATE with one user message and the generation prompt."""
+    ims, ime = tok.special["<|im_start|>"], tok.special["<|im_end|>"]
+    return ([ims] + tok.encode("user\n" + request) + [ime] + tok.encode("\n") + [ims] +
+            tok.encode("assistant\n"))
+
+
 def model_card(name, cfg, ck, manifest, row, samples, dtype, size):
     ma = ck["model_args"]
+    ts = training_summary(ck)
     lines = [f"# {name}", "",
              "A small decoder-only Mixture-of-Experts language model in the Mixtral layout, "
              "trained from scratch on CPU on real text from Debian packages, as the embedded "
-             "default model of Colibri Desktop. It is a base model: it continues text in the "
-             "style of its seven training domains; it is not instruction-tuned and knows little "
-             "of the world.", "",
+             "default model of Colibri Desktop. It continues text in the style of its seven "
+             "training domains and, in the ChatML format, answers a few kinds of request "
+             "(a fortune in English, German or Spanish, a dictionary definition, a Bible "
+             "passage, a Python documentation page or function) with text of that domain. It "
+             "is not a general assistant, follows no other instructions and knows little of "
+             "the world.", "",
              "## Architecture", "",
              f"- `MixtralForCausalLM`, {ma['n_layers']} layers, hidden {ma['d_model']}, "
              f"{ma['n_heads']} heads of {ma['d_model'] // ma['n_heads']} "
@@ -155,10 +183,16 @@ def model_card(name, cfg, ck, manifest, row, samples, dtype, size):
              "`<|endoftext|>`, `<|im_start|>`, `<|im_end|>`).",
              f"- Weights {dtype}, `model.safetensors` {size / 1e6:.1f} MB.",
              "", "## Training", "",
-             f"- {ck['tokens']:,d} tokens ({ck['step']} steps), "
-             f"{ck['elapsed'] / 3600:.2f} h on one CPU thread (Debian python3-torch "
+             f"- {ts['tokens']:,d} tokens ({ts['step']} steps), "
+             f"{ts['elapsed'] / 3600:.2f} h on one CPU thread (Debian python3-torch "
              f"{torch.__version__}); AdamW, cosine schedule, load-balancing loss "
-             f"{ck['args']['aux']}, router z-loss {ck['args']['zloss']}.",
+             f"{ts['args']['aux']}, router z-loss {ts['args']['zloss']}.",
+             "- Phase 1: plain text in 256-token windows." + (
+                 "" if not ts["phase2"] else
+                 f" Phase 2 (last {ts['phase2']['tokens']:,d} tokens): 1024-token windows, "
+                 f"{ts['phase2']['args']['chat_frac']:.0%} of them ChatML conversations whose "
+                 "answers are training documents and whose requests come from a fixed list of "
+                 "templates (tools/train/chat_data.py)."),
              "- Code: `tools/train/` in the Colibri Desktop repository (prepare_data.py, "
              "tokenizer.py, train.py, export.py).", ""]
     if row:
@@ -167,7 +201,14 @@ def model_card(name, cfg, ck, manifest, row, samples, dtype, size):
             if k.startswith("bpb_"):
                 lines.append(f"| {k[4:]} | {v} |")
         lines += ["", f"(at step {row['step']}, {int(row['tokens']):,d} tokens; fixed "
-                  "held-out windows, see docs/default-model.md)", ""]
+                  "256-token held-out windows, see docs/default-model.md)", ""]
+        long_keys = [k for k in row if k.startswith("bpb") and k.endswith("_mean") and
+                     k[3:-5].isdigit()]
+        for k in long_keys:
+            lines += [f"Mean over domains on {k[3:-5]}-token windows: {row[k]} bits/byte.", ""]
+        if row.get("chat_answer_ce"):
+            lines += [f"Cross-entropy of held-out chat answers: {row['chat_answer_ce']} nats "
+                      "per token.", ""]
     lines += ["## Data and licences", "",
               "| domain | Debian package | version | licence of the text | train bytes |",
               "|---|---|---|---|---|"]
@@ -181,9 +222,14 @@ def model_card(name, cfg, ck, manifest, row, samples, dtype, size):
               "GPL version 2 or later, with the notices of all sources above. See "
               "docs/default-model.md.", ""]
     if samples:
-        lines += ["## Samples (top-k 40, temperature 0.8)", ""]
-        for dom, (prompt, text) in samples.items():
+        lines += ["## Samples (top-k 40, temperature 0.8)", "",
+                  "Continuations of the start of a document of each domain:", ""]
+        for dom, (prompt, text) in samples["text"].items():
             lines += [f"**{dom}**, prompt `{prompt!r}`:", "", "```", prompt + text, "```", ""]
+        lines += ["Chat (the request through the chat template, the answer up to "
+                  "`<|im_end|>`):", ""]
+        for req, text in samples["chat"].items():
+            lines += [f"**{req}**", "", "```", text, "```", ""]
     return "\n".join(lines)
 
 
@@ -219,7 +265,7 @@ def main():
         "rope_theta": ma.rope_theta, "rope_scaling": None, "sliding_window": None,
         "attention_dropout": 0.0, "num_experts_per_tok": ma.top_k,
         "num_local_experts": ma.n_experts, "output_router_logits": False,
-        "router_aux_loss_coef": ck["args"]["aux"], "router_jitter_noise": 0.0,
+        "router_aux_loss_coef": training_summary(ck)["args"]["aux"], "router_jitter_noise": 0.0,
         "torch_dtype": {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}[a.dtype],
         "transformers_version": "4.46.0",
     }
@@ -250,15 +296,20 @@ def main():
     samples = {}
     if a.samples:
         ref = load_export(a.out)  # samples from the exported (rounded) weights
+        samples = {"text": {}, "chat": {}}
         for i, (dom, prompt) in enumerate(SAMPLE_PROMPTS.items()):
             new = generate(ref, tok.encode(prompt), 80, eos_ids=(eot, ime), temperature=0.8,
                            seed=i)
-            samples[dom] = (prompt, tok.decode(new))
+            samples["text"][dom] = (prompt, tok.decode(new))
+        for i, req in enumerate(CHAT_SAMPLE_REQUESTS):
+            new = generate(ref, chat_ids(tok, req), 120, eos_ids=(eot, ime), temperature=0.8,
+                           seed=100 + i)
+            samples["chat"][req] = tok.decode(new)
     with open(a.manifest, encoding="utf-8") as f:
         manifest = json.load(f)
     log = a.log or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(a.ckpt))),
-                                "log.csv")
-    row = last_eval_row(log, ck["step"])
+                                "log_phase2.csv" if "phase1" in ck else "log.csv")
+    row = last_eval_row(log, training_summary(ck)["step"])
     with open(os.path.join(a.out, "README.md"), "w", encoding="utf-8") as f:
         f.write(model_card(a.name, cfg, ck, manifest, row, samples, a.dtype,
                            os.path.getsize(st_path)))

@@ -4,8 +4,9 @@ train.py's log.csv: held-out bits per byte per domain against training tokens, w
 byte n-gram baseline (baseline.json) as dashed lines.
 
   /usr/bin/python3 tools/train/report.py --log /work/train-state/log.csv \
-      --png docs/images/default-model-loss.png [--rows 12]
-Prints the Markdown table on stdout.
+      [--log2 /work/train-state/log_phase2.csv] --png docs/images/default-model-loss.png
+Prints the Markdown table on stdout. Phase 2 (finetune.py) rows continue the curve; a vertical
+line marks where phase 2 starts.
 """
 import argparse
 import csv
@@ -24,19 +25,21 @@ def read_log(path):
         return list(csv.DictReader(f))
 
 
-def table(rows, domains, n):
+def table(rows, domains, n, phase2_start=None):
     pick = rows if len(rows) <= n else [rows[round(i * (len(rows) - 1) / (n - 1))]
                                         for i in range(n)]
     out = ["| Tokens | " + " | ".join(domains) + " | mean |",
            "|---:|" + "---:|" * (len(domains) + 1)]
     for r in pick:
-        out.append(f"| {int(r['tokens']) / 1e6:.2f}M | " +
+        mark = " (phase 2)" if phase2_start is not None and int(r["tokens"]) > phase2_start \
+            else ""
+        out.append(f"| {int(r['tokens']) / 1e6:.2f}M{mark} | " +
                    " | ".join(f"{float(r['bpb_' + d]):.3f}" for d in domains) +
                    f" | {float(r['bpb_mean']):.3f} |")
     return "\n".join(out)
 
 
-def svg(rows, domains, baseline, W=900, H=520):
+def svg(rows, domains, baseline, phase2_start=None, W=900, H=520):
     L, R, T, B = 70, 170, 40, 60
     xs = [int(r["tokens"]) / 1e6 for r in rows]
     xmax = max(xs[-1], 1e-6)
@@ -66,6 +69,12 @@ def svg(rows, domains, baseline, W=900, H=520):
     s.append(f'<text x="{(L + W - R) / 2}" y="{H - 15}" text-anchor="middle">training tokens'
              '</text>')
     s.append(f'<text x="{L}" y="{T - 12}">held-out bits per byte</text>')
+    if phase2_start is not None:
+        x = px(phase2_start / 1e6)
+        s.append(f'<line x1="{x:.1f}" y1="{T}" x2="{x:.1f}" y2="{H - B}" stroke="#888" '
+                 'stroke-dasharray="2,3"/>')
+        s.append(f'<text x="{x - 4:.1f}" y="{T + 12}" text-anchor="end" fill="#555">'
+                 'phase 2: 1024-token context + chat</text>')
     for i, d in enumerate(domains):
         c = COLORS.get(d, "black")
         pts = " ".join(f"{px(x):.1f},{py(float(r['bpb_' + d])):.1f}" for x, r in zip(xs, rows))
@@ -90,22 +99,29 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--log", default="/work/train-state/log.csv")
     ap.add_argument("--baseline", default=os.path.join(HERE, "baseline.json"))
+    ap.add_argument("--log2", default=None, help="finetune.py's log_phase2.csv")
     ap.add_argument("--png", default=None)
     ap.add_argument("--rows", type=int, default=12)
     a = ap.parse_args()
     rows = read_log(a.log)
+    phase2_start = None
+    if a.log2 and os.path.exists(a.log2):
+        rows2 = read_log(a.log2)
+        if rows2:
+            phase2_start = int(rows2[0]["tokens"])
+            rows = [r for r in rows if int(r["tokens"]) <= phase2_start] + rows2[1:]
     domains = [k[4:] for k in rows[0] if k.startswith("bpb_") and k != "bpb_mean"]
     base = None
     if os.path.exists(a.baseline):
         with open(a.baseline) as f:
             b = json.load(f)
         base = {d: v["bpb_all_domains"] for d, v in b["domains"].items()}
-    print(table(rows, domains, a.rows))
+    print(table(rows, domains, a.rows, phase2_start))
     if a.png:
         svg_path = os.path.splitext(a.png)[0] + ".svg"
         os.makedirs(os.path.dirname(os.path.abspath(a.png)), exist_ok=True)
         with open(svg_path, "w") as f:
-            f.write(svg(rows, domains, base))
+            f.write(svg(rows, domains, base, phase2_start))
         subprocess.run(["convert", svg_path, a.png], check=True)
 
 

@@ -4,13 +4,18 @@
 //         (not _mm256_maddubs_epi16: its int16 pair sums saturate at 2 * 128 * 128, and its
 //         sign trick breaks on -128);
 //   int4: weights offset to u = q + 8 in 0..15 so _mm256_maddubs_epi16(u, x) cannot saturate
-//         (|pair| <= 2 * 15 * 128), then sum(q x) = sum(u x) - 8 sum(x). Four rows are done at
+//         (|pair| <= 2 * 15 * 128), then sum(q x) = sum(u x) - 8 sum(x). For int4-g64 the
+//         activations of each group are reordered once per call (even values, then odd ones, the
+//         order of a 32-byte load's low and high nibbles) and 8 sum(x) is computed once per
+//         group, so a row's group costs one load, three logic ops and two maddubs; this took the
+//         kernel from ~0.86 to ~0.3 instructions per weight byte. Four rows are done at
 // once; their per-group int32 sums are reduced with hadd into one vector whose lane i is row i, so
 // the f32 part (convert, scale multiply, add) is the scalar definition evaluated lane-wise.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "quant/kernel_table.h"
 #include "quant/matmul.h"
@@ -151,9 +156,115 @@ template <int Bits, int G> void rows4(const MatmulArgs& a, int64_t r, int nValid
     }
 }
 
+// int4-g64 activations prepared once per call: per token and group, the 32 even-indexed values
+// then the 32 odd-indexed ones, and 8 * (sum of the group's 64 values).
+struct PreparedActs64 {
+    const int8_t* x;     // [nTokens, cols] in the reordered layout
+    const int32_t* sum8; // [nTokens, cols / 64]
+};
+
+PreparedActs64 prepareActs64(const MatmulArgs& a) {
+    // Grown, never shrunk: after the first call of a thread at a given size, no allocation.
+    thread_local std::vector<int8_t> xbuf;
+    thread_local std::vector<int32_t> sbuf;
+    const int64_t groups = a.cols / 64;
+    if (xbuf.size() < static_cast<size_t>(a.nTokens * a.cols))
+        xbuf.resize(static_cast<size_t>(a.nTokens * a.cols));
+    if (sbuf.size() < static_cast<size_t>(a.nTokens * groups))
+        sbuf.resize(static_cast<size_t>(a.nTokens * groups));
+    const __m256i ones8 = _mm256_set1_epi8(1);
+    const __m256i ones16 = _mm256_set1_epi16(1);
+    for (int64_t t = 0; t < a.nTokens; ++t)
+        for (int64_t g = 0; g < groups; ++g) {
+            const int8_t* src = a.xq + t * a.cols + g * 64;
+            int8_t* dst = xbuf.data() + t * a.cols + g * 64;
+            // deinterleaveActs32 gives (even 16, odd 16) per 32 values; merge the two halves'
+            // even parts and odd parts into (even 32, odd 32).
+            const __m256i d0 = deinterleaveActs32(src);
+            const __m256i d1 = deinterleaveActs32(src + 32);
+            const __m256i even = _mm256_permute2x128_si256(d0, d1, 0x20);
+            const __m256i odd = _mm256_permute2x128_si256(d0, d1, 0x31);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), even);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32), odd);
+            // sum(x) exactly: |x| <= 128, 64 values; maddubs(1, x) pairs then madd to int32.
+            const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(ones8, even),
+                                                 _mm256_maddubs_epi16(ones8, odd));
+            sbuf[static_cast<size_t>(t * groups + g)] = 8 * hsum(_mm256_madd_epi16(s16, ones16));
+        }
+    return {xbuf.data(), sbuf.data()};
+}
+
+// int4-g64, rows r .. r+nValid-1 (as rows4), with prepared activations.
+void rows4Q4G64(const MatmulArgs& a, const PreparedActs64& px, int64_t r, int nValid,
+                bool hasNext) {
+    constexpr size_t kBlockBytes = 4 + 32;
+    const int64_t groups = a.cols / 64;
+    const uint8_t* rowp[4];
+    for (int i = 0; i < 4; ++i)
+        rowp[i] = a.w + static_cast<size_t>(r + std::min(i, nValid - 1)) * a.rowBytes;
+    const __m256i ones16 = _mm256_set1_epi16(1);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x88));
+    __m128 acc[kMaxBatch];
+    for (int64_t t = 0; t < a.nTokens; ++t)
+        acc[t] = _mm_setzero_ps();
+    for (int64_t gi = 0; gi < groups; ++gi) {
+        const size_t off = static_cast<size_t>(gi) * kBlockBytes;
+        if (hasNext) {
+            const char* next = reinterpret_cast<const char*>(rowp[0] + 4 * a.rowBytes + 4 * off);
+            for (size_t b = 0; b < 4 * kBlockBytes; b += 64)
+                _mm_prefetch(next + b, _MM_HINT_T0);
+        }
+        __m256i lo[4], hi[4];
+        for (int i = 0; i < 4; ++i) {
+            const __m256i v = _mm256_xor_si256(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[i] + off + 4)), flip);
+            lo[i] = _mm256_and_si256(v, low4);
+            hi[i] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+        }
+        const __m128 ws = _mm_set_ps(loadScale(rowp[3] + off), loadScale(rowp[2] + off),
+                                     loadScale(rowp[1] + off), loadScale(rowp[0] + off));
+        for (int64_t t = 0; t < a.nTokens; ++t) {
+            const int8_t* x = px.x + t * a.cols + gi * 64;
+            const __m256i xe = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+            const __m256i xo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32));
+            __m256i p[4];
+            for (int i = 0; i < 4; ++i)
+                // |u x + u' x'| <= 2 * 15 * 128 per maddubs lane, two added: <= 7680, exact.
+                p[i] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo[i], xe),
+                                                          _mm256_maddubs_epi16(hi[i], xo)),
+                                         ones16);
+            const __m256i h =
+                _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+            const __m128i s = _mm_sub_epi32(
+                _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)),
+                _mm_set1_epi32(px.sum8[t * groups + gi]));
+            const __m128 scale = _mm_mul_ps(ws, _mm_set1_ps(a.xs[t * groups + gi]));
+            acc[t] = _mm_add_ps(acc[t], _mm_mul_ps(_mm_cvtepi32_ps(s), scale));
+        }
+    }
+    for (int64_t t = 0; t < a.nTokens; ++t) {
+        float* y = a.y + t * a.yStride + r;
+        if (nValid == 4) {
+            _mm_storeu_ps(y, acc[t]);
+        } else {
+            alignas(16) float tmp[4];
+            _mm_store_ps(tmp, acc[t]);
+            for (int i = 0; i < nValid; ++i)
+                y[i] = tmp[i];
+        }
+    }
+}
+
 template <int Bits, int G> void matmulRowsT(const MatmulArgs& a, int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; r += 4)
-        rows4<Bits, G>(a, r, static_cast<int>(std::min<int64_t>(4, r1 - r)), r + 8 <= r1);
+    if constexpr (Bits == 4 && G == 64) {
+        const PreparedActs64 px = prepareActs64(a);
+        for (int64_t r = r0; r < r1; r += 4)
+            rows4Q4G64(a, px, r, static_cast<int>(std::min<int64_t>(4, r1 - r)), r + 8 <= r1);
+    } else {
+        for (int64_t r = r0; r < r1; r += 4)
+            rows4<Bits, G>(a, r, static_cast<int>(std::min<int64_t>(4, r1 - r)), r + 8 <= r1);
+    }
 }
 
 void matmulRowsAvx2(const MatmulArgs& a, int64_t r0, int64_t r1) {

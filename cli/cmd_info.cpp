@@ -4,6 +4,7 @@
 #include "exit_codes.h"
 #include "options.h"
 
+#include "convert/manifest.h"
 #include "forward/model.h"
 
 #include <fmt/core.h>
@@ -12,6 +13,9 @@
 #include <memory>
 
 namespace coli::cli {
+
+int printContainerInfo(const std::string& dir, bool json); // cmd_convert.cpp
+
 namespace {
 
 // Hugging Face's model_type for each family (config.json "model_type").
@@ -63,6 +67,7 @@ struct InfoOptions {
 };
 
 int runInfo(const InfoOptions& o) {
+    if (convert::isContainerDir(o.model.dir)) return printContainerInfo(o.model.dir, o.json);
     ModelLoadOptions opt;
     opt.threads = o.model.threads;
     auto m = Model::load(o.model.dir, opt);
@@ -75,6 +80,7 @@ int runInfo(const InfoOptions& o) {
     if (o.json) {
         nlohmann::ordered_json j = {
             {"architecture", c.architecture},
+            {"format", "huggingface"},
             {"family", modelType(c.family)},
             {"total_params", s.totalParams},
             {"active_params", s.activeParams},
@@ -98,6 +104,7 @@ int runInfo(const InfoOptions& o) {
         return kExitOk;
     }
     fmt::print("model:            {}\n", o.model.dir);
+    fmt::print("format:           Hugging Face checkpoint\n");
     fmt::print("architecture:     {}\n", c.architecture);
     fmt::print("family:           {}\n", modelType(c.family));
     fmt::print("parameters:       total {} ({}), active {} ({})\n", grouped(s.totalParams),

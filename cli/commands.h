@@ -17,5 +17,6 @@ Command addGenerateCommand(CLI::App& root);
 Command addChatCommand(CLI::App& root);
 Command addTraceCommand(CLI::App& root);
 Command addRouteStatsCommand(CLI::App& root);
+Command addConvertCommand(CLI::App& root);
 
 } // namespace coli::cli

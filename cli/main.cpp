@@ -52,9 +52,9 @@ int main(int argc, char** argv) {
         app.set_version_flag("--version", std::string("coli ") + COLI_VERSION);
         app.require_subcommand(1);
         app.footer(kExitCodesHelp);
-        std::vector<Command> commands = {addInfoCommand(app), addGenerateCommand(app),
-                                         addChatCommand(app), addTraceCommand(app),
-                                         addRouteStatsCommand(app)};
+        std::vector<Command> commands = {addInfoCommand(app),       addGenerateCommand(app),
+                                         addChatCommand(app),       addTraceCommand(app),
+                                         addRouteStatsCommand(app), addConvertCommand(app)};
         // A first argument that is neither an option nor a command: CLI11 would only say it
         // was "not expected".
         if (argc > 1 && argv[1][0] != '-') {

@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""`coli convert` end to end: exit codes, messages, resume after a failed write, `coli info`.
+
+Usage: test_convert_cli.py --coli PATH --fixtures DIR --work DIR [unittest args]
+
+The container is checked here independently of the engine: the safetensors headers and the
+manifest are read with Python's json and struct.
+"""
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import unittest
+
+ARGS = None
+
+
+def fixture(name):
+    return os.path.join(ARGS.fixtures, name)
+
+
+def coli(*args, limit_bytes=None, timeout=300):
+    def limit():
+        # A file-size limit makes write(2) fail with EFBIG (SIGXFSZ ignored): a write error
+        # partway through, as a full disk would give.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+    return subprocess.run([ARGS.coli, *args], capture_output=True, timeout=timeout,
+                          preexec_fn=limit if limit_bytes else None)
+
+
+def work(name):
+    p = os.path.join(ARGS.work, name)
+    shutil.rmtree(p, ignore_errors=True)
+    return p
+
+
+def header(path):
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        return n, json.loads(f.read(n))
+
+
+class Convert(unittest.TestCase):
+    def test_converts_and_info_names_the_format(self):
+        dst = work("q3")
+        r = coli("convert", fixture("qwen3moe"), dst)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout.decode()
+        self.assertRegex(out, r"ratio 0\.\d+")
+        with open(os.path.join(dst, "colibri.json")) as f:
+            m = json.load(f)
+        self.assertEqual(m["format"], "colibri")
+        self.assertEqual(m["quantisation"]["experts"], "int4-g64")
+        for e in m["experts"]:
+            self.assertEqual(e["offset"] % 4096, 0)
+            n, h = header(os.path.join(dst, e["file"]))
+            self.assertEqual((8 + n) % 4096, 0)
+            b, end = h[e["tensor"]]["data_offsets"]
+            self.assertEqual(8 + n + b, e["offset"])
+            self.assertEqual(end - b, e["length"])
+            self.assertEqual(h[e["tensor"]]["dtype"], "U8")
+        info = coli("info", dst)
+        self.assertEqual(info.returncode, 0, info.stderr)
+        self.assertIn("colibri container (int4-g64 experts, int8-g64 dense", info.stdout.decode())
+        j = json.loads(coli("info", "--json", dst).stdout)
+        self.assertEqual(j["format"], "colibri")
+        hf = coli("info", fixture("qwen3moe"))
+        self.assertIn("format:           Hugging Face checkpoint", hf.stdout.decode())
+
+    def test_options_reach_the_manifest(self):
+        dst = work("opts")
+        r = coli("convert", fixture("olmoe"), dst, "--experts", "int8", "--dense", "bf16",
+                 "--embed", "bf16")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(dst, "colibri.json")) as f:
+            q = json.load(f)["quantisation"]
+        self.assertEqual((q["experts"], q["dense"], q["embeddings"], q["lm_head"]),
+                         ("int8-g64", "bf16", "bf16", "bf16"))
+
+    def test_refusals_and_their_exit_codes(self):
+        dst = work("refuse")
+        self.assertEqual(coli("convert", fixture("olmoe"), dst).returncode, 0)
+        r = coli("convert", fixture("olmoe"), dst)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"not empty", r.stderr)
+        self.assertEqual(coli("convert", fixture("olmoe"), dst, "--force").returncode, 0)
+        r = coli("convert", fixture("olmoe"), os.path.join(fixture("olmoe"), "out"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"inside the source folder", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(fixture("olmoe"), "out")))
+        r = coli("convert", fixture("olmoe"), work("bad-flag"), "--experts", "int3")
+        self.assertEqual(r.returncode, 2)
+        r = coli("convert", os.path.join(ARGS.work, "no-such-model"), work("x"))
+        self.assertEqual(r.returncode, 3)
+        self.assertIn(b"not a directory", r.stderr)
+
+    def test_unconvertible_dtype_exits_3(self):
+        src = work("i64-src")
+        shutil.copytree(fixture("olmoe"), src)
+        path = os.path.join(src, "model.safetensors")
+        n, h = header(path)
+        with open(path, "rb") as f:
+            data = f.read()[8 + n:]
+        # Re-lay the data with one weight's bytes doubled and typed I64 (same element count).
+        victim = "model.layers.0.self_attn.q_proj.weight"
+        out, chunks, off = {}, [], 0
+        for name, t in sorted(h.items(), key=lambda kv: kv[1]["data_offsets"][0]
+                              if kv[0] != "__metadata__" else -1):
+            if name == "__metadata__":
+                out[name] = t
+                continue
+            b, e = t["data_offsets"]
+            blob = data[b:e]
+            if name == victim:
+                t = dict(t, dtype="I64")
+                blob = bytes(len(blob) * 4)  # BF16 -> I64: 4x the bytes
+            out[name] = dict(t, data_offsets=[off, off + len(blob)])
+            chunks.append(blob)
+            off += len(blob)
+        text = json.dumps(out).encode()
+        with open(path, "wb") as f:
+            f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
+        r = coli("convert", src, work("i64-dst"))
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn(victim.encode(), r.stderr)
+        self.assertIn(b"I64", r.stderr)
+
+    def test_failed_write_exits_5_and_a_rerun_resumes(self):
+        dst = work("resume")
+        ref = work("resume-ref")
+        self.assertEqual(coli("convert", fixture("qwen3moe"), ref, "--shard-size", "1")
+                         .returncode, 0)
+        shards = sorted(f for f in os.listdir(ref) if f.endswith(".safetensors"))
+        self.assertGreaterEqual(len(shards), 2)
+        # RLIMIT_FSIZE limits each file, and the first shard is the largest: the first shard's
+        # write fails. (Keeping finished shards is tested in C++ through the fault layer.)
+        r = coli("convert", fixture("qwen3moe"), dst, "--shard-size", "1", limit_bytes=100000)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn(b"cannot convert", r.stderr)
+        self.assertIn(b".partial", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(dst, "colibri.json")))
+        r = coli("convert", fixture("qwen3moe"), dst, "--shard-size", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("0 kept from an interrupted run", r.stdout.decode())
+        for f in sorted(os.listdir(ref)):
+            with open(os.path.join(ref, f), "rb") as a, open(os.path.join(dst, f), "rb") as b:
+                self.assertEqual(a.read(), b.read(), f)
+        self.assertEqual(sorted(os.listdir(ref)), sorted(os.listdir(dst)))
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("--coli", required=True)
+    p.add_argument("--fixtures", required=True)
+    p.add_argument("--work", required=True)
+    ARGS, rest = p.parse_known_args()
+    os.makedirs(ARGS.work, exist_ok=True)
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

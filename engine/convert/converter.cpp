@@ -112,7 +112,7 @@ public:
 
     Result<ConvertReport> run() {
         COLI_RETURN_IF_ERROR(source(checkPaths()));
-        auto ck = Checkpoint::open(m_src);
+        auto ck = SourceCheckpoint::open(m_src);
         if (!ck) return source(ck.status());
         m_ck = std::move(ck.value());
         auto cfg = loadConfig(m_src);
@@ -506,7 +506,7 @@ private:
     const ConvertProgressFn& m_progress;
     const std::atomic<bool>* m_cancel;
     Clock::time_point m_t0;
-    std::unique_ptr<Checkpoint> m_ck;
+    std::unique_ptr<SourceCheckpoint> m_ck;
     ModelConfig m_cfg;
     Plan m_plan;
     std::vector<SourceFile> m_sources;

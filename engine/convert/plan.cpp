@@ -25,10 +25,12 @@ std::string shapeString(const std::vector<int64_t>& s) {
     return r + "]";
 }
 
-Status checkDtype(const TensorInfo& t, const std::string& dir) {
+Status checkDtype(const TensorInfo& t, const SourceCheckpoint& ck) {
+    if (t.dtype == DType::F8_E4M3) return ck.checkF8(t);
     if (convertibleDtype(t.dtype)) return {};
-    return {ErrorCode::Unsupported, dir + ": tensor '" + t.name + "': dtype " + dtypeName(t.dtype) +
-                                        " cannot be converted (weights must be F32, F16 or BF16)"};
+    return {ErrorCode::Unsupported,
+            ck.dir() + ": tensor '" + t.name + "': dtype " + dtypeName(t.dtype) +
+                " cannot be converted (weights must be F32, F16, BF16 or F8_E4M3 with scales)"};
 }
 
 // The layer index of "model.layers.<L>.<...>", or -1.
@@ -122,13 +124,15 @@ struct ExpertSources {
 
 class Planner {
 public:
-    Planner(const Checkpoint& ck, const ModelConfig& c, const PlanOptions& o)
+    Planner(const SourceCheckpoint& ck, const ModelConfig& c, const PlanOptions& o)
         : m_ck(ck), m_c(c), m_o(o) {}
 
     Result<Plan> run() {
         for (const TensorInfo* t : m_ck.tensors()) {
-            COLI_RETURN_IF_ERROR(checkDtype(*t, m_ck.dir()));
+            COLI_RETURN_IF_ERROR(checkDtype(*t, m_ck));
             m_plan.sourceBytes += t->nbytes;
+            // Block scales of F8 weights are applied while reading, never stored.
+            if (t->dtype == DType::F8_E4M3) m_consumed.insert(m_ck.scaleOf(*t)->name);
         }
         for (int l = 0; l < m_c.nLayers; ++l) {
             if (l < int(m_c.sparseLayer.size()) && m_c.sparseLayer[l])
@@ -312,7 +316,7 @@ private:
         }
     }
 
-    const Checkpoint& m_ck;
+    const SourceCheckpoint& m_ck;
     const ModelConfig& m_c;
     const PlanOptions& m_o;
     Plan m_plan;
@@ -322,10 +326,10 @@ private:
 } // namespace
 
 bool convertibleDtype(DType t) {
-    return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+    return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F8_E4M3;
 }
 
-Result<Plan> makePlan(const Checkpoint& ck, const ModelConfig& cfg, const PlanOptions& opt) {
+Result<Plan> makePlan(const SourceCheckpoint& ck, const ModelConfig& cfg, const PlanOptions& opt) {
     return Planner(ck, cfg, opt).run();
 }
 

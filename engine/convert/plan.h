@@ -4,6 +4,7 @@
 // the checkpoint's tensor table, config.json and the options, so a rerun (resume) finds the same
 // shards and a second conversion the same bytes. Layout rules: docs/container.md.
 // Thread-safety: plain data; makePlan is pure.
+#include "convert/source_checkpoint.h"
 #include "convert/stored_format.h"
 #include "core/status.h"
 #include "io/safetensors.h"
@@ -74,14 +75,16 @@ struct Plan {
     uint64_t sourceBytes = 0; // tensor bytes read from the source
 };
 
-// Source dtypes the converter reads: F32, F16, BF16 (F8_E4M3 is refused by io/ when opening).
+// Source dtypes the converter reads: F32, F16, BF16, and F8_E4M3 with block scales
+// (source_checkpoint.h; the scale tensors are consumed, not copied).
 bool convertibleDtype(DType t);
 
 // Classifies every tensor of `ck` with the names of model/tensor_names.h and lays out the
 // container. Routed experts (per-expert or stacked source layout) become one blob per (layer,
 // expert); other tensors keep their names. Errors: Unsupported (a tensor whose dtype is not
-// convertible, naming it; an expert matrix whose columns are not a multiple of 32), NotFound (an
-// expert tensor the config needs is missing), Malformed (an expert tensor with the wrong shape).
-Result<Plan> makePlan(const Checkpoint& ck, const ModelConfig& cfg, const PlanOptions& opt);
+// convertible, naming it, or F8_E4M3 without its scales; an expert matrix whose columns are not a
+// multiple of 32), NotFound (an expert tensor the config needs is missing), Malformed (an expert
+// tensor with the wrong shape).
+Result<Plan> makePlan(const SourceCheckpoint& ck, const ModelConfig& cfg, const PlanOptions& opt);
 
 } // namespace coli::convert

@@ -10,7 +10,7 @@ int64_t rowsPerPiece(int64_t cols) {
     return std::max<int64_t>(1, cols > 0 ? kElems / cols : kElems);
 }
 
-Status encodeRows(const Checkpoint& ck, const PlannedPart& part, int64_t row0, int64_t nRows,
+Status encodeRows(const SourceCheckpoint& ck, const PlannedPart& part, int64_t row0, int64_t nRows,
                   std::vector<float>& f32, std::vector<uint8_t>& out) {
     const SourceSlice& s = part.src;
     if (row0 < 0 || nRows < 0 || row0 + nRows > s.rows)

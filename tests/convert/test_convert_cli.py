@@ -155,6 +155,71 @@ class Convert(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(ref)), sorted(os.listdir(dst)))
 
 
+# Run in a child process so that this test process stays small: a child's ru_maxrss includes
+# the memory it inherited at fork, before exec'ing coli.
+BIG_VOCAB = r"""
+import json, struct, sys
+import numpy as np
+path, vocab = sys.argv[1], int(sys.argv[2])
+with open(path, "rb") as f:
+    (n,) = struct.unpack("<Q", f.read(8))
+    h = json.loads(f.read(n))
+    data = f.read()
+rng = np.random.default_rng(1)
+out, chunks, off = {}, [], 0
+for name, t in sorted((kv for kv in h.items() if kv[0] != "__metadata__"),
+                      key=lambda kv: kv[1]["data_offsets"][0]):
+    b, e = t["data_offsets"]
+    blob = data[b:e]
+    if name in ("model.embed_tokens.weight", "lm_head.weight"):
+        d = t["shape"][1]
+        blob = (rng.standard_normal((vocab, d), dtype=np.float32) * 0.02).tobytes()
+        t = dict(t, dtype="F32", shape=[vocab, d])
+    out[name] = dict(t, data_offsets=[off, off + len(blob)])
+    chunks.append(blob)
+    off += len(blob)
+text = json.dumps(out).encode()
+with open(path, "wb") as f:
+    f.write(struct.pack("<Q", len(text)) + text)
+    for c in chunks:
+        f.write(c)
+"""
+
+
+class Streaming(unittest.TestCase):
+    def test_peak_memory_stays_below_one_tensor(self):
+        """An OLMoE fixture whose embeddings and LM head are 64 MiB f32 each (vocab 262144): the
+        conversion's peak RSS must stay below one of those tensors (it holds <= 16 MiB of f32 and
+        the encoded bytes of one piece at a time), let alone a shard (about 128 MiB here)."""
+        src = work("big-vocab")
+        shutil.copytree(fixture("olmoe"), src)
+        with open(os.path.join(src, "config.json")) as f:
+            cfg = json.load(f)
+        vocab = 262144
+        cfg["vocab_size"] = vocab
+        with open(os.path.join(src, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        subprocess.run([sys.executable, "-c", BIG_VOCAB, os.path.join(src, "model.safetensors"),
+                        str(vocab)], check=True)
+        tensor_bytes = vocab * cfg["hidden_size"] * 4
+        # A small intermediate process whose only child is coli reports that child's peak.
+        measure = ("import resource, subprocess, sys; "
+                   "r = subprocess.run(sys.argv[1:], capture_output=True); "
+                   "sys.stderr.buffer.write(r.stderr); "
+                   "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+                   "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+        r = subprocess.run([sys.executable, "-c", measure, ARGS.coli, "convert", src,
+                            work("big-vocab-out")], capture_output=True, timeout=300)
+        rc, peak_kib, own_kib = map(int, r.stdout.split())
+        self.assertEqual(rc, 0, r.stderr)
+        peak = peak_kib * 1024
+        print(f"[figures] convert peak RSS {peak / 2**20:.1f} MiB (of which up to "
+              f"{own_kib / 1024:.1f} MiB inherited at fork) for two {tensor_bytes / 2**20:.0f} MiB "
+              f"tensors, source {os.path.getsize(os.path.join(src, 'model.safetensors')) / 2**20:.0f}"
+              f" MiB", file=sys.stderr)
+        self.assertLess(peak, tensor_bytes)
+
+
 def main():
     global ARGS
     p = argparse.ArgumentParser()

@@ -8,10 +8,12 @@
 #include "forward/kernels.h"
 #include "forward/kv_access.h"
 #include "forward/model_impl.h"
+#include "quant/matmul.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -36,8 +38,8 @@ int threadId() {
 
 // Y[t, r] = W.row(r) . X[t] (+ bias[r]) for t < n. X: [n, ldx], Y: [n, ldy].
 // Parallel over output rows r: each thread streams its rows of W once for all n tokens.
-void matmul(const Matrix& W, const float* X, int ldx, int n, float* Y, int ldy, const float* bias,
-            int threads) {
+void matmulF32(const Matrix& W, const float* X, int ldx, int n, float* Y, int ldy,
+               const float* bias, int threads) {
     const bool par = long(W.rows) * W.cols * n >= kMinParallelWork;
 #pragma omp parallel for num_threads(threads) schedule(static) if (par)
     for (int r = 0; r < W.rows; ++r) {
@@ -48,6 +50,58 @@ void matmul(const Matrix& W, const float* X, int ldx, int n, float* Y, int ldy, 
             Y[size_t(t) * ldy + r] = y;
         }
     }
+}
+
+// The same product on quantised weights (quant/matmul.h): the n activation rows are quantised
+// in the weights' groups, then each thread computes a range of output rows (multiples of 4, the
+// kernels' row block). Every y element is computed by one thread in the kernels' fixed order, so
+// the thread count never changes a bit. Activations with NaN/Inf cannot be quantised: Y becomes
+// NaN, which forward() reports as a Numeric error on the logits.
+void matmulQuantised(const Matrix& W, const float* X, int ldx, int n, float* Y, int ldy,
+                     const float* bias, int threads, FastWorkspace& ws) {
+    const int G = quant::formatInfo(W.qfmt).groupSize;
+    // One pass per token when the rows are not packed as the kernels expect (never in the
+    // current callers, which all pass ldx == cols and ldy == rows).
+    const bool packed = ldx == W.cols && ldy == W.rows;
+    const int passes = packed ? 1 : n;
+    const int perPass = packed ? n : 1;
+    for (int p = 0; p < passes; ++p) {
+        const float* x = X + size_t(p) * ldx;
+        float* y = Y + size_t(p) * ldy;
+        quant::QuantisedActivations xa;
+        if (!quant::quantiseActivations(x, perPass, W.cols, G, ws.xq.data(), ws.xq.size(), &xa)
+                 .isOk()) {
+            for (int t = 0; t < perPass; ++t)
+                std::fill_n(y + size_t(t) * ldy, W.rows, std::numeric_limits<float>::quiet_NaN());
+            continue;
+        }
+        const bool par = long(W.rows) * W.cols * perPass >= kMinParallelWork;
+        const int64_t blocks = (int64_t(W.rows) + 3) / 4;
+#pragma omp parallel num_threads(threads) if (par)
+        {
+#ifdef _OPENMP
+            const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+#else
+            const int64_t nt = 1, id = 0;
+#endif
+            const int64_t r0 = std::min<int64_t>(W.rows, blocks * id / nt * 4);
+            const int64_t r1 = std::min<int64_t>(W.rows, blocks * (id + 1) / nt * 4);
+            // Arguments were checked by quantiseActivations and at load (formats, sizes).
+            (void)quant::quantMatmulRows(W.qfmt, W.q.data(), W.rows, W.cols, xa, y, r0, r1);
+        }
+    }
+    if (bias)
+        for (int t = 0; t < n; ++t)
+            for (int r = 0; r < W.rows; ++r)
+                Y[size_t(t) * ldy + r] += bias[r];
+}
+
+void matmul(const Matrix& W, const float* X, int ldx, int n, float* Y, int ldy, const float* bias,
+            int threads, FastWorkspace& ws) {
+    if (W.quantised())
+        matmulQuantised(W, X, ldx, n, Y, ldy, bias, threads, ws);
+    else
+        matmulF32(W, X, ldx, n, Y, ldy, bias, threads);
 }
 
 // g <- silu(g) * u, both [n, ffn] with leading dimension ld.
@@ -63,10 +117,10 @@ void swigluAct(float* g, const float* u, int n, int ffn, int ld, int threads) {
 void swiglu(const SwiGluWeights& e, const float* X, int n, int d, float* Y, FastWorkspace& ws,
             int threads) {
     const int ffn = e.gate.rows;
-    matmul(e.gate, X, d, n, ws.g.data(), ffn, nullptr, threads);
-    matmul(e.up, X, d, n, ws.u.data(), ffn, nullptr, threads);
+    matmul(e.gate, X, d, n, ws.g.data(), ffn, nullptr, threads, ws);
+    matmul(e.up, X, d, n, ws.u.data(), ffn, nullptr, threads, ws);
     swigluAct(ws.g.data(), ws.u.data(), n, ffn, ffn, threads);
-    matmul(e.down, ws.g.data(), ffn, n, Y, d, nullptr, threads);
+    matmul(e.down, ws.g.data(), ffn, n, Y, d, nullptr, threads, ws);
 }
 
 class ChunkRunner {
@@ -81,9 +135,10 @@ public:
         const int d = c.dModel;
 #pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
         for (int t = 0; t < n; ++t) {
-            const float* e = m.w.embed.row(tokens[t]);
+            float* x = ws.x.data() + size_t(t) * d;
+            m.w.embed.rowF32(tokens[t], x); // dequantised when the table is quantised
             for (int i = 0; i < d; ++i)
-                ws.x[size_t(t) * d + i] = e[i] * c.embeddingMultiplier;
+                x[i] *= c.embeddingMultiplier;
         }
         int moeIndex = 0; // index of the next MoE layer in routing->moeLayers
         for (int l = 0; l < c.nLayers; ++l) {
@@ -106,7 +161,7 @@ public:
         const int rows = n - firstLogitRow;
         normRows(m.w.finalNorm.data(), n);
         matmul(m.w.outputMatrix(), ws.h.data() + size_t(firstLogitRow) * d, d, rows, logits,
-               c.vocabSize, nullptr, T);
+               c.vocabSize, nullptr, T, ws);
         const float inv = c.logitsScaling;
 #pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
         for (int t = 0; t < rows; ++t)
@@ -137,9 +192,9 @@ private:
         const int d = c.dModel, hd = c.headDim, half = hd / 2;
         const int qDim = c.nHeads * hd, kvDim = c.nKvHeads * hd;
         auto ptr = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
-        matmul(L.q, ws.h.data(), d, n, ws.q.data(), qDim, ptr(L.qBias), T);
-        matmul(L.k, ws.h.data(), d, n, ws.k.data(), kvDim, ptr(L.kBias), T);
-        matmul(L.v, ws.h.data(), d, n, ws.v.data(), kvDim, ptr(L.vBias), T);
+        matmul(L.q, ws.h.data(), d, n, ws.q.data(), qDim, ptr(L.qBias), T, ws);
+        matmul(L.k, ws.h.data(), d, n, ws.k.data(), kvDim, ptr(L.kBias), T, ws);
+        matmul(L.v, ws.h.data(), d, n, ws.v.data(), kvDim, ptr(L.vBias), T, ws);
 
         float* K = KVCacheAccess::keys(kv, layer);
         float* V = KVCacheAccess::values(kv, layer);
@@ -199,7 +254,7 @@ private:
                 }
             }
         }
-        matmul(L.o, ws.att.data(), qDim, n, ws.o.data(), d, ptr(L.oBias), T);
+        matmul(L.o, ws.att.data(), qDim, n, ws.o.data(), d, ptr(L.oBias), T, ws);
     }
 
     // Copies the chunk's top-k (ws.sel, ws.gateW) into rows [row0, row0 + n) of MoE layer i.
@@ -215,7 +270,7 @@ private:
     // h [n, d_model] -> mlpOut [n, d_model]: router, top-k experts, shared expert.
     void moe(const LayerWeights& L, const std::vector<SwiGluWeights>& experts, int n) {
         const int d = c.dModel, E = c.nExperts, K = c.topK;
-        matmul(L.router, ws.h.data(), d, n, ws.routerLogits.data(), E, nullptr, T);
+        matmul(L.router, ws.h.data(), d, n, ws.routerLogits.data(), E, nullptr, T, ws);
 #pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
         for (int t = 0; t < n; ++t) {
             float* lg = ws.routerLogits.data() + size_t(t) * E;
@@ -276,7 +331,8 @@ private:
         if (c.sharedFfn > 0) {
             swiglu(L.shared, ws.h.data(), n, d, ws.y.data(), ws, T);
             if (c.sharedExpertGate)
-                matmul(L.sharedExpertGate, ws.h.data(), d, n, ws.sharedGate.data(), 1, nullptr, T);
+                matmul(L.sharedExpertGate, ws.h.data(), d, n, ws.sharedGate.data(), 1, nullptr, T,
+                       ws);
 #pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
             for (int t = 0; t < n; ++t) {
                 const float g = c.sharedExpertGate ? sigmoid(ws.sharedGate[t]) : 1.0f;
@@ -319,6 +375,9 @@ void FastWorkspace::allocate(const ModelConfig& c, int threads) {
     mlpOut.assign(C * d, 0);
     sharedGate.assign(C, 0);
     cosSin.assign(C * c.headDim, 0);
+    // Quantised activations for the widest matmul input (group 32 needs the most scales).
+    const size_t maxCols = std::max({d, qDim, ffn});
+    xq.assign(quant::activationScratchBytes(32, int64_t(C), int64_t(maxCols)), 0);
     scoreThreads = std::max(threads, 1);
     scoreTokens = 0;
     reserveScores(std::min(c.maxPositions, 64), c.maxPositions);

@@ -4,9 +4,11 @@
 #include "forward/kernels.h"
 #include "forward/kv_access.h"
 #include "forward/model_impl.h"
+#include "quant/matmul.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace coli {
 
@@ -15,12 +17,27 @@ namespace {
 using Vec = std::vector<float>;
 
 // y = W x (+ bias). W: [rows, cols], x: [cols] -> y: [rows].
+// Quantised weights: the definition of quant/matmul.h computed by the scalar kernels (the
+// oracle the SIMD paths are tested against), so Reference and Fast agree bit for bit there.
 Vec linear(const Matrix& W, const Vec& x, const Vec& bias = {}) {
     Vec y(W.rows);
-    for (int r = 0; r < W.rows; ++r) {
-        y[r] = dotReference(W.row(r), x.data(), W.cols);
-        if (!bias.empty()) y[r] += bias[r];
+    if (W.quantised()) {
+        const int G = quant::formatInfo(W.qfmt).groupSize;
+        std::vector<uint8_t> scratch(quant::activationScratchBytes(G, 1, W.cols));
+        quant::QuantisedActivations xa;
+        if (!quant::quantiseActivations(x.data(), 1, W.cols, G, scratch.data(), scratch.size(), &xa)
+                 .isOk() ||
+            !quant::quantMatmul(W.qfmt, W.q.data(), W.rows, W.cols, xa, y.data(),
+                                quant::KernelPath::Scalar)
+                 .isOk())
+            std::fill(y.begin(), y.end(), std::numeric_limits<float>::quiet_NaN());
+    } else {
+        for (int r = 0; r < W.rows; ++r)
+            y[r] = dotReference(W.row(r), x.data(), W.cols);
     }
+    if (!bias.empty())
+        for (int r = 0; r < W.rows; ++r)
+            y[r] += bias[r];
     return y;
 }
 
@@ -147,7 +164,8 @@ void forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCac
     for (int t = 0; t < n; ++t) {
         const int pos = start + t;
         // Embedding (GraniteMoE: times embedding_multiplier).
-        Vec x(m.w.embed.row(tokens[t]), m.w.embed.row(tokens[t]) + c.dModel);
+        Vec x(c.dModel);
+        m.w.embed.rowF32(tokens[t], x.data());
         for (float& e : x)
             e *= c.embeddingMultiplier;
 

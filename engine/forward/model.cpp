@@ -91,6 +91,11 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
         **ckpt, m.cfg, [&](double f) { report("weights", 0.01 + 0.98 * f); }, cancel);
     if (!w) return w.status();
     m.w = std::move(w.value());
+    if (opt.quantisation.experts || opt.quantisation.dense || opt.quantisation.embed ||
+        opt.quantisation.lmHead) {
+        Status q = quantiseWeights(m.w, opt.quantisation);
+        if (!q.isOk()) return Status(q.code(), dir + ": " + q.message());
+    }
     m.path = opt.path;
     m.threads = resolveThreads(opt.threads);
     m.ws.allocate(m.cfg, m.threads);

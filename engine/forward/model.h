@@ -8,6 +8,7 @@
 // KVCache. OpenMP teams exist only inside forward(); no callback is made from a parallel region.
 #include "core/status.h"
 #include "model/config.h"
+#include "model/quantise_weights.h"
 
 #include <atomic>
 #include <cstdint>
@@ -32,6 +33,10 @@ using ProgressFn = std::function<void(const LoadProgress&)>;
 struct ModelLoadOptions {
     int threads = 0; // OpenMP threads for forward(); 0 = all cores
     ForwardPath path = ForwardPath::Fast;
+    // Quantise the loaded f32 weights in memory (model/quantise_weights.h; nothing by default).
+    // Gives the same bytes, and so the same logits, as loading the colibri container of the
+    // same choice; for quality checks and for running unconverted checkpoints smaller.
+    WeightQuantisation quantisation;
 };
 
 // Keys and values of every layer for one sequence. Capacity in tokens; grows on demand up to

@@ -23,6 +23,7 @@ struct FastWorkspace {
     std::vector<float> mlpOut, sharedGate;      // [kChunk, d_model], [kChunk]
     std::vector<float> scores; // [scoreThreads, scoreTokens] attention scores, one row per thread
     std::vector<float> cosSin; // [kChunk, head_dim] (cos then sin halves)
+    std::vector<uint8_t> xq;   // quantised activations of one matmul (quantised weights only)
     int scoreThreads = 0;
     int scoreTokens = 0; // grows (outside the loops) with the longest context seen, up to
                          // max_position_embeddings

@@ -11,6 +11,25 @@
 namespace coli {
 
 namespace {
+Matrix f32Matrix(int64_t rows, int64_t cols) {
+    Matrix m;
+    m.data.resize(size_t(rows * cols));
+    m.rows = int(rows);
+    m.cols = int(cols);
+    return m;
+}
+} // namespace
+
+void Matrix::rowF32(int r, float* out) const {
+    if (quantised()) {
+        const size_t rb = quant::rowBytes(qfmt, cols);
+        quant::dequantiseRows(qfmt, q.data() + static_cast<size_t>(r) * rb, 1, cols, out);
+    } else {
+        std::copy(row(r), row(r) + cols, out);
+    }
+}
+
+namespace {
 
 using Shape = std::vector<int64_t>;
 
@@ -148,8 +167,8 @@ private:
             readGu = [experts, gu, E, F, d](const Checkpoint& ck) {
                 for (int64_t e = 0; e < E; ++e) {
                     SwiGluWeights& s = (*experts)[e];
-                    s.gate = {std::vector<float>(F * d), int(F), int(d)};
-                    s.up = {std::vector<float>(F * d), int(F), int(d)};
+                    s.gate = f32Matrix(F, d);
+                    s.up = f32Matrix(F, d);
                     COLI_RETURN_IF_ERROR(
                         ck.readF32Range(gu, e * 2 * F * d, F * d, s.gate.data.data()));
                     COLI_RETURN_IF_ERROR(
@@ -160,7 +179,7 @@ private:
             readDn = [experts, dn, E, F, d](const Checkpoint& ck) {
                 for (int64_t e = 0; e < E; ++e) {
                     SwiGluWeights& s = (*experts)[e];
-                    s.down = {std::vector<float>(d * F), int(d), int(F)};
+                    s.down = f32Matrix(d, F);
                     COLI_RETURN_IF_ERROR(ck.readF32Range(dn, e * d * F, d * F, s.down.data.data()));
                 }
                 return Status();

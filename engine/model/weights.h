@@ -6,6 +6,7 @@
 // Thread-safety: plain data; immutable after loadWeights().
 #include "core/status.h"
 #include "model/config.h"
+#include "quant/formats.h"
 
 #include <atomic>
 #include <cstdint>
@@ -18,11 +19,20 @@ namespace coli {
 class Checkpoint;
 
 struct Matrix {
-    std::vector<float> data; // [rows, cols]
+    std::vector<float> data; // [rows, cols] f32; empty when quantised
     int rows = 0;
     int cols = 0;
-    bool empty() const { return data.empty(); }
+    // Block-quantised rows (quant/formats.h): rows * quant::rowBytes(qfmt, cols) bytes; empty
+    // when the matrix is f32. Filled by quantiseWeights (model/quantise_weights.h) or by the
+    // colibri container loader; never both `data` and `q`.
+    std::vector<uint8_t> q;
+    quant::WeightFormat qfmt = quant::WeightFormat::Q8_G32;
+    bool empty() const { return data.empty() && q.empty(); }
+    bool quantised() const { return !q.empty(); }
+    // Row r in f32; only for an f32 matrix (quantised(): use rowF32).
     const float* row(int r) const { return data.data() + static_cast<size_t>(r) * cols; }
+    // Row r in f32 into out [cols]: a copy, or scale * q dequantised. Thread-safe (const).
+    void rowF32(int r, float* out) const;
 };
 
 // One SwiGLU MLP: down(silu(gate x) * up x).

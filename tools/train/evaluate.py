@@ -9,6 +9,7 @@ train.py and baseline_ngram.py).
 
   /usr/bin/python3 tools/train/evaluate.py --ckpt /work/train-state/ckpt/last.pt
   /usr/bin/python3 tools/train/evaluate.py --export DIR      (the rounded, exported weights)
+  add --context T to use windows of T tokens instead of the model's context
   add --routing [--windows N] for torch-side routing shares per domain on N fixed held-out
   windows per domain (a preview: the shipped statistics must come from the engine, issue 3)
 """
@@ -30,8 +31,7 @@ from train import DOMAINS, load_tokens  # noqa: E402
 
 
 @torch.no_grad()
-def full_bpb(model, held, tok_bytes, batch=16):
-    T = model.args.max_seq
+def full_bpb(model, held, tok_bytes, T, batch=16):
     res = {}
     for d in DOMAINS:
         a = held[d].astype(np.int64)
@@ -87,6 +87,8 @@ def main():
     ap.add_argument("--ckpt")
     ap.add_argument("--export")
     ap.add_argument("--data", default="/work/train-state/data")
+    ap.add_argument("--context", type=int, default=0,
+                    help="window length in tokens (default: the model's context)")
     ap.add_argument("--routing", action="store_true")
     ap.add_argument("--windows", type=int, default=24, help="per domain, for --routing")
     a = ap.parse_args()
@@ -105,7 +107,10 @@ def main():
             print(json.dumps(r))
         return
     tok_bytes = Tokenizer(meta["tokenizer"]).token_byte_lengths()
-    res = full_bpb(model, held, tok_bytes)
+    T = a.context or model.args.max_seq
+    if T > model.args.max_seq:
+        sys.exit(f"evaluate: --context {T} exceeds the model's {model.args.max_seq}")
+    res = full_bpb(model, held, tok_bytes, T)
     res["mean"] = round(sum(res.values()) / len(res), 4)
     print(json.dumps(res))
 

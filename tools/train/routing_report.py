@@ -33,43 +33,49 @@ def tables(st):
     return "\n".join(out)
 
 
-def heat_svg(st, cell=14):
+def colour(r):
+    """Ratio share/balanced -> fill: light blue at 0x, white at 1x, deep red at >= 4x."""
+    if r <= 1:
+        t = 1 - r
+        return (int(255 - 90 * t), int(255 - 60 * t), 255)
+    t = min((r - 1) / 3, 1.0)
+    return (int(255 - 55 * t), int(255 - 235 * t), int(255 - 235 * t))
+
+
+def heat_svg(st, cell=18, per_row=3):
     doms = [d["name"] for d in st["domains"]]
     E, L = st["n_experts"], len(st["layers"])
-    left, top, gap = 90, 40, 24
-    W = left + L * (E * cell + gap) + 40
-    H = top + len(doms) * cell + 90
+    left, top, gapx, gapy = 100, 50, 30, 50
+    bw, bh = E * cell, len(doms) * cell
+    rows = (L + per_row - 1) // per_row
+    W = left + per_row * (bw + gapx)
+    H = top + rows * (bh + gapy) - 20
     s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}">',
-         f'<rect width="{W}" height="{H}" fill="white"/>',
-         '<g font-family="DejaVu Sans" font-size="11">',
-         f'<text x="{left}" y="16">routing share / domain-balanced share (engine, held-out '
-         f'text); outlined: >= {st["ratio"]:g}x and balanced >= '
-         f'{100 * st["min_balanced"]:g}%</text>']
-    for j, d in enumerate(doms):
-        s.append(f'<text x="{left - 6}" y="{top + j * cell + cell - 3}" text-anchor="end">'
-                 f'{d}</text>')
+         f'<rect width="{W}" height="{H}" fill="white" stroke="none"/>',
+         '<g font-family="DejaVu Sans" font-size="12">',
+         f'<text x="10" y="20">Routing share / domain-balanced share per expert (engine, '
+         f'held-out text). Blue 0x, white 1x, red >= 4x; black frame: >= {st["ratio"]:g}x '
+         f'with balanced share >= {100 * st["min_balanced"]:g}%.</text>']
     for li, layer in enumerate(st["layers"]):
-        x0 = left + li * (E * cell + gap)
-        s.append(f'<text x="{x0 + E * cell / 2}" y="{top - 6}" text-anchor="middle">layer '
-                 f'{layer["layer"]}</text>')
+        x0 = left + (li % per_row) * (bw + gapx)
+        y0 = top + (li // per_row) * (bh + gapy)
+        s.append(f'<text x="{x0 + bw / 2}" y="{y0 - 6}" text-anchor="middle">layer '
+                 f'{layer["layer"]}: experts 0..{E - 1}</text>')
+        if li % per_row == 0:
+            for j, d in enumerate(doms):
+                s.append(f'<text x="{x0 - 6}" y="{y0 + j * cell + cell - 5}" '
+                         f'text-anchor="end">{d}</text>')
         spec = {(sp["expert"], sp["domain"]) for sp in layer["specialists"]}
         for j, d in enumerate(doms):
             for e in range(E):
                 b = layer["balanced"][e]
                 r = layer["shares"][d][e] / b if b > 0 else 0.0
-                # 0x white -> 1x light grey-blue -> >= 4x deep red
-                t = min(r / 4.0, 1.0)
-                col = (int(255 - 30 * min(r, 1)), int(255 - 215 * t), int(255 - 215 * t))
-                if r > 1:
-                    col = (255 - int(40 * t), int(225 - 200 * t), int(225 - 200 * t))
-                stroke = ' stroke="black" stroke-width="1.5"' if (e, d) in spec else ""
-                s.append(f'<rect x="{x0 + e * cell}" y="{top + j * cell}" width="{cell - 1}" '
-                         f'height="{cell - 1}" fill="rgb{col}"{stroke}/>')
-        s.append(f'<text x="{x0}" y="{top + len(doms) * cell + 14}">0</text>')
-        s.append(f'<text x="{x0 + (E - 1) * cell}" y="{top + len(doms) * cell + 14}">'
-                 f'{E - 1}</text>')
-    s.append(f'<text x="{left}" y="{top + len(doms) * cell + 40}">experts 0..{E - 1} per layer;'
-             ' colour: white 0x, grey 1x, red >= 4x</text>')
+                s.append(f'<rect x="{x0 + e * cell}" y="{y0 + j * cell}" width="{cell}" '
+                         f'height="{cell}" fill="rgb{colour(r)}" stroke="none"/>')
+        for e, d in sorted(spec):
+            j = doms.index(d)
+            s.append(f'<rect x="{x0 + e * cell + 1}" y="{y0 + j * cell + 1}" width="{cell - 2}" '
+                     f'height="{cell - 2}" fill="none" stroke="black" stroke-width="2"/>')
     s.append("</g></svg>")
     return "\n".join(s)
 

@@ -66,6 +66,29 @@ class Convert(unittest.TestCase):
             self.assertEqual(8 + n + b, e["offset"])
             self.assertEqual(end - b, e["length"])
             self.assertEqual(h[e["tensor"]]["dtype"], "U8")
+        # What the reference safetensors implementation (Rust, `Metadata::validate`) demands:
+        # tensors back to back from offset 0 to the end of the file, sizes = shape x dtype.
+        sizes = {"U8": 1, "BF16": 2, "F32": 4}
+        for shard in m["shards"]:
+            path = os.path.join(dst, shard["file"])
+            with open(path, "rb") as f:
+                (n,) = struct.unpack("<Q", f.read(8))
+                raw = f.read(n)
+            text = raw.rstrip(b" ")
+            self.assertTrue(text.startswith(b"{") and text.endswith(b"}"))
+            h = json.loads(text)
+            spans = sorted(tuple(t["data_offsets"]) + (t["dtype"], tuple(t["shape"]))
+                           for k, t in h.items() if k != "__metadata__")
+            end = 0
+            for b, e, dtype, shape in spans:
+                self.assertEqual(b, end)
+                count = 1
+                for x in shape:
+                    count *= x
+                self.assertEqual(e - b, count * sizes[dtype])
+                end = e
+            self.assertEqual(8 + n + end, os.path.getsize(path))
+            self.assertEqual(shard["bytes"], os.path.getsize(path))
         info = coli("info", dst)
         self.assertEqual(info.returncode, 0, info.stderr)
         self.assertIn("colibri container (int4-g64 experts, int8-g64 dense", info.stdout.decode())
@@ -191,7 +214,9 @@ class Streaming(unittest.TestCase):
         """An OLMoE fixture whose embeddings and LM head are 64 MiB f32 each (vocab 262144): the
         conversion's peak RSS must stay below one of those tensors (it holds <= 16 MiB of f32 and
         the encoded bytes of one piece at a time), let alone a shard (about 128 MiB here)."""
-        src = work("big-vocab")
+        src, dst = work("big-vocab"), work("big-vocab-out")
+        self.addCleanup(shutil.rmtree, src, True)  # 128 MiB: not left in the build folder
+        self.addCleanup(shutil.rmtree, dst, True)
         shutil.copytree(fixture("olmoe"), src)
         with open(os.path.join(src, "config.json")) as f:
             cfg = json.load(f)
@@ -208,8 +233,8 @@ class Streaming(unittest.TestCase):
                    "sys.stderr.buffer.write(r.stderr); "
                    "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
                    "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
-        r = subprocess.run([sys.executable, "-c", measure, ARGS.coli, "convert", src,
-                            work("big-vocab-out")], capture_output=True, timeout=300)
+        r = subprocess.run([sys.executable, "-c", measure, ARGS.coli, "convert", src, dst],
+                           capture_output=True, timeout=300)
         rc, peak_kib, own_kib = map(int, r.stdout.split())
         self.assertEqual(rc, 0, r.stderr)
         peak = peak_kib * 1024

@@ -161,8 +161,9 @@ TEST(StoredFormat, NamesRoundTrip) {
         StoredFormat back;
         ASSERT_TRUE(parseStoredFormat(storedFormatName(f), &back));
         EXPECT_EQ(back, f);
-        if (isQuantised(f))
+        if (isQuantised(f)) {
             EXPECT_STREQ(quant::formatInfo(weightFormat(f)).name, storedFormatName(f));
+        }
     }
     StoredFormat x;
     EXPECT_FALSE(parseStoredFormat("int8", &x));

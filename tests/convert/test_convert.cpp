@@ -203,7 +203,9 @@ TEST_P(ConvertFamily, ConvertsToAValidAlignedContainerMatchingTheQuantiser) {
 
     const double expertMin = storedFormatName(c.experts)[3] == '4' ? 0.95 : 0.99;
     EXPECT_GT(expertCos.minCos, expertMin);
-    if (denseCos.n) EXPECT_GT(denseCos.minCos, 0.99);
+    if (denseCos.n) {
+        EXPECT_GT(denseCos.minCos, 0.99);
+    }
     std::printf("[figures] %-10s experts %-8s cos min %.5f mean %.5f (%d matrices) | dense+embed "
                 "int8 cos min %.5f mean %.5f (%d) | %llu -> %llu bytes (ratio %.3f)\n",
                 c.family.c_str(), storedFormatName(c.experts), expertCos.minCos,

@@ -216,9 +216,12 @@ private:
                 if (loadState()) {
                     m_resumed = true;
                 } else if (!m_o.force) {
+                    const bool done = fs::exists(fs::path(m_dst) / kManifestName, ec);
                     return dest({ErrorCode::InvalidArgument,
-                                 m_dstArg + ": the destination folder is not empty (use --force "
-                                            "to write into it anyway)"});
+                                 m_dstArg +
+                                     (done ? ": already holds a colibri container"
+                                           : ": the destination folder is not empty") +
+                                     " (use --force to write into it anyway)"});
                 }
             }
         } else {
@@ -326,7 +329,15 @@ private:
         return {};
     }
 
+    // Leftovers of an interrupted run (our own names only): they hold space the rest needs.
+    void removeStalePartials() {
+        std::error_code ec;
+        for (const PlannedShard& sh : m_plan.shards)
+            fs::remove(fs::path(m_dst) / (sh.file + ".partial"), ec);
+    }
+
     Status checkSpace() {
+        removeStalePartials();
         uint64_t need = 64 << 10; // manifest, index, state: generous
         need += uint64_t(m_plan.items.size()) * 512;
         for (const PlannedShard& s : m_plan.shards)

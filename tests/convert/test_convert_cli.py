@@ -112,6 +112,13 @@ class Convert(unittest.TestCase):
         self.assertEqual(coli("convert", fixture("olmoe"), dst).returncode, 0)
         r = coli("convert", fixture("olmoe"), dst)
         self.assertEqual(r.returncode, 2)
+        self.assertIn(b"already holds a colibri container (use --force", r.stderr)
+        other = work("refuse-other")
+        os.makedirs(other)
+        with open(os.path.join(other, "notes.txt"), "w") as f:
+            f.write("mine")
+        r = coli("convert", fixture("olmoe"), other)
+        self.assertEqual(r.returncode, 2)
         self.assertIn(b"not empty", r.stderr)
         self.assertEqual(coli("convert", fixture("olmoe"), dst, "--force").returncode, 0)
         r = coli("convert", fixture("olmoe"), os.path.join(fixture("olmoe"), "out"))

@@ -51,7 +51,9 @@ TEST(ConvertRefuses, NonEmptyDestinationUnlessForced) {
 
     // A finished container is not empty either: converting again needs --force.
     auto again = convertCheckpoint(fixture("olmoe"), dst.string(), {});
-    EXPECT_FALSE(again);
+    ASSERT_FALSE(again);
+    EXPECT_NE(again.status().message().find("already holds a colibri container"), std::string::npos)
+        << again.status().message();
 
     // A destination that is a file.
     st_test::writeText(tmp.path() / "file", "x");

@@ -178,5 +178,32 @@ TEST(ConvertRefuses, CancelledBetweenTensors) {
     EXPECT_EQ(r.status().code(), ErrorCode::Cancelled);
 }
 
+// Ctrl+C in the middle: the run stops between tensors, and the same command resumes it to the
+// bytes of an uninterrupted conversion.
+TEST(ConvertRefuses, CancelledMidwayResumesToTheSameBytes) {
+    st_test::TempDir tmp;
+    ConvertOptions opt;
+    opt.plan.maxShardBytes = 64 << 10;
+    const std::string ref = tmp.file("ref"), dst = tmp.file("dst");
+    ASSERT_TRUE(convertCheckpoint(fixture("qwen3moe"), ref, opt));
+    std::atomic<bool> cancel{false};
+    auto stopHalfway = [&](const ConvertProgress& p) {
+        if (std::strcmp(p.phase, "converting") == 0 && p.itemsDone * 2 >= p.itemsTotal)
+            cancel = true;
+    };
+    auto r =
+        convertCheckpoint(fixture("qwen3moe"), dst, opt, posixFileSystem(), stopHalfway, &cancel);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.status().code(), ErrorCode::Cancelled);
+    auto again = convertCheckpoint(fixture("qwen3moe"), dst, opt);
+    ASSERT_TRUE(again) << again.status().toString();
+    EXPECT_GT(again->shardsReused, 0u);
+    EXPECT_GT(again->shardsWritten, 0u);
+    const auto fr = convert_test::allFiles(ref), fd = convert_test::allFiles(dst);
+    ASSERT_EQ(fr.size(), fd.size());
+    for (const auto& [name, bytes] : fr)
+        EXPECT_TRUE(fd.count(name) && bytes == fd.at(name)) << name;
+}
+
 } // namespace
 } // namespace coli::convert

@@ -18,5 +18,6 @@ Command addChatCommand(CLI::App& root);
 Command addTraceCommand(CLI::App& root);
 Command addRouteStatsCommand(CLI::App& root);
 Command addConvertCommand(CLI::App& root);
+Command addBenchCommand(CLI::App& root);
 
 } // namespace coli::cli

@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
         app.footer(kExitCodesHelp);
         std::vector<Command> commands = {addInfoCommand(app),       addGenerateCommand(app),
                                          addChatCommand(app),       addTraceCommand(app),
-                                         addRouteStatsCommand(app), addConvertCommand(app)};
+                                         addRouteStatsCommand(app), addConvertCommand(app),
+                                         addBenchCommand(app)};
         // A first argument that is neither an option nor a command: CLI11 would only say it
         // was "not expected".
         if (argc > 1 && argv[1][0] != '-') {

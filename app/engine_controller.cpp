@@ -146,6 +146,9 @@ void EngineController::drainEvents() {
                 emit answerFinished(row);
             }
             break;
+        case EventKind::Notice:
+            if (ev.id == m_turnId) showNotice(QString::fromStdString(ev.text));
+            break;
         case EventKind::Failed:
             flush();
             if (ev.id == m_turnId && m_turnRow >= 0) {

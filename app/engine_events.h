@@ -16,6 +16,8 @@ enum class EventKind {
     Piece,        // text = a piece of the answer (complete UTF-8)
     Finished,     // stats
     Failed,       // text = error message of a generation
+    Notice,       // text = a message for the user that is not an error (e.g. older messages
+                  // left out of the prompt to fit the context)
 };
 
 struct EngineEvent {

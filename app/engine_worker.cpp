@@ -1,5 +1,7 @@
 #include "engine_worker.h"
 
+#include "runtime/context_fit.h"
+
 #include "user_messages.h"
 
 #include <chrono>
@@ -121,11 +123,20 @@ void EngineWorker::doGenerate(const Command& c) {
         publish(EngineEvent::make(EventKind::Failed, c.id, msg));
     };
     if (!m_model || !m_session) return fail("no model loaded: open a model folder first");
-    auto prompt = m_model->renderChat(c.messages, /*addGenerationPrompt=*/true);
-    if (!prompt.isOk()) return fail(prompt.status().message());
-    // The template already writes BOS where the family wants it, so no post-processor specials
-    // (as transformers' apply_chat_template(tokenize=True) does).
-    const std::vector<int32_t> ids = m_model->tokenizer().encode(prompt.value(), false);
+    // Rendered with the template (which writes BOS where the family wants it, so no
+    // post-processor specials, as transformers' apply_chat_template(tokenize=True) does); when
+    // the conversation outgrows the context, the oldest exchanges are left out (rolling window)
+    // with room kept for the answer.
+    auto fitted = fitChatToContext(*m_model, c.messages, c.params.maxNewTokens);
+    if (!fitted.isOk()) return fail(fitted.status().message());
+    const std::vector<int32_t>& ids = fitted.value().ids;
+    if (const int dropped = fitted.value().droppedMessages; dropped > 0)
+        publish(EngineEvent::make(EventKind::Notice, c.id,
+                                  std::to_string(dropped) + " older message" +
+                                      (dropped == 1 ? " was" : "s were") +
+                                      " left out of the prompt to fit the model's " +
+                                      std::to_string(fitted.value().contextTokens) +
+                                      "-token context: the answer does not see them."));
 
     Clock::time_point firstPiece{};
     auto onPiece = [&](std::string_view piece) {

@@ -6,6 +6,7 @@
 #include "generation_output.h"
 #include "line_reader.h"
 #include "options.h"
+#include "runtime/context_fit.h"
 #include "signals.h"
 
 #include <fmt/core.h>
@@ -90,13 +91,18 @@ int runChat(const ChatOptions& o) {
         if (line.empty()) continue;
 
         messages.push_back({"user", line});
-        auto text = lm->renderChat(messages, /*addGenerationPrompt=*/true);
-        if (!text) {
+        // Rolling window: when the conversation outgrows the context, the oldest exchanges are
+        // left out of the prompt (room kept for -n tokens of answer).
+        auto fitted = fitChatToContext(*lm, messages, params->maxNewTokens);
+        if (!fitted) {
             messages.pop_back();
-            printError(text.status().toString());
+            printError(fitted.status().toString());
             continue;
         }
-        const auto ids = lm->tokenizer().encode(text.value(), /*addSpecial=*/false);
+        if (const int dropped = fitted.value().droppedMessages; dropped > 0)
+            fmt::print(stderr, "[{} older message{} left out to fit the {}-token context]\n",
+                       dropped, dropped == 1 ? "" : "s", fitted.value().contextTokens);
+        const auto& ids = fitted.value().ids;
         writer.clear();
         auto r = session.generate(ids, *params, std::ref(writer), &interruptFlag());
         std::fputs("\n", stdout);

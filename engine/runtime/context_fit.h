@@ -1,0 +1,34 @@
+#pragma once
+// Rolling context for chat: when a conversation no longer fits the model's context, the oldest
+// exchanges are left out of the prompt (LM Studio's "rolling window" overflow policy), so a chat
+// can go on past the context length instead of stopping. The conversation itself is not changed;
+// only the prompt sent to the model is.
+#include "chat/chat_template.h"
+#include "core/status.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace coli {
+
+class LoadedModel;
+
+struct FittedPrompt {
+    std::vector<int32_t> ids; // the rendered, tokenised prompt (generation prompt appended)
+    int droppedMessages = 0;  // leading messages (after a system message) left out
+    int contextTokens = 0;    // the model's context (max_position_embeddings)
+};
+
+// Renders `messages` with the model's chat template (generation prompt appended) and tokenises
+// it; while prompt + reserveTokens exceeds the context, drops the oldest message after an
+// optional leading system message, always a whole user turn with the assistant reply that
+// follows it, and never the last message. reserveTokens: room kept for the answer (tokens;
+// clamped to [0, context / 2] so a huge --max-tokens cannot leave no room for the prompt).
+// Errors: the template's render errors; InvalidArgument when even the system message plus the
+// last message alone do not fit (the message gives both token counts); InvalidArgument for an
+// empty conversation. Cost: one render + encode per attempt (binary search over the number
+// dropped, so O(log n) renders). Thread-safety: const on the model.
+Result<FittedPrompt> fitChatToContext(const LoadedModel& model,
+                                      const std::vector<ChatMessage>& messages, int reserveTokens);
+
+} // namespace coli

@@ -4,11 +4,11 @@
 //         (not _mm256_maddubs_epi16: its int16 pair sums saturate at 2 * 128 * 128, and its
 //         sign trick breaks on -128);
 //   int4: weights offset to u = q + 8 in 0..15 so _mm256_maddubs_epi16(u, x) cannot saturate
-//         (|pair| <= 2 * 15 * 128), then sum(q x) = sum(u x) - 8 sum(x). For int4-g64 the
-//         activations of each group are reordered once per call (even values, then odd ones, the
-//         order of a 32-byte load's low and high nibbles) and 8 sum(x) is computed once per
-//         group, so a row's group costs one load, three logic ops and two maddubs; this took the
-//         kernel from ~0.86 to ~0.3 instructions per weight byte. Four rows are done at
+//         (|pair| <= 2 * 15 * 128), then sum(q x) = sum(u x) - 8 sum(x). The activations of
+//         each group are reordered once per call into the order of the weights' nibbles (even
+//         values, then odd ones) and 8 sum(x) is computed once per group, so a row's group
+//         costs one load, a few logic ops and one or two maddubs (callgrind: -26 % instructions
+//         for int4-g64 against reordering per row block). Four rows are done at
 // once; their per-group int32 sums are reduced with hadd into one vector whose lane i is row i, so
 // the f32 part (convert, scale multiply, add) is the scalar definition evaluated lane-wise.
 #include <immintrin.h>
@@ -75,16 +75,15 @@ inline int32_t hsum(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
-// Rows r .. r+nValid-1 (nValid 1..4; missing rows repeat the last one and are not stored).
-template <int Bits, int G> void rows4(const MatmulArgs& a, int64_t r, int nValid, bool hasNext) {
+// int8 rows r .. r+nValid-1 (nValid 1..4; missing rows repeat the last one and are not stored).
+template <int G> void rows4Q8(const MatmulArgs& a, int64_t r, int nValid, bool hasNext) {
     constexpr int kChunks = G / 32;
-    constexpr size_t kChunkBytes = 32 * Bits / 8;
-    constexpr size_t kBlockBytes = 4 + G * Bits / 8;
+    constexpr size_t kChunkBytes = 32;
+    constexpr size_t kBlockBytes = 4 + G;
     const int64_t groups = a.cols / G;
     const uint8_t* rowp[4];
     for (int i = 0; i < 4; ++i)
         rowp[i] = a.w + static_cast<size_t>(r + std::min(i, nValid - 1)) * a.rowBytes;
-    const __m256i ones16 = _mm256_set1_epi16(1);
     __m128 acc[kMaxBatch];
     for (int64_t t = 0; t < a.nTokens; ++t)
         acc[t] = _mm_setzero_ps();
@@ -96,44 +95,22 @@ template <int Bits, int G> void rows4(const MatmulArgs& a, int64_t r, int nValid
             for (size_t b = 0; b < 4 * kBlockBytes; b += 64)
                 _mm_prefetch(next + b, _MM_HINT_T0);
         }
-        // int8: two int16 vectors per chunk; int4: one vector of offset bytes (second unused).
+        // Two int16 vectors per 32-value chunk.
         __m256i w[4][kChunks][2];
         for (int i = 0; i < 4; ++i)
-            for (int c = 0; c < kChunks; ++c) {
-                const uint8_t* p = rowp[i] + off + 4 + c * kChunkBytes;
-                if constexpr (Bits == 8)
-                    loadWeights32Int8(p, w[i][c][0], w[i][c][1]);
-                else
-                    w[i][c][0] = loadWeights32Offset(p);
-            }
+            for (int c = 0; c < kChunks; ++c)
+                loadWeights32Int8(rowp[i] + off + 4 + c * kChunkBytes, w[i][c][0], w[i][c][1]);
         const __m128 ws = _mm_set_ps(loadScale(rowp[3] + off), loadScale(rowp[2] + off),
                                      loadScale(rowp[1] + off), loadScale(rowp[0] + off));
         for (int64_t t = 0; t < a.nTokens; ++t) {
             const int8_t* x = a.xq + t * a.cols + gi * G;
             __m256i p[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
                             _mm256_setzero_si256()};
-            if constexpr (Bits == 8) {
-                for (int c = 0; c < kChunks; ++c) {
-                    __m256i xlo, xhi;
-                    loadActs32(x + 32 * c, xlo, xhi);
-                    for (int i = 0; i < 4; ++i)
-                        p[i] = _mm256_add_epi32(p[i], dot32(w[i][c][0], w[i][c][1], xlo, xhi));
-                }
-            } else {
-                // int16 lanes hold pair sums: u * x over <= 2 chunks is <= 2 * 2 * 15 * 128 =
-                // 7680 in magnitude and 8 * x <= 2 * 2 * 8 * 128 = 4096, so the difference
-                // (u - 8) x = q x stays exact in int16 before one widening madd per row.
-                __m256i x8 = _mm256_setzero_si256();
-                __m256i p16[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
-                                  _mm256_setzero_si256(), _mm256_setzero_si256()};
-                for (int c = 0; c < kChunks; ++c) {
-                    const __m256i xb = deinterleaveActs32(x + 32 * c);
-                    x8 = _mm256_add_epi16(x8, _mm256_maddubs_epi16(_mm256_set1_epi8(8), xb));
-                    for (int i = 0; i < 4; ++i)
-                        p16[i] = _mm256_add_epi16(p16[i], _mm256_maddubs_epi16(w[i][c][0], xb));
-                }
+            for (int c = 0; c < kChunks; ++c) {
+                __m256i xlo, xhi;
+                loadActs32(x + 32 * c, xlo, xhi);
                 for (int i = 0; i < 4; ++i)
-                    p[i] = _mm256_madd_epi16(_mm256_sub_epi16(p16[i], x8), ones16);
+                    p[i] = _mm256_add_epi32(p[i], dot32(w[i][c][0], w[i][c][1], xlo, xhi));
             }
             const __m256i h =
                 _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
@@ -156,18 +133,20 @@ template <int Bits, int G> void rows4(const MatmulArgs& a, int64_t r, int nValid
     }
 }
 
-// int4-g64 activations prepared once per call: per token and group, the 32 even-indexed values
-// then the 32 odd-indexed ones, and 8 * (sum of the group's 64 values).
-struct PreparedActs64 {
+// int4 activations prepared once per call, per token and group, in the order of the weights'
+// nibbles: g64: the 32 even-indexed values then the 32 odd-indexed ones (a 32-byte load's low and
+// high nibbles); g32: the 16 even then the 16 odd (loadWeights32Offset's order). Plus
+// 8 * (sum of the group's values), subtracted once from the offset dot sum(u x).
+struct PreparedActs {
     const int8_t* x;     // [nTokens, cols] in the reordered layout
-    const int32_t* sum8; // [nTokens, cols / 64]
+    const int32_t* sum8; // [nTokens, cols / G]
 };
 
-PreparedActs64 prepareActs64(const MatmulArgs& a) {
+template <int G> PreparedActs prepareActs(const MatmulArgs& a) {
     // Grown, never shrunk: after the first call of a thread at a given size, no allocation.
     thread_local std::vector<int8_t> xbuf;
     thread_local std::vector<int32_t> sbuf;
-    const int64_t groups = a.cols / 64;
+    const int64_t groups = a.cols / G;
     if (xbuf.size() < static_cast<size_t>(a.nTokens * a.cols))
         xbuf.resize(static_cast<size_t>(a.nTokens * a.cols));
     if (sbuf.size() < static_cast<size_t>(a.nTokens * groups))
@@ -176,29 +155,36 @@ PreparedActs64 prepareActs64(const MatmulArgs& a) {
     const __m256i ones16 = _mm256_set1_epi16(1);
     for (int64_t t = 0; t < a.nTokens; ++t)
         for (int64_t g = 0; g < groups; ++g) {
-            const int8_t* src = a.xq + t * a.cols + g * 64;
-            int8_t* dst = xbuf.data() + t * a.cols + g * 64;
-            // deinterleaveActs32 gives (even 16, odd 16) per 32 values; merge the two halves'
-            // even parts and odd parts into (even 32, odd 32).
-            const __m256i d0 = deinterleaveActs32(src);
-            const __m256i d1 = deinterleaveActs32(src + 32);
-            const __m256i even = _mm256_permute2x128_si256(d0, d1, 0x20);
-            const __m256i odd = _mm256_permute2x128_si256(d0, d1, 0x31);
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), even);
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32), odd);
-            // sum(x) exactly: |x| <= 128, 64 values; maddubs(1, x) pairs then madd to int32.
-            const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(ones8, even),
-                                                 _mm256_maddubs_epi16(ones8, odd));
+            const int8_t* src = a.xq + t * a.cols + g * G;
+            int8_t* dst = xbuf.data() + t * a.cols + g * G;
+            __m256i s16;
+            if constexpr (G == 64) {
+                // deinterleaveActs32 gives (even 16, odd 16) per 32 values; merge the two
+                // halves' even parts and odd parts into (even 32, odd 32).
+                const __m256i d0 = deinterleaveActs32(src);
+                const __m256i d1 = deinterleaveActs32(src + 32);
+                const __m256i even = _mm256_permute2x128_si256(d0, d1, 0x20);
+                const __m256i odd = _mm256_permute2x128_si256(d0, d1, 0x31);
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), even);
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32), odd);
+                s16 = _mm256_add_epi16(_mm256_maddubs_epi16(ones8, even),
+                                       _mm256_maddubs_epi16(ones8, odd));
+            } else {
+                const __m256i d = deinterleaveActs32(src);
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), d);
+                s16 = _mm256_maddubs_epi16(ones8, d);
+            }
+            // sum(x) exactly: |x| <= 128, at most 64 values.
             sbuf[static_cast<size_t>(t * groups + g)] = 8 * hsum(_mm256_madd_epi16(s16, ones16));
         }
     return {xbuf.data(), sbuf.data()};
 }
 
-// int4-g64, rows r .. r+nValid-1 (as rows4), with prepared activations.
-void rows4Q4G64(const MatmulArgs& a, const PreparedActs64& px, int64_t r, int nValid,
-                bool hasNext) {
-    constexpr size_t kBlockBytes = 4 + 32;
-    const int64_t groups = a.cols / 64;
+// int4 rows r .. r+nValid-1 (as rows4Q8), with prepared activations.
+template <int G>
+void rows4Q4(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, bool hasNext) {
+    constexpr size_t kBlockBytes = 4 + G / 2;
+    const int64_t groups = a.cols / G;
     const uint8_t* rowp[4];
     for (int i = 0; i < 4; ++i)
         rowp[i] = a.w + static_cast<size_t>(r + std::min(i, nValid - 1)) * a.rowBytes;
@@ -215,25 +201,36 @@ void rows4Q4G64(const MatmulArgs& a, const PreparedActs64& px, int64_t r, int nV
             for (size_t b = 0; b < 4 * kBlockBytes; b += 64)
                 _mm_prefetch(next + b, _MM_HINT_T0);
         }
+        // g64: lo = even values, hi = odd values (32 each); g32: lo = (even 16 | odd 16).
         __m256i lo[4], hi[4];
         for (int i = 0; i < 4; ++i) {
-            const __m256i v = _mm256_xor_si256(
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[i] + off + 4)), flip);
-            lo[i] = _mm256_and_si256(v, low4);
-            hi[i] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+            if constexpr (G == 64) {
+                const __m256i v = _mm256_xor_si256(
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[i] + off + 4)), flip);
+                lo[i] = _mm256_and_si256(v, low4);
+                hi[i] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+            } else {
+                lo[i] = loadWeights32Offset(rowp[i] + off + 4);
+            }
         }
         const __m128 ws = _mm_set_ps(loadScale(rowp[3] + off), loadScale(rowp[2] + off),
                                      loadScale(rowp[1] + off), loadScale(rowp[0] + off));
         for (int64_t t = 0; t < a.nTokens; ++t) {
-            const int8_t* x = px.x + t * a.cols + gi * 64;
-            const __m256i xe = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
-            const __m256i xo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32));
+            const int8_t* x = px.x + t * a.cols + gi * G;
             __m256i p[4];
-            for (int i = 0; i < 4; ++i)
-                // |u x + u' x'| <= 2 * 15 * 128 per maddubs lane, two added: <= 7680, exact.
-                p[i] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo[i], xe),
-                                                          _mm256_maddubs_epi16(hi[i], xo)),
-                                         ones16);
+            // |u x + u' x'| <= 2 * 15 * 128 per maddubs lane (two added for g64: <= 7680): exact.
+            if constexpr (G == 64) {
+                const __m256i xe = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+                const __m256i xo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32));
+                for (int i = 0; i < 4; ++i)
+                    p[i] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo[i], xe),
+                                                              _mm256_maddubs_epi16(hi[i], xo)),
+                                             ones16);
+            } else {
+                const __m256i xb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+                for (int i = 0; i < 4; ++i)
+                    p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(lo[i], xb), ones16);
+            }
             const __m256i h =
                 _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
             const __m128i s = _mm_sub_epi32(
@@ -257,13 +254,13 @@ void rows4Q4G64(const MatmulArgs& a, const PreparedActs64& px, int64_t r, int nV
 }
 
 template <int Bits, int G> void matmulRowsT(const MatmulArgs& a, int64_t r0, int64_t r1) {
-    if constexpr (Bits == 4 && G == 64) {
-        const PreparedActs64 px = prepareActs64(a);
+    if constexpr (Bits == 4) {
+        const PreparedActs px = prepareActs<G>(a);
         for (int64_t r = r0; r < r1; r += 4)
-            rows4Q4G64(a, px, r, static_cast<int>(std::min<int64_t>(4, r1 - r)), r + 8 <= r1);
+            rows4Q4<G>(a, px, r, static_cast<int>(std::min<int64_t>(4, r1 - r)), r + 8 <= r1);
     } else {
         for (int64_t r = r0; r < r1; r += 4)
-            rows4<Bits, G>(a, r, static_cast<int>(std::min<int64_t>(4, r1 - r)), r + 8 <= r1);
+            rows4Q8<G>(a, r, static_cast<int>(std::min<int64_t>(4, r1 - r)), r + 8 <= r1);
     }
 }
 

@@ -1,5 +1,7 @@
 #include "forward/model.h"
 
+#include "convert/container_weights.h"
+#include "convert/manifest.h"
 #include "forward/kv_access.h"
 #include "forward/model_impl.h"
 #include "io/safetensors.h"
@@ -22,6 +24,10 @@ int resolveThreads(int requested) {
 #else
     return 1;
 #endif
+}
+
+bool anyQuantisation(const WeightQuantisation& q) {
+    return q.experts || q.dense || q.embed || q.lmHead;
 }
 
 } // namespace
@@ -79,22 +85,38 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
     if (!rope) return rope.status();
     if (cancelled()) return Status(ErrorCode::Cancelled, dir + ": loading cancelled");
 
-    Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(dir);
-    if (!ckpt) return ckpt.status();
     std::unique_ptr<Model> model(new Model());
     Impl& m = *model->m_impl;
     m.cfg = std::move(cfg.value());
     m.rope = std::move(rope.value());
-    m.summary = computeSummary(**ckpt, m.cfg);
-    report("weights", 0.01);
-    Result<ModelWeights> w = loadWeights(
-        **ckpt, m.cfg, [&](double f) { report("weights", 0.01 + 0.98 * f); }, cancel);
-    if (!w) return w.status();
-    m.w = std::move(w.value());
-    if (opt.quantisation.experts || opt.quantisation.dense || opt.quantisation.embed ||
-        opt.quantisation.lmHead) {
-        Status q = quantiseWeights(m.w, opt.quantisation);
-        if (!q.isOk()) return Status(q.code(), dir + ": " + q.message());
+    auto weightsProgress = [&](double f) { report("weights", 0.01 + 0.98 * f); };
+    if (convert::isContainerDir(dir)) {
+        // A container is quantised already; quantising again would change its bytes.
+        if (anyQuantisation(opt.quantisation))
+            return Status(ErrorCode::InvalidArgument,
+                          dir + " is a colibri container (quantised when converted): "
+                                "ModelLoadOptions::quantisation applies only to Hugging Face "
+                                "checkpoints");
+        Result<convert::Container> box = convert::openContainer(dir);
+        if (!box) return box.status();
+        m.summary = convert::containerSummary(*box, m.cfg);
+        report("weights", 0.01);
+        Result<ModelWeights> w =
+            convert::loadContainerWeights(*box, m.cfg, weightsProgress, cancel);
+        if (!w) return w.status();
+        m.w = std::move(w.value());
+    } else {
+        Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(dir);
+        if (!ckpt) return ckpt.status();
+        m.summary = computeSummary(**ckpt, m.cfg);
+        report("weights", 0.01);
+        Result<ModelWeights> w = loadWeights(**ckpt, m.cfg, weightsProgress, cancel);
+        if (!w) return w.status();
+        m.w = std::move(w.value());
+        if (anyQuantisation(opt.quantisation)) {
+            Status q = quantiseWeights(m.w, opt.quantisation);
+            if (!q.isOk()) return Status(q.code(), dir + ": " + q.message());
+        }
     }
     m.path = opt.path;
     m.threads = resolveThreads(opt.threads);

@@ -1,5 +1,5 @@
 #pragma once
-// A loaded MoE model (weights in f32 in RAM for now; expert tiers come with issue 5) and its
+// A loaded MoE model (weights in RAM, f32 or quantised; expert tiers come with issue 5) and its
 // forward pass. Two paths compute the same function:
 //   ForwardPath::Reference - scalar, single-threaded, written to be read top to bottom: the oracle.
 //   ForwardPath::Fast      - OpenMP across output rows / heads / experts; must match Reference
@@ -36,6 +36,7 @@ struct ModelLoadOptions {
     // Quantise the loaded f32 weights in memory (model/quantise_weights.h; nothing by default).
     // Gives the same bytes, and so the same logits, as loading the colibri container of the
     // same choice; for quality checks and for running unconverted checkpoints smaller.
+    // Hugging Face checkpoints only: load() refuses it (InvalidArgument) for a container.
     WeightQuantisation quantisation;
 };
 
@@ -89,17 +90,23 @@ struct RoutingTrace {
 
 class Model {
 public:
-    // Loads config.json and every tensor the family needs from `dir` (sharded or not).
-    // Errors: everything loadConfig and Checkpoint::open return; NotFound for a missing tensor
-    // (the message lists the expected names); Malformed for a tensor of the wrong shape;
-    // Cancelled when *cancel turns true during loading.
+    // Loads config.json and every tensor the family needs from `dir`: a Hugging Face checkpoint
+    // (sharded or not; f32 in RAM unless opt.quantisation says otherwise) or, when `dir` holds a
+    // colibri.json, a colibri container (convert/container_weights.h: quantised tensors stay as
+    // stored, one read per expert blob).
+    // Errors: everything loadConfig and Checkpoint::open (or openContainer) return; NotFound for a
+    // missing tensor (the message lists the expected names); Malformed for a tensor of the wrong
+    // shape (containers: also format or length; the message names colibri.json, the tensor and
+    // its shard); InvalidArgument for opt.quantisation on a container; Cancelled when *cancel
+    // turns true during loading.
     static Result<std::unique_ptr<Model>> load(const std::string& dir, const ModelLoadOptions& opt,
                                                const ProgressFn& progress = {},
                                                const std::atomic<bool>* cancel = nullptr);
     ~Model();
 
     const ModelConfig& config() const;
-    // Parameter counts and on-disk sizes (see ModelSummary), computed at load.
+    // Parameter counts and on-disk sizes (see ModelSummary), computed at load. For a container:
+    // bytes as stored (bytes per expert = one blob, padding included); storage names the formats.
     ModelSummary summary() const;
     // Not thread-safe against a concurrent forward().
     void setPath(ForwardPath p);

@@ -2,6 +2,7 @@
 
 #include "io/safetensors.h"
 #include "model/tensor_names.h"
+#include "model/weight_plan.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -33,14 +34,8 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-std::string shapeString(const Shape& s) {
-    std::string r = "[";
-    for (size_t i = 0; i < s.size(); ++i)
-        r += (i ? ", " : "") + std::to_string(s[i]);
-    return r + "]";
-}
-
-// One tensor the model needs: its name, expected shape and how to read it into the weights.
+// One checkpoint tensor the model needs: its name, expected shape and how to read it into the
+// weights.
 struct Need {
     std::string name;
     Shape shape;
@@ -48,152 +43,95 @@ struct Need {
     std::function<Status(const Checkpoint&)> read; // empty when only planning (summary)
 };
 
-class Planner {
-public:
-    Planner(const ModelConfig& c, ExpertLayout layout, ModelWeights* w)
-        : m_c(c), m_layout(layout), m_w(w) {}
+std::function<Status(const Checkpoint&)> matrixReader(Matrix* m, const std::string& name,
+                                                      int64_t rows, int64_t cols) {
+    if (!m) return {};
+    return [m, name, rows, cols](const Checkpoint& ck) {
+        m->rows = static_cast<int>(rows);
+        m->cols = static_cast<int>(cols);
+        return ck.readF32(name, m->data);
+    };
+}
 
-    std::vector<Need> plan() {
-        const ModelConfig& c = m_c;
-        const int64_t d = c.dModel, vocab = c.vocabSize;
-        if (m_w) {
-            m_w->layers.resize(c.nLayers);
-            m_w->experts.resize(c.nLayers);
+// GraniteMoE: input_linear.weight [E, 2*ffn, d] holds, per expert, the gate rows then the up
+// rows (GraniteMoeMoE.forward: chunk(2, dim=-1), activation on chunk 0); output_linear.weight
+// [E, d, ffn] is the down projection. transformers 5's packed gate_up_proj / down_proj
+// (Qwen3MoeExperts.forward: linear(x, gate_up_proj[e]).chunk(2, dim=-1)) use the same layout.
+// Experts are read one by one (readF32Range) so the per-(layer, expert) structure is the same
+// as for per-expert checkpoints. `experts` points at the layer's n_experts SwiGluWeights.
+void stackedNeeds(const ModelConfig& c, int layer, SwiGluWeights* experts, std::vector<Need>* out) {
+    const int64_t E = c.nExperts, F = c.expertFfn, d = c.dModel;
+    const std::string gu = tensorName(c.family, TensorKind::ExpertsGateUp, layer);
+    const std::string dn = tensorName(c.family, TensorKind::ExpertsDown, layer);
+    std::function<Status(const Checkpoint&)> readGu, readDn;
+    if (experts) {
+        readGu = [experts, gu, E, F, d](const Checkpoint& ck) {
+            for (int64_t e = 0; e < E; ++e) {
+                SwiGluWeights& s = experts[e];
+                s.gate = f32Matrix(F, d);
+                s.up = f32Matrix(F, d);
+                COLI_RETURN_IF_ERROR(ck.readF32Range(gu, e * 2 * F * d, F * d, s.gate.data.data()));
+                COLI_RETURN_IF_ERROR(
+                    ck.readF32Range(gu, e * 2 * F * d + F * d, F * d, s.up.data.data()));
+            }
+            return Status();
+        };
+        readDn = [experts, dn, E, F, d](const Checkpoint& ck) {
+            for (int64_t e = 0; e < E; ++e) {
+                SwiGluWeights& s = experts[e];
+                s.down = f32Matrix(d, F);
+                COLI_RETURN_IF_ERROR(ck.readF32Range(dn, e * d * F, d * F, s.down.data.data()));
+            }
+            return Status();
+        };
+    }
+    out->push_back({gu, {E, 2 * F, d}, true, std::move(readGu)});
+    out->push_back({dn, {E, d, F}, true, std::move(readDn)});
+}
+
+// The shared plan (model/weight_plan.h) in checkpoint tensors: a routed expert becomes its three
+// per-expert tensors, or, for a stacked layout, the layer's two stacked tensors (at expert 0).
+std::vector<Need> checkpointNeeds(const ModelConfig& c, ExpertLayout layout, ModelWeights* w) {
+    std::vector<Need> needs;
+    for (const WeightSlot& s : planWeights(c, w)) {
+        switch (s.what) {
+        case SlotKind::Vector: {
+            std::function<Status(const Checkpoint&)> read;
+            if (s.vec)
+                read = [v = s.vec, name = s.name](const Checkpoint& ck) {
+                    return ck.readF32(name, *v);
+                };
+            needs.push_back({s.name, s.shape, false, std::move(read)});
+            break;
         }
-        matrix(TensorKind::Embed, 0, vocab, d, m_w ? &m_w->embed : nullptr);
-        vec(TensorKind::FinalNorm, 0, d, m_w ? &m_w->finalNorm : nullptr);
-        // Tied: HF ties lm_head.weight to embed_tokens.weight and ignores any stored copy.
-        if (!c.tieWordEmbeddings)
-            matrix(TensorKind::LmHead, 0, vocab, d, m_w ? &m_w->lmHead : nullptr);
-
-        const int64_t qDim = int64_t(c.nHeads) * c.headDim, kvDim = int64_t(c.nKvHeads) * c.headDim;
-        for (int l = 0; l < c.nLayers; ++l) {
-            LayerWeights* L = m_w ? &m_w->layers[l] : nullptr;
-            vec(TensorKind::AttnNorm, l, d, L ? &L->attnNorm : nullptr);
-            vec(TensorKind::FfnNorm, l, d, L ? &L->ffnNorm : nullptr);
-            matrix(TensorKind::Q, l, qDim, d, L ? &L->q : nullptr);
-            matrix(TensorKind::K, l, kvDim, d, L ? &L->k : nullptr);
-            matrix(TensorKind::V, l, kvDim, d, L ? &L->v : nullptr);
-            matrix(TensorKind::O, l, d, qDim, L ? &L->o : nullptr);
-            if (c.attentionBias) {
-                vec(TensorKind::QBias, l, qDim, L ? &L->qBias : nullptr);
-                vec(TensorKind::KBias, l, kvDim, L ? &L->kBias : nullptr);
-                vec(TensorKind::VBias, l, kvDim, L ? &L->vBias : nullptr);
+        case SlotKind::Matrix:
+            needs.push_back(
+                {s.name, s.shape, false, matrixReader(s.matrix, s.name, s.shape[0], s.shape[1])});
+            break;
+        case SlotKind::Expert: {
+            if (layout == ExpertLayout::Stacked) {
+                if (s.expert == 0) stackedNeeds(c, s.layer, s.mlp, &needs);
+                break;
             }
-            if (c.attentionOutBias) vec(TensorKind::OBias, l, d, L ? &L->oBias : nullptr);
-            if (c.qkNorm == QkNorm::PerHead) {
-                vec(TensorKind::QNorm, l, c.headDim, L ? &L->qNorm : nullptr);
-                vec(TensorKind::KNorm, l, c.headDim, L ? &L->kNorm : nullptr);
-            } else if (c.qkNorm == QkNorm::WholeProjection) {
-                vec(TensorKind::QNorm, l, qDim, L ? &L->qNorm : nullptr);
-                vec(TensorKind::KNorm, l, kvDim, L ? &L->kNorm : nullptr);
+            const int64_t F = s.shape[0], d = s.shape[1];
+            const struct {
+                TensorKind kind;
+                Matrix* m;
+                int64_t rows, cols;
+            } parts[] = {{TensorKind::ExpertGate, s.mlp ? &s.mlp->gate : nullptr, F, d},
+                         {TensorKind::ExpertUp, s.mlp ? &s.mlp->up : nullptr, F, d},
+                         {TensorKind::ExpertDown, s.mlp ? &s.mlp->down : nullptr, d, F}};
+            for (const auto& p : parts) {
+                const std::string name = tensorName(c.family, p.kind, s.layer, s.expert);
+                needs.push_back(
+                    {name, {p.rows, p.cols}, true, matrixReader(p.m, name, p.rows, p.cols)});
             }
-            const bool sparse = c.sparseLayer[l];
-            if (L) L->sparse = sparse;
-            if (!sparse) {
-                swiglu(TensorKind::DenseGate, TensorKind::DenseUp, TensorKind::DenseDown, l, 0,
-                       c.denseFfn, L ? &L->dense : nullptr, false);
-                continue;
-            }
-            matrix(TensorKind::Router, l, c.nExperts, d, L ? &L->router : nullptr);
-            if (c.sharedFfn > 0) {
-                swiglu(TensorKind::SharedGate, TensorKind::SharedUp, TensorKind::SharedDown, l, 0,
-                       c.sharedFfn, L ? &L->shared : nullptr, false);
-                if (c.sharedExpertGate)
-                    matrix(TensorKind::SharedExpertGate, l, 1, d,
-                           L ? &L->sharedExpertGate : nullptr);
-            }
-            if (m_w) m_w->experts[l].resize(c.nExperts);
-            if (m_layout == ExpertLayout::PerExpert) {
-                for (int e = 0; e < c.nExperts; ++e)
-                    swiglu(TensorKind::ExpertGate, TensorKind::ExpertUp, TensorKind::ExpertDown, l,
-                           e, c.expertFfn, m_w ? &m_w->experts[l][e] : nullptr, true);
-            } else {
-                stackedExperts(l);
-            }
+            break;
         }
-        return std::move(m_needs);
-    }
-
-private:
-    void add(TensorKind kind, int layer, int expert, Shape shape, bool routed,
-             std::function<Status(const Checkpoint&)> read) {
-        m_needs.push_back({tensorName(m_c.family, kind, layer, expert), std::move(shape), routed,
-                           std::move(read)});
-    }
-
-    void matrix(TensorKind kind, int layer, int64_t rows, int64_t cols, Matrix* m, int expert = 0,
-                bool routed = false) {
-        std::string name = tensorName(m_c.family, kind, layer, expert);
-        std::function<Status(const Checkpoint&)> read;
-        if (m) {
-            read = [m, name, rows, cols](const Checkpoint& ck) {
-                m->rows = static_cast<int>(rows);
-                m->cols = static_cast<int>(cols);
-                return ck.readF32(name, m->data);
-            };
         }
-        add(kind, layer, expert, {rows, cols}, routed, std::move(read));
     }
-
-    void vec(TensorKind kind, int layer, int64_t n, std::vector<float>* v) {
-        std::string name = tensorName(m_c.family, kind, layer, 0);
-        std::function<Status(const Checkpoint&)> read;
-        if (v) read = [v, name](const Checkpoint& ck) { return ck.readF32(name, *v); };
-        add(kind, layer, 0, {n}, false, std::move(read));
-    }
-
-    void swiglu(TensorKind g, TensorKind u, TensorKind dn, int layer, int expert, int64_t ffn,
-                SwiGluWeights* s, bool routed) {
-        const int64_t d = m_c.dModel;
-        matrix(g, layer, ffn, d, s ? &s->gate : nullptr, expert, routed);
-        matrix(u, layer, ffn, d, s ? &s->up : nullptr, expert, routed);
-        matrix(dn, layer, d, ffn, s ? &s->down : nullptr, expert, routed);
-    }
-
-    // GraniteMoE: input_linear.weight [E, 2*ffn, d] holds, per expert, the gate rows then the up
-    // rows (GraniteMoeMoE.forward: chunk(2, dim=-1), activation on chunk 0); output_linear.weight
-    // [E, d, ffn] is the down projection. transformers 5's packed gate_up_proj / down_proj
-    // (Qwen3MoeExperts.forward: linear(x, gate_up_proj[e]).chunk(2, dim=-1)) use the same layout.
-    // Experts are read one by one (readF32Range) so the per-(layer, expert) structure is the same
-    // as for per-expert checkpoints.
-    void stackedExperts(int layer) {
-        const int64_t E = m_c.nExperts, F = m_c.expertFfn, d = m_c.dModel;
-        const std::string gu = tensorName(m_c.family, TensorKind::ExpertsGateUp, layer);
-        const std::string dn = tensorName(m_c.family, TensorKind::ExpertsDown, layer);
-        std::function<Status(const Checkpoint&)> readGu, readDn;
-        if (m_w) {
-            auto* experts = &m_w->experts[layer];
-            readGu = [experts, gu, E, F, d](const Checkpoint& ck) {
-                for (int64_t e = 0; e < E; ++e) {
-                    SwiGluWeights& s = (*experts)[e];
-                    s.gate = f32Matrix(F, d);
-                    s.up = f32Matrix(F, d);
-                    COLI_RETURN_IF_ERROR(
-                        ck.readF32Range(gu, e * 2 * F * d, F * d, s.gate.data.data()));
-                    COLI_RETURN_IF_ERROR(
-                        ck.readF32Range(gu, e * 2 * F * d + F * d, F * d, s.up.data.data()));
-                }
-                return Status();
-            };
-            readDn = [experts, dn, E, F, d](const Checkpoint& ck) {
-                for (int64_t e = 0; e < E; ++e) {
-                    SwiGluWeights& s = (*experts)[e];
-                    s.down = f32Matrix(d, F);
-                    COLI_RETURN_IF_ERROR(ck.readF32Range(dn, e * d * F, d * F, s.down.data.data()));
-                }
-                return Status();
-            };
-        }
-        add(TensorKind::ExpertsGateUp, layer, 0, {E, 2 * F, d}, true, std::move(readGu));
-        add(TensorKind::ExpertsDown, layer, 0, {E, d, F}, true, std::move(readDn));
-    }
-
-    const ModelConfig& m_c;
-    ExpertLayout m_layout;
-    ModelWeights* m_w;
-    std::vector<Need> m_needs;
-};
+    return needs;
+}
 
 // Every needed tensor must exist with its shape. Missing names are counted; the first
 // kShownMissing are listed (a config with absurd sizes can miss millions).
@@ -280,7 +218,7 @@ Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
                                  const std::atomic<bool>* cancel) {
     COLI_RETURN_IF_ERROR(checkPlausibleSizes(ckpt, cfg));
     ModelWeights w;
-    std::vector<Need> needs = Planner(cfg, detectLayout(ckpt, cfg), &w).plan();
+    std::vector<Need> needs = checkpointNeeds(cfg, detectLayout(ckpt, cfg), &w);
     COLI_RETURN_IF_ERROR(checkPresence(ckpt, needs));
     uint64_t total = 0, done = 0;
     for (const Need& n : needs)
@@ -299,7 +237,7 @@ ModelSummary computeSummary(const Checkpoint& ckpt, const ModelConfig& cfg) {
     ModelSummary s;
     // Not a model this checkpoint can hold: loadWeights reports why; planning could exhaust memory.
     if (!checkPlausibleSizes(ckpt, cfg)) return s;
-    const std::vector<Need> needs = Planner(cfg, detectLayout(ckpt, cfg), nullptr).plan();
+    const std::vector<Need> needs = checkpointNeeds(cfg, detectLayout(ckpt, cfg), nullptr);
     std::set<std::string> dtypes;
     for (const Need& n : needs) {
         const TensorInfo* t = ckpt.find(n.name);

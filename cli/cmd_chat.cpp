@@ -131,6 +131,7 @@ Command addChatCommand(CLI::App& root) {
                             "with 0.\n") +
                 kExitCodesHelp);
     addModelOptions(*cmd, o->model);
+    addQuantiseOption(*cmd, o->model);
     o->systemFlag = cmd->add_option(
         "--system", o->system, "System message for the conversation (\"\" gives an empty one)");
     cmd->add_option("-n,--max-tokens", o->maxNewTokens, "Maximum tokens per answer")

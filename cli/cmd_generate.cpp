@@ -113,6 +113,7 @@ Command addGenerateCommand(CLI::App& root) {
                             "top-p 0.95, min-p 0.05.\n") +
                 kExitCodesHelp);
     addModelOptions(*cmd, o->model);
+    addQuantiseOption(*cmd, o->model);
     cmd->add_option("-p,--prompt", o->prompt,
                     "Prompt text, encoded as given (\"-\" reads stdin); no chat template unless "
                     "--chat")

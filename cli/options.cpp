@@ -5,6 +5,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +21,49 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("-t,--threads", o.threads, "CPU threads for the forward pass (0 = all cores)")
         ->check(integerText())
         ->check(CLI::Range(0, 4096));
+}
+
+std::string parseQuantise(const std::string& text, WeightQuantisation* out) {
+    WeightQuantisation q;
+    size_t start = 0;
+    while (start <= text.size()) {
+        const size_t end = std::min(text.find(',', start), text.size());
+        const std::string item = text.substr(start, end - start);
+        start = end + 1;
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos)
+            return fmt::format("'{}' is not CLASS=FORMAT (e.g. experts=int4-g64)", item);
+        const std::string cls = item.substr(0, eq);
+        std::string fmtName = item.substr(eq + 1);
+        if (fmtName == "int8") fmtName = "int8-g64"; // as `coli convert --experts int8`
+        quant::WeightFormat f;
+        if (!quant::parseWeightFormat(fmtName.c_str(), &f))
+            return fmt::format("unknown format '{}' (int4-g64, int4-g32, int8-g64, int8-g32)",
+                               item.substr(eq + 1));
+        std::optional<quant::WeightFormat>* slot = cls == "experts"   ? &q.experts
+                                                   : cls == "dense"   ? &q.dense
+                                                   : cls == "embed"   ? &q.embed
+                                                   : cls == "lm_head" ? &q.lmHead
+                                                                      : nullptr;
+        if (!slot) return fmt::format("unknown class '{}' (experts, dense, embed, lm_head)", cls);
+        if (*slot) return fmt::format("class '{}' given twice", cls);
+        *slot = f;
+    }
+    *out = q;
+    return {};
+}
+
+void addQuantiseOption(CLI::App& cmd, ModelOptions& o) {
+    cmd.add_option("--quantise", o.quantise,
+                   "Quantise a Hugging Face checkpoint in memory: CLASS=FORMAT,... with classes "
+                   "experts, dense, embed, lm_head and formats int4-g64, int4-g32, int8-g64 "
+                   "(int8), int8-g32 (a colibri container is quantised already)")
+        ->check(CLI::Validator(
+            [](std::string& s) {
+                WeightQuantisation q;
+                return parseQuantise(s, &q);
+            },
+            "CLASS=FORMAT,..."));
 }
 
 namespace {
@@ -169,6 +213,7 @@ std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode) {
     }
     ModelLoadOptions opt;
     opt.threads = o.threads;
+    if (!o.quantise.empty()) (void)parseQuantise(o.quantise, &opt.quantisation); // checked
     auto lm = LoadedModel::load(o.dir, opt, progress, &interruptFlag());
     if (tty) fmt::print(stderr, "\r{:<30}\r", "");
     if (!lm) {

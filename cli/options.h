@@ -1,5 +1,6 @@
 #pragma once
 // Options shared by `generate` and `chat`: the model directory, threads and sampling.
+#include "model/quantise_weights.h"
 #include "runtime/sampling_defaults.h"
 #include "runtime/session.h"
 
@@ -14,7 +15,8 @@ namespace coli::cli {
 
 struct ModelOptions {
     std::string dir;
-    int threads = 0; // 0 = all cores
+    int threads = 0;      // 0 = all cores
+    std::string quantise; // --quantise (addQuantiseOption); "" = keep the checkpoint's f32
 };
 
 // Sampling flags; a flag left out takes the model's generation_config.json default, or
@@ -23,6 +25,13 @@ struct ModelOptions {
 using SamplingOptions = SamplingOverrides;
 
 void addModelOptions(CLI::App& cmd, ModelOptions& o);
+// --quantise CLASS=FORMAT[,...]: in-memory quantisation of a Hugging Face checkpoint
+// (ModelLoadOptions::quantisation); classes experts, dense, embed, lm_head; formats int4-g64,
+// int4-g32, int8-g64 (or int8), int8-g32. The same choices as `coli convert` give the same
+// weights as its container. Model::load refuses it for a container (exit 3, kExitModel).
+void addQuantiseOption(CLI::App& cmd, ModelOptions& o);
+// Parses a --quantise value into *out; returns "" or what is wrong ("unknown class 'x'", ...).
+std::string parseQuantise(const std::string& text, WeightQuantisation* out);
 
 // Checks an option's text before CLI11 converts it, so that a bad value gets a plain message:
 // "--max-tokens: 'abc' is not an integer". Attach first, before any Range check.

@@ -94,9 +94,9 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
         // A container is quantised already; quantising again would change its bytes.
         if (anyQuantisation(opt.quantisation))
             return Status(ErrorCode::InvalidArgument,
-                          dir + " is a colibri container (quantised when converted): "
-                                "ModelLoadOptions::quantisation applies only to Hugging Face "
-                                "checkpoints");
+                          dir + " is a colibri container, quantised when it was converted: "
+                                "in-memory quantisation (ModelLoadOptions::quantisation, "
+                                "--quantise) applies only to Hugging Face checkpoints");
         Result<convert::Container> box = convert::openContainer(dir);
         if (!box) return box.status();
         m.summary = convert::containerSummary(*box, m.cfg);

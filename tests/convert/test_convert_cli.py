@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""`coli convert` end to end: exit codes, messages, resume after a failed write, `coli info`.
+"""`coli convert` end to end: exit codes, messages, resume after a failed write, `coli info`,
+and `coli generate` on the container it writes.
 
 Usage: test_convert_cli.py --coli PATH --fixtures DIR --work DIR [unittest args]
 
@@ -250,6 +251,46 @@ class Streaming(unittest.TestCase):
               f"tensors, source {os.path.getsize(os.path.join(src, 'model.safetensors')) / 2**20:.0f}"
               f" MiB", file=sys.stderr)
         self.assertLess(peak, tensor_bytes)
+
+
+class Generate(unittest.TestCase):
+    """The engine runs a container: the same text as the original checkpoint quantised in
+    memory the same way (--quantise), deterministic, and --quantise refused on a container."""
+
+    QUANTISE = {"default": "experts=int4-g64,dense=int8,embed=int8,lm_head=int8",
+                "int8": "experts=int8,dense=int8,embed=int8,lm_head=int8"}
+
+    def generate(self, model, *extra):
+        r = coli("generate", model, "-p", "The cat sat", "-n", "16", "--temp", "0",
+                 "--ignore-eos", *extra)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stderr.decode(), r"generated tokens:\s+16\b")
+        return r.stdout
+
+    def test_container_generates_what_the_same_quantisation_does(self):
+        # mixtral: a 3-shard source; granitemoe: stacked experts.
+        for family in ("mixtral", "granitemoe"):
+            for variant, flags in (("default", []), ("int8", ["--experts", "int8"])):
+                with self.subTest(family=family, variant=variant):
+                    dst = work(f"gen-{family}-{variant}")
+                    r = coli("convert", fixture(family), dst, *flags)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    text = self.generate(dst)
+                    self.assertTrue(text)
+                    self.assertEqual(text, self.generate(dst, "-t", "2"))
+                    self.assertEqual(text, self.generate(fixture(family), "--quantise",
+                                                         self.QUANTISE[variant]))
+
+    def test_quantise_is_refused_on_a_container_and_checked(self):
+        dst = work("gen-refuse")
+        self.assertEqual(coli("convert", fixture("olmoe"), dst).returncode, 0)
+        r = coli("generate", dst, "-p", "Hi", "-n", "2", "--quantise", "dense=int8")
+        self.assertEqual(r.returncode, 3)
+        self.assertIn(b"colibri container", r.stderr)
+        for bad in ("dense", "dense=int3", "attention=int8", "dense=int8,dense=int4-g64"):
+            r = coli("generate", fixture("olmoe"), "-p", "Hi", "-n", "2", "--quantise", bad)
+            self.assertEqual(r.returncode, 2, bad)
+            self.assertIn(b"--quantise", r.stderr)
 
 
 def main():

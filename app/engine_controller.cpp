@@ -146,8 +146,8 @@ void EngineController::drainEvents() {
                 emit answerFinished(row);
             }
             break;
-        case EventKind::Notice:
-            if (ev.id == m_turnId) showNotice(QString::fromStdString(ev.text));
+        case EventKind::Notice: // of the current turn, or of the model just loaded
+            if (ev.id == m_turnId || ev.id == m_loadId) showNotice(QString::fromStdString(ev.text));
             break;
         case EventKind::Failed:
             flush();

@@ -109,6 +109,12 @@ void EngineWorker::doLoad(const Command& c) {
     ev.info = info.str();
     ev.contextLength = m_model->model().config().maxPositions;
     publish(std::move(ev));
+    // Problems that did not stop the load (e.g. ignored generation_config.json keys): the user
+    // should know the defaults they get are not the model's.
+    std::string warnings;
+    for (const std::string& w : m_model->warnings())
+        warnings += (warnings.empty() ? "" : "\n") + w;
+    if (!warnings.empty()) publish(EngineEvent::make(EventKind::Notice, c.id, warnings));
 }
 
 void EngineWorker::doGenerate(const Command& c) {

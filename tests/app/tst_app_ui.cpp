@@ -113,6 +113,7 @@ private slots:
     void bubblesFitTheirText();
     void focusReturnsToComposer();
     void modelWithoutTemplateFailsAtLoad();
+    void generationConfigWarningsAreShown();
     void contextFullNamesContextLength();
 };
 
@@ -273,6 +274,26 @@ void TstAppUi::contextFullNamesContextLength() {
     const QString err = c.chatModel()->at(5).error;
     QVERIFY2(err.contains("too long for the model's context"), qPrintable(err));
     QVERIFY2(!err.contains("Invalid argument"), qPrintable(err));
+}
+
+// A generation_config.json value the sampler cannot use is ignored at load; the window says so
+// (LoadedModel::warnings()), naming the file and the key.
+void TstAppUi::generationConfigWarningsAreShown() {
+    QTemporaryDir dir;
+    QVERIFY(copyModel(
+        dir.path(), [](QJsonObject&) {}, [](QJsonObject&) {}));
+    QFile::remove(dir.path() + "/generation_config.json");
+    QFile gc(dir.path() + "/generation_config.json");
+    QVERIFY(gc.open(QIODevice::WriteOnly));
+    gc.write(R"({"temperature": -2.0, "top_k": 20})");
+    gc.close();
+    App app;
+    EngineController& c = *app.controller;
+    c.loadModel(dir.path());
+    QTRY_COMPARE_WITH_TIMEOUT(c.loadState(), QStringLiteral("ready"), 120000);
+    QTRY_VERIFY_WITH_TIMEOUT(c.errorText().contains(QStringLiteral("generation_config.json")),
+                             5000);
+    QVERIFY2(c.errorText().contains(QStringLiteral("temperature")), qPrintable(c.errorText()));
 }
 
 int main(int argc, char** argv) {

@@ -1,6 +1,6 @@
 // coli convert SRC_DIR DST_DIR: a Hugging Face checkpoint -> a colibri container (engine/convert,
-// docs/container.md). Also `coli info` on a container (printContainerInfo), which cannot go
-// through Model::load until the forward pass reads containers.
+// docs/container.md). Also `coli info` on a container (printContainerInfo): it describes the
+// manifest (formats per class, shards, source hashes) without loading any weights.
 #include "commands.h"
 #include "exit_codes.h"
 #include "options.h"

@@ -3,11 +3,13 @@
 #include "storage/schema.h"
 #include "storage/sqlite_util.h"
 
+#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <set>
 #include <sqlite3.h>
+#include <thread>
 #include <utility>
 
 namespace coli::storage {
@@ -75,14 +77,23 @@ Status Storage::init(const OpenOptions& options) {
         return {ErrorCode::Io, m_path + ": the file is read-only (no write permission); learning "
                                         "needs a writable database"};
     // Everything up to the WAL switch only reads, so a file that is refused stays untouched.
-    auto appId = detail::queryInt(m_db, "PRAGMA application_id", m_path, "reading the header");
-    if (!appId) return appId.status();
-    auto version = schemaVersion(m_db, m_path);
-    if (!version) return version.status();
-    auto tables =
-        detail::queryInt(m_db, "SELECT count(*) FROM sqlite_master", m_path, "reading the schema");
-    if (!tables) return tables.status();
-    if (options.verify && tables.value().value_or(0) > 0) {
+    // One statement, so one snapshot: another connection migrating the file meanwhile cannot
+    // show us its tables with the old version.
+    int64_t id = 0, version = 0, tables = 0;
+    {
+        detail::Stmt s;
+        COLI_RETURN_IF_ERROR(s.prepare(m_db,
+                                       "SELECT (SELECT application_id FROM pragma_application_id), "
+                                       "(SELECT user_version FROM pragma_user_version), "
+                                       "(SELECT count(*) FROM sqlite_master)",
+                                       m_path));
+        const int rc = s.step();
+        if (rc != SQLITE_ROW) return sqliteStatus(m_db, rc, m_path, "reading the header");
+        id = s.int64(0);
+        version = s.int64(1);
+        tables = s.int64(2);
+    }
+    if (options.verify && tables > 0) {
         auto check = detail::queryText(m_db, "PRAGMA quick_check", m_path, "checking integrity");
         if (!check) return check.status();
         if (check.value() != "ok")
@@ -91,24 +102,31 @@ Status Storage::init(const OpenOptions& options) {
                         "); the file is left as it is: move it away to "
                         "start a new one"};
     }
-    const int64_t id = appId.value().value_or(0);
     if (id != 0 && id != kApplicationId)
         return {ErrorCode::Malformed, m_path +
                                           ": a SQLite database of another program "
                                           "(application_id " +
                                           std::to_string(id) + "); it is left as it is"};
-    if (version.value() == 0 && tables.value().value_or(0) > 0)
+    if (version == 0 && tables > 0)
         return {ErrorCode::Malformed,
                 m_path + ": a SQLite database with tables but no Colibri schema version; not a "
                          "Colibri database, it is left as it is"};
-    if (version.value() > kSchemaVersion)
-        return {ErrorCode::Unsupported,
-                m_path + ": schema version " + std::to_string(version.value()) +
-                    " is newer than this Colibri knows (" + std::to_string(kSchemaVersion) +
-                    "); the file is left as it is"};
+    if (version > kSchemaVersion)
+        return {ErrorCode::Unsupported, m_path + ": schema version " + std::to_string(version) +
+                                            " is newer than this Colibri knows (" +
+                                            std::to_string(kSchemaVersion) +
+                                            "); the file is left as it is"};
 
-    auto mode = detail::queryText(m_db, "PRAGMA journal_mode = WAL", m_path,
-                                  "switching to the WAL journal");
+    // The switch upgrades a shared lock; SQLite answers SQLITE_BUSY at once instead of calling the
+    // busy handler when another connection does the same (first opens of a new file), so retry.
+    Result<std::string> mode = std::string();
+    for (int waitedMs = 0;; waitedMs += 10) {
+        mode = detail::queryText(m_db, "PRAGMA journal_mode = WAL", m_path,
+                                 "switching to the WAL journal");
+        const bool busy = !mode && (sqlite3_errcode(m_db) & 0xff) == SQLITE_BUSY;
+        if (!busy || waitedMs >= options.busyTimeoutMs) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     if (!mode) return mode.status();
     if (mode.value() != "wal")
         return {ErrorCode::Io, m_path + ": cannot switch to the WAL journal (journal mode stays '" +

@@ -75,3 +75,31 @@ TEST(Concurrency, ReaderSeesWholeSavesWhileWritersSave) {
         EXPECT_EQ(st.value()->tokenClock(m).value(), kSaves);
     }
 }
+
+TEST(Concurrency, SeveralFirstOpensOfANewFileMigrateItOnce) {
+    for (int round = 0; round < 5; ++round) {
+        TempDir t;
+        const std::string path = t.file("colibri.db");
+        constexpr int kThreads = 4;
+        std::atomic<int> ok{0};
+        std::atomic<uint64_t> migrations{0};
+        std::vector<std::string> errors(kThreads);
+        std::vector<std::thread> threads;
+        for (int i = 0; i < kThreads; ++i)
+            threads.emplace_back([&, i] {
+                auto st = Storage::open(path);
+                if (!st) {
+                    errors[size_t(i)] = st.status().toString();
+                    return;
+                }
+                migrations += st.value()->commits();
+                if (st.value()->modelId("m", "/m")) ++ok;
+            });
+        for (auto& th : threads)
+            th.join();
+        for (const std::string& e : errors)
+            EXPECT_EQ(e, "");
+        EXPECT_EQ(ok.load(), kThreads);
+        EXPECT_EQ(migrations.load(), 1u); // exactly one connection ran the v1 step
+    }
+}

@@ -38,7 +38,8 @@ REQUESTS = {
                "Implement {f} in Python."],
 }
 
-# Longest assistant answer kept, in characters (the phase-2 context is 1024 tokens).
+# Longest assistant answer kept, in characters (~800 tokens; phase 2 trains on 512-token windows,
+# so the longest answers are seen cut, which only costs them their closing <|im_end|>).
 MAX_ANSWER_CHARS = 2400
 
 _HEADWORD = re.compile(r"^([A-Za-z][A-Za-z' -]{0,40}?) \\")

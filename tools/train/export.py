@@ -189,7 +189,8 @@ def model_card(name, cfg, ck, manifest, row, samples, dtype, size):
              f"{ts['args']['aux']}, router z-loss {ts['args']['zloss']}.",
              "- Phase 1: plain text in 256-token windows." + (
                  "" if not ts["phase2"] else
-                 f" Phase 2 (last {ts['phase2']['tokens']:,d} tokens): 1024-token windows, "
+                 f" Phase 2 (last {ts['phase2']['tokens']:,d} tokens): "
+                 f"{ts['phase2']['args']['seq']}-token windows, "
                  f"{ts['phase2']['args']['chat_frac']:.0%} of them ChatML conversations whose "
                  "answers are training documents and whose requests come from a fixed list of "
                  "templates (tools/train/chat_data.py)."),

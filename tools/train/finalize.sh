@@ -16,10 +16,10 @@ mkdir -p "$DATA" docs/images
 
 $PY tools/train/export.py --ckpt "$STATE/ckpt/phase2.pt" --out "$OUT" --name "$NAME" --samples
 $PY tools/train/golden.py "$OUT"
-# Held-out bits per byte over the whole split: the shipped weights at 256 and 1024 tokens, and
+# Held-out bits per byte over the whole split: the shipped weights at 256 and 512 tokens, and
 # the end of phase 1 at its 256 (what phase 2 cost on short windows).
 $PY tools/train/evaluate.py --export "$OUT" --context 256 > "$DATA/eval-256.json"
-$PY tools/train/evaluate.py --export "$OUT" --context 1024 > "$DATA/eval-1024.json"
+$PY tools/train/evaluate.py --export "$OUT" --context 512 > "$DATA/eval-512.json"
 $PY tools/train/evaluate.py --ckpt "$STATE/ckpt/last.pt" > "$DATA/eval-phase1-256.json"
 cp "$STATE/log.csv" "$DATA/log-phase1.csv"
 cp "$STATE/log_phase2.csv" "$DATA/log-phase2.csv"
@@ -38,14 +38,14 @@ $PY - "$DATA" <<'PYEOF'
 import json, sys
 d = sys.argv[1]
 base = json.load(open("tools/train/baseline.json"))["domains"]
-e256, e1024, p1 = (json.load(open(f"{d}/{n}.json")) for n in ("eval-256", "eval-1024", "eval-phase1-256"))
-print("| Domain | n-gram (all domains) | n-gram (own domain) | phase 1, 256 | shipped, 256 | shipped, 1024 |")
+e256, e512, p1 = (json.load(open(f"{d}/{n}.json")) for n in ("eval-256", "eval-512", "eval-phase1-256"))
+print("| Domain | n-gram (all domains) | n-gram (own domain) | phase 1, 256 | shipped, 256 | shipped, 512 |")
 print("|---|---:|---:|---:|---:|---:|")
 for k in e256:
     if k == "mean":
         continue
-    print(f"| {k} | {base[k]['bpb_all_domains']:.3f} | {base[k]['bpb_own_domain']:.3f} | {p1[k]:.3f} | {e256[k]:.3f} | {e1024[k]:.3f} |")
+    print(f"| {k} | {base[k]['bpb_all_domains']:.3f} | {base[k]['bpb_own_domain']:.3f} | {p1[k]:.3f} | {e256[k]:.3f} | {e512[k]:.3f} |")
 m = lambda key: sum(base[k][key] for k in base) / len(base)
-print(f"| mean | {m('bpb_all_domains'):.3f} | {m('bpb_own_domain'):.3f} | {p1['mean']:.3f} | {e256['mean']:.3f} | {e1024['mean']:.3f} |")
+print(f"| mean | {m('bpb_all_domains'):.3f} | {m('bpb_own_domain'):.3f} | {p1['mean']:.3f} | {e256['mean']:.3f} | {e512['mean']:.3f} |")
 PYEOF
 tail -1 "$DATA/route-stats.txt"

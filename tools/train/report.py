@@ -74,7 +74,7 @@ def svg(rows, domains, baseline, phase2_start=None, W=900, H=520):
         s.append(f'<line x1="{x:.1f}" y1="{T}" x2="{x:.1f}" y2="{H - B}" stroke="#888" '
                  'stroke-dasharray="2,3"/>')
         s.append(f'<text x="{x - 4:.1f}" y="{T + 12}" text-anchor="end" fill="#555">'
-                 'phase 2: 1024-token context + chat</text>')
+                 'phase 2: 512-token context + chat</text>')
     for i, d in enumerate(domains):
         c = COLORS.get(d, "black")
         pts = " ".join(f"{px(x):.1f},{py(float(r['bpb_' + d])):.1f}" for x, r in zip(xs, rows))

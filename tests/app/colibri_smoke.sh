@@ -1,5 +1,5 @@
 #!/bin/bash
-# The real binary under Xvfb: starts on the default model (the largest fixture), stays up, and
+# The real binary under Xvfb: starts on the default model (the shipped one), stays up, and
 # SIGTERM quits it through the normal path (exit code 0) within 3 s.
 # Usage: colibri_smoke.sh PATH/TO/colibri   (run inside xvfb-run)
 set -u

@@ -30,6 +30,7 @@ using namespace coli::app;
 
 namespace {
 const QString kModel = QStringLiteral(COLI_FIXTURE_DIR "/qwen3moe");
+const QString kShippedModel = QStringLiteral(COLI_SHIPPED_MODEL_DIR); // the app's default
 const QString kPrompt = QStringLiteral("Tell me about hummingbirds.");
 constexpr int kMaxTokens = 40;
 constexpr uint64_t kSeed = 1234;
@@ -93,6 +94,8 @@ private slots:
     void stopKeepsTextAndAllowsNextTurn();
     void badModelDirShowsErrorInWindow();
     void quitMidAnswerIsPrompt();
+    void shippedDefaultModelChats();
+    void longChatOutgrowsTheContext();
 
 private:
     QTemporaryDir m_config;
@@ -331,4 +334,72 @@ int main(int argc, char** argv) {
     TstAppGui t;
     return QTest::qExec(&t, argc, argv);
 }
+// The model the app opens by default (resources/models/, issue 3): a chat request through the
+// window gives the same answer as `coli generate --chat`, ends by itself (the model learnt the
+// chat format's <|im_end|>), and is drawn. Screenshot: screenshots/shipped-model.png.
+void TstAppGui::shippedDefaultModelChats() {
+    QVERIFY2(QFileInfo::exists(kShippedModel + "/config.json"), qPrintable(kShippedModel));
+    App app(testParams(), testSampling());
+    app.window->resize(1000, 720);
+    app.window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(app.window));
+    EngineController& c = *app.controller;
+    c.loadModel(kShippedModel);
+    QTRY_COMPARE_WITH_TIMEOUT(c.loadState(), QStringLiteral("ready"), 120000);
+    QVERIFY2(c.errorText().isEmpty(), qPrintable(c.errorText()));
+    QSignalSpy finished(&c, &EngineController::answerFinished);
+    const QString request = QStringLiteral("Tell me a fortune.");
+    QVERIFY(c.send(request));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+    ChatModel& chat = *c.chatModel();
+    QCOMPARE(chat.rowCount(), 2);
+    const ChatModel::Message answer = chat.at(1);
+    QVERIFY2(answer.error.isEmpty(), qPrintable(answer.error));
+    QVERIFY(answer.tokens > 0);
+    QVERIFY2(!answer.text.trimmed().isEmpty(), "empty answer");
+    qInfo("shipped model answer (%d tokens): %s", answer.tokens, qPrintable(answer.text));
+
+    QProcess cli;
+    cli.start(QStringLiteral(COLI_CLI_PATH),
+              {"generate", kShippedModel, "--chat", "-p", request, "-n",
+               QString::number(kMaxTokens), "--temp", QString::number(kTemp), "--top-k",
+               QString::number(kTopK), "--top-p", QString::number(kTopP), "--min-p",
+               QString::number(kMinP), "--repeat-penalty", "1", "--seed", QString::number(kSeed)});
+    QVERIFY(cli.waitForFinished(120000));
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    QCOMPARE(answer.text, QString::fromUtf8(cli.readAllStandardOutput()));
+
+    QTest::qWait(200);
+    const QImage img = app.window->grabWindow();
+    const QString dir = QStringLiteral(COLI_BINARY_DIR "/screenshots");
+    QVERIFY(QDir().mkpath(dir));
+    QVERIFY(img.save(dir + "/shipped-model.png"));
+    QVERIFY2(distinctColours(img, img.rect()) > 16, "window grab is (nearly) blank");
+}
+
+// A chat longer than the default model's 512-token context goes on: older exchanges are left out
+// of the prompt (runtime/context_fit.h) and the window says so; no turn fails.
+void TstAppGui::longChatOutgrowsTheContext() {
+    App app(testParams(), testSampling());
+    app.window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(app.window));
+    EngineController& c = *app.controller;
+    c.loadModel(kShippedModel);
+    QTRY_COMPARE_WITH_TIMEOUT(c.loadState(), QStringLiteral("ready"), 120000);
+    QSignalSpy finished(&c, &EngineController::answerFinished);
+    QString request;
+    for (int i = 0; i < 12; ++i)
+        request += QStringLiteral("Tell me about the sea, the wind and the stars. ");
+    bool noticed = false;
+    for (int turn = 0; turn < 14 && !noticed; ++turn) {
+        QVERIFY(c.send(request + QString::number(turn)));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), turn + 1, 120000);
+        const ChatModel::Message answer = c.chatModel()->at(c.chatModel()->rowCount() - 1);
+        QVERIFY2(answer.error.isEmpty(), qPrintable(answer.error));
+        noticed = c.errorText().contains(QStringLiteral("left out of the prompt"));
+    }
+    QVERIFY2(noticed, "no notice after 14 long turns: the context was never outgrown?");
+    qInfo("notice: %s", qPrintable(c.errorText()));
+}
+
 #include "tst_app_gui.moc"

@@ -2,6 +2,8 @@
 # After phase 2 (finetune.py): export the shipped model and produce everything docs and tests
 # use from it. Run from the repository root with the engine built (tools/setup.sh test or run):
 #   tools/train/finalize.sh [STATE_DIR] [COLI]
+# FINAL_CKPT (default STATE/ckpt/phase2.pt) picks the checkpoint to ship; PHASE2_LOG (default
+# STATE/log_phase2.csv) the fine-tuning log that continues the loss curve.
 # Writes resources/models/colibri-moe-tiny/, tests/default_model/golden.json,
 # docs/data/default-model/*.json and docs/images/default-model-*.png; prints Markdown tables.
 set -euo pipefail
@@ -14,7 +16,9 @@ PY=/usr/bin/python3
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 mkdir -p "$DATA" docs/images
 
-$PY tools/train/export.py --ckpt "$STATE/ckpt/phase2.pt" --out "$OUT" --name "$NAME" --samples
+FINAL_CKPT=${FINAL_CKPT:-$STATE/ckpt/phase2.pt}
+PHASE2_LOG=${PHASE2_LOG:-$STATE/log_phase2.csv}
+$PY tools/train/export.py --ckpt "$FINAL_CKPT" --log "$PHASE2_LOG" --out "$OUT" --name "$NAME" --samples
 $PY tools/train/golden.py "$OUT"
 # Held-out bits per byte over the whole split: the shipped weights at 256 and 512 tokens, and
 # the end of phase 1 at its 256 (what phase 2 cost on short windows).
@@ -22,8 +26,8 @@ $PY tools/train/evaluate.py --export "$OUT" --context 256 > "$DATA/eval-256.json
 $PY tools/train/evaluate.py --export "$OUT" --context 512 > "$DATA/eval-512.json"
 $PY tools/train/evaluate.py --ckpt "$STATE/ckpt/last.pt" > "$DATA/eval-phase1-256.json"
 cp "$STATE/log.csv" "$DATA/log-phase1.csv"
-cp "$STATE/log_phase2.csv" "$DATA/log-phase2.csv"
-$PY tools/train/report.py --log "$STATE/log.csv" --log2 "$STATE/log_phase2.csv" \
+cp "$PHASE2_LOG" "$DATA/log-phase2.csv"
+$PY tools/train/report.py --log "$STATE/log.csv" --log2 "$PHASE2_LOG" \
     --png docs/images/default-model-loss.png --rows 14 > "$DATA/loss-table.md"
 # Routing statistics from the engine on the held-out text of every domain.
 args=()

@@ -35,7 +35,7 @@ from tokenizer import Tokenizer  # noqa: E402
 from train import (DOMAINS, append_log, domain_weights, eval_windows, evaluate,  # noqa: E402
                    load_tokens, save_ckpt, trim_log)
 
-KEYS = ("seed", "seq", "batch", "lr", "warmup", "chat_frac", "tokens_total")
+KEYS = ("seed", "seq", "batch", "lr", "warmup", "chat_frac", "tokens_total", "chat_uniform")
 
 
 def chat_row(convs, probs, T, rng, eot):
@@ -88,14 +88,18 @@ def main():
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--chat-frac", type=float, default=0.35, help="share of chat rows")
     ap.add_argument("--tokens-total", type=float, default=1.2e6)
+    ap.add_argument("--name", default="phase2",
+                    help="output: STATE/ckpt/NAME.pt and STATE/log_NAME.csv")
+    ap.add_argument("--chat-uniform", action="store_true",
+                    help="draw chat rows' domains uniformly (not by the text weights)")
     ap.add_argument("--hours", type=float, default=0)
     ap.add_argument("--ckpt-minutes", type=float, default=5)
     ap.add_argument("--eval-minutes", type=float, default=5)
     ap.add_argument("--print-every", type=int, default=10)
     a = ap.parse_args()
     torch.set_num_threads(1)
-    ckpt_path = os.path.join(a.state, "ckpt", "phase2.pt")
-    log_path = os.path.join(a.state, "log_phase2.csv")
+    ckpt_path = os.path.join(a.state, "ckpt", a.name + ".pt")
+    log_path = os.path.join(a.state, f"log_{a.name}.csv")
     if a.resume:
         ck = torch.load(ckpt_path)
         for k in KEYS:
@@ -104,12 +108,20 @@ def main():
         ck = torch.load(a.from_ckpt or os.path.join(a.state, "ckpt", "last.pt"))
         if os.path.exists(ckpt_path):
             sys.exit(f"finetune: {ckpt_path} exists; use --resume")
-    p1 = ck["phase1"] if a.resume else {k: ck[k] for k in ("step", "tokens", "elapsed", "args")}
+    if a.resume:
+        p1 = ck["phase1"]
+    elif "phase1" in ck:  # continuing a finished fine-tune: everything before it counts as before
+        p1 = {"step": ck["phase1"]["step"] + ck["step"],
+              "tokens": ck["phase1"]["tokens"] + ck["tokens"],
+              "elapsed": ck["phase1"]["elapsed"] + ck["elapsed"], "args": ck["phase1"]["args"]}
+    else:
+        p1 = {k: ck[k] for k in ("step", "tokens", "elapsed", "args")}
 
     meta, train, held = load_tokens(a.data)
     tok = Tokenizer(meta["tokenizer"])
     eot = tok.eot
-    margs = ModelArgs(**{**ck["model_args"], "max_seq": a.seq})
+    # The context only grows: a later, shorter-window fine-tune keeps the longer trained context.
+    margs = ModelArgs(**{**ck["model_args"], "max_seq": max(a.seq, ck["model_args"]["max_seq"])})
     model = MoEModel(margs)
     model.load_state_dict(ck["model"])
     decay = [p for p in model.parameters() if p.dim() >= 2]
@@ -134,7 +146,7 @@ def main():
     convs_held = build(a.data, DOMAINS, "heldout", 7, tok)
     tok_bytes = tok.token_byte_lengths()
     win256 = eval_windows(held, 256, 24)
-    win_long = eval_windows(held, a.seq, 6)
+    win_long = eval_windows(held, margs.max_seq, 6)
     total_steps = int(a.tokens_total // (a.batch * a.seq))
     print(f"phase 2: {total_steps} steps of {a.batch}x{a.seq}, chat share {a.chat_frac}; "
           f"train conversations " + ", ".join(f"{d} {len(c)}" for d, c in convs_train.items()),
@@ -166,7 +178,7 @@ def main():
                "train_ce_ema": round(ema, 4) if ema is not None else ""}
         row.update({f"bpb_{d}": round(v, 4) for d, v in r256.items()})
         row["bpb_mean"] = round(sum(r256.values()) / len(r256), 4)
-        row[f"bpb{a.seq}_mean"] = round(sum(rlong.values()) / len(rlong), 4)
+        row[f"bpb{margs.max_seq}_mean"] = round(sum(rlong.values()) / len(rlong), 4)
         row["chat_answer_ce"] = round(chat_loss(model, convs_held), 4)
         append_log(log_path, row)
         print("EVAL " + str(row), flush=True)
@@ -182,7 +194,8 @@ def main():
         lr = lr_at(step)
         for g in opt.param_groups:
             g["lr"] = lr
-        rows = [chat_row(convs_train, probs, a.seq, rng, eot) if rng.random() < a.chat_frac
+        chat_probs = np.full(len(DOMAINS), 1 / len(DOMAINS)) if a.chat_uniform else probs
+        rows = [chat_row(convs_train, chat_probs, a.seq, rng, eot) if rng.random() < a.chat_frac
                 else text_row(train, probs, a.seq, rng) for _ in range(a.batch)]
         xs = torch.tensor(rows, dtype=torch.int64)
         x, y = xs[:, :-1], xs[:, 1:]

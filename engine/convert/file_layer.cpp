@@ -72,8 +72,9 @@ public:
             return {ErrorCode::Io,
                     "cannot rename " + from + " to " + to + ": " + std::strerror(errno)};
         // The rename is durable only once the directory entry is on disk.
-        std::string dir = std::filesystem::path(to).parent_path().string();
-        if (dir.empty()) dir = ".";
+        // (Not `dir = "."` on an empty string: GCC 12 warns -Wrestrict on that, falsely.)
+        const std::filesystem::path parent = std::filesystem::path(to).parent_path();
+        const std::string dir = parent.empty() ? std::string(".") : parent.string();
         const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd >= 0) {
             ::fsync(fd);

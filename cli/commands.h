@@ -19,5 +19,6 @@ Command addTraceCommand(CLI::App& root);
 Command addRouteStatsCommand(CLI::App& root);
 Command addConvertCommand(CLI::App& root);
 Command addBenchCommand(CLI::App& root);
+Command addUsageCommand(CLI::App& root);
 
 } // namespace coli::cli

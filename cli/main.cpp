@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
         std::vector<Command> commands = {addInfoCommand(app),       addGenerateCommand(app),
                                          addChatCommand(app),       addTraceCommand(app),
                                          addRouteStatsCommand(app), addConvertCommand(app),
-                                         addBenchCommand(app)};
+                                         addBenchCommand(app),      addUsageCommand(app)};
         // A first argument that is neither an option nor a command: CLI11 would only say it
         // was "not expected".
         if (argc > 1 && argv[1][0] != '-') {

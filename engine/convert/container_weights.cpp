@@ -282,14 +282,7 @@ ModelSummary containerSummary(const Container& c, const ModelConfig& cfg) {
             s.denseBytes += int64_t(t->length);
         }
     }
-    s.expertsPerLayer = cfg.nExperts;
-    for (bool sp : cfg.sparseLayer)
-        s.moeLayers += sp ? 1 : 0;
-    const int64_t paramsPerExpert = 3 * int64_t(cfg.expertFfn) * cfg.dModel;
-    s.activeParams =
-        s.totalParams - int64_t(s.moeLayers) * (cfg.nExperts - cfg.topK) * paramsPerExpert;
-    const int64_t nExpertsTotal = int64_t(s.moeLayers) * cfg.nExperts;
-    s.bytesPerExpert = nExpertsTotal ? s.expertBytes / nExpertsTotal : 0;
+    finishSummary(cfg, s);
     s.storage = "colibri container (" + c.describe() + ")";
     return s;
 }

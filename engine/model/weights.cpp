@@ -233,6 +233,18 @@ Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
     return w;
 }
 
+void finishSummary(const ModelConfig& cfg, ModelSummary& s) {
+    s.expertsPerLayer = cfg.nExperts;
+    s.moeLayers = 0;
+    for (bool sp : cfg.sparseLayer)
+        s.moeLayers += sp ? 1 : 0;
+    const int64_t paramsPerExpert = 3 * int64_t(cfg.expertFfn) * cfg.dModel;
+    s.activeParams =
+        s.totalParams - int64_t(s.moeLayers) * (cfg.nExperts - cfg.topK) * paramsPerExpert;
+    const int64_t nExpertsTotal = int64_t(s.moeLayers) * cfg.nExperts;
+    s.bytesPerExpert = nExpertsTotal ? s.expertBytes / nExpertsTotal : 0;
+}
+
 ModelSummary computeSummary(const Checkpoint& ckpt, const ModelConfig& cfg) {
     ModelSummary s;
     // Not a model this checkpoint can hold: loadWeights reports why; planning could exhaust memory.
@@ -253,14 +265,7 @@ ModelSummary computeSummary(const Checkpoint& ckpt, const ModelConfig& cfg) {
             s.denseBytes += int64_t(t->nbytes);
         }
     }
-    s.expertsPerLayer = cfg.nExperts;
-    for (bool sp : cfg.sparseLayer)
-        s.moeLayers += sp ? 1 : 0;
-    const int64_t paramsPerExpert = 3 * int64_t(cfg.expertFfn) * cfg.dModel;
-    s.activeParams =
-        s.totalParams - int64_t(s.moeLayers) * (cfg.nExperts - cfg.topK) * paramsPerExpert;
-    const int64_t nExpertsTotal = int64_t(s.moeLayers) * cfg.nExperts;
-    s.bytesPerExpert = nExpertsTotal ? s.expertBytes / nExpertsTotal : 0;
+    finishSummary(cfg, s);
     std::string list;
     for (const std::string& d : dtypes)
         list += (list.empty() ? "" : "+") + d;

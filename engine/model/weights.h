@@ -92,4 +92,10 @@ Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
 // All zero when checkPlausibleSizes fails (loadWeights then reports the error).
 ModelSummary computeSummary(const Checkpoint& ckpt, const ModelConfig& cfg);
 
+// The parts of a summary that follow from the config and the totals a reader has filled in
+// (totalParams, expertBytes): expertsPerLayer, moeLayers, activeParams (everything but the
+// routed experts not in the top-k of each MoE layer) and bytesPerExpert (expertBytes / routed
+// experts). Shared by computeSummary and the container reader. Pure.
+void finishSummary(const ModelConfig& cfg, ModelSummary& s);
+
 } // namespace coli

@@ -75,6 +75,30 @@ inline int32_t hsum(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
+// Lane i = the sum of the 8 int32 lanes of p[i]: four rows' group dots in one vector, so the
+// f32 part is the scalar definition evaluated lane-wise.
+inline __m128i rowSums4(const __m256i p[4]) {
+    const __m256i h =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+// y[t, r .. r+nValid-1] = lanes of acc[t] (rows past nValid were computed on a repeated row and
+// are not stored).
+inline void storeRows4(const MatmulArgs& a, int64_t r, int nValid, const __m128* acc) {
+    for (int64_t t = 0; t < a.nTokens; ++t) {
+        float* y = a.y + t * a.yStride + r;
+        if (nValid == 4) {
+            _mm_storeu_ps(y, acc[t]);
+        } else {
+            alignas(16) float tmp[4];
+            _mm_store_ps(tmp, acc[t]);
+            for (int i = 0; i < nValid; ++i)
+                y[i] = tmp[i];
+        }
+    }
+}
+
 // int8 rows r .. r+nValid-1 (nValid 1..4; missing rows repeat the last one and are not stored).
 template <int G> void rows4Q8(const MatmulArgs& a, int64_t r, int nValid, bool hasNext) {
     constexpr int kChunks = G / 32;
@@ -112,25 +136,12 @@ template <int G> void rows4Q8(const MatmulArgs& a, int64_t r, int nValid, bool h
                 for (int i = 0; i < 4; ++i)
                     p[i] = _mm256_add_epi32(p[i], dot32(w[i][c][0], w[i][c][1], xlo, xhi));
             }
-            const __m256i h =
-                _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-            const __m128i s =
-                _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            const __m128i s = rowSums4(p);
             const __m128 scale = _mm_mul_ps(ws, _mm_set1_ps(a.xs[t * groups + gi]));
             acc[t] = _mm_add_ps(acc[t], _mm_mul_ps(_mm_cvtepi32_ps(s), scale));
         }
     }
-    for (int64_t t = 0; t < a.nTokens; ++t) {
-        float* y = a.y + t * a.yStride + r;
-        if (nValid == 4) {
-            _mm_storeu_ps(y, acc[t]);
-        } else {
-            alignas(16) float tmp[4];
-            _mm_store_ps(tmp, acc[t]);
-            for (int i = 0; i < nValid; ++i)
-                y[i] = tmp[i];
-        }
-    }
+    storeRows4(a, r, nValid, acc);
 }
 
 // int4 activations prepared once per call, per token and group, in the order of the weights'
@@ -231,26 +242,12 @@ void rows4Q4(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid,
                 for (int i = 0; i < 4; ++i)
                     p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(lo[i], xb), ones16);
             }
-            const __m256i h =
-                _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-            const __m128i s = _mm_sub_epi32(
-                _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)),
-                _mm_set1_epi32(px.sum8[t * groups + gi]));
+            const __m128i s = _mm_sub_epi32(rowSums4(p), _mm_set1_epi32(px.sum8[t * groups + gi]));
             const __m128 scale = _mm_mul_ps(ws, _mm_set1_ps(a.xs[t * groups + gi]));
             acc[t] = _mm_add_ps(acc[t], _mm_mul_ps(_mm_cvtepi32_ps(s), scale));
         }
     }
-    for (int64_t t = 0; t < a.nTokens; ++t) {
-        float* y = a.y + t * a.yStride + r;
-        if (nValid == 4) {
-            _mm_storeu_ps(y, acc[t]);
-        } else {
-            alignas(16) float tmp[4];
-            _mm_store_ps(tmp, acc[t]);
-            for (int i = 0; i < nValid; ++i)
-                y[i] = tmp[i];
-        }
-    }
+    storeRows4(a, r, nValid, acc);
 }
 
 template <int Bits, int G> void matmulRowsT(const MatmulArgs& a, int64_t r0, int64_t r1) {

@@ -1,0 +1,99 @@
+#pragma once
+// The asynchronous read pool of the expert tiers (DESIGN.md "Expert tiers", step 4 "overlap"):
+// whole-expert reads are submitted by the compute thread (or the prefetcher) and complete on the
+// pool's own threads while resident experts compute. Two backends behind one interface:
+//   IoBackend::Uring        - io_uring through liburing: one submission thread, up to queueDepth
+//                             reads in flight in the kernel.
+//   IoBackend::PreadThreads - queueDepth threads, each doing blocking pread()s.
+// IoBackend::Auto picks Uring when liburing is compiled in and io_uring_queue_init succeeds (a
+// container's seccomp filter often refuses it), else PreadThreads; backend() says which ran.
+// Buffered reads are followed by posix_fadvise(POSIX_FADV_DONTNEED) on the range read, so the page
+// cache does not keep a second copy of what the expert cache already holds (RSS stays honest).
+// With directIo, files are opened a second time with O_DIRECT and every read goes through that
+// handle: offset, length and destination must then be multiples of / aligned to kDirectIoAlign.
+// No mmap.
+// Thread-safety: all member functions may be called from any thread; completion callbacks run on
+// a pool thread (never inside submit()), one at a time per read, and must not call submit() of a
+// pool being destroyed.
+#include "core/status.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace coli::aio {
+
+// O_DIRECT alignment (bytes) of offsets, lengths and buffers; 4096 covers the logical block size
+// of current disks and matches the container's expert alignment (docs/container.md).
+constexpr uint64_t kDirectIoAlign = 4096;
+
+enum class IoBackend { Auto, Uring, PreadThreads };
+const char* ioBackendName(IoBackend b); // "auto", "io_uring", "pread-threads"
+
+struct IoOptions {
+    IoBackend backend = IoBackend::Auto;
+    int queueDepth = 4;    // reads in flight at most (1..64): pread threads, or io_uring entries
+    bool directIo = false; // read through O_DIRECT handles (see kDirectIoAlign)
+};
+
+struct ReadRequest {
+    int file = -1;        // an index returned by IoPool::openFile
+    uint64_t offset = 0;  // bytes from the file's start
+    uint64_t length = 0;  // bytes to read (> 0); all of them must exist (a short file is an error)
+    void* dst = nullptr;  // length bytes, owned by the caller until `done` has run
+};
+
+// Called exactly once per submitted read, on a pool thread: OK when all `length` bytes were read;
+// Io naming the file, offset and errno text otherwise (also for end of file before `length`).
+using ReadDone = std::function<void(const Status&)>;
+
+struct IoStats {
+    uint64_t reads = 0;      // completed reads (failed ones included)
+    uint64_t bytes = 0;      // bytes read by successful reads
+    uint64_t failed = 0;     // reads completed with an error
+    double busySeconds = 0;  // wall seconds with at least one read in flight (steady clock)
+    int maxInFlight = 0;     // the most reads in flight at once so far
+};
+
+class IoPool {
+public:
+    // Errors: InvalidArgument (queueDepth outside 1..64); Unsupported when backend is Uring and
+    // io_uring cannot be set up here (the message gives the errno text).
+    static Result<std::unique_ptr<IoPool>> create(const IoOptions& options);
+    // Waits for every submitted read to complete (callbacks run) before returning.
+    ~IoPool();
+    IoPool(const IoPool&) = delete;
+    IoPool& operator=(const IoPool&) = delete;
+
+    // Opens `path` read-only (and, with directIo, a second O_DIRECT handle) and returns its index
+    // for ReadRequest::file. Errors: NotFound / Io naming the path; Unsupported when O_DIRECT is
+    // refused by the file system (EINVAL, e.g. tmpfs), naming the path.
+    Result<int> openFile(const std::string& path);
+    // Size in bytes of an opened file. InvalidArgument for an unknown index.
+    Result<uint64_t> fileSize(int file) const;
+
+    // Queues a read; never blocks on I/O (requests beyond queueDepth wait in a FIFO queue).
+    // Invalid requests (unknown file, zero length, null dst, misaligned under directIo) complete
+    // with InvalidArgument through `done`, still on a pool thread.
+    void submit(const ReadRequest& request, ReadDone done);
+    // Reads synchronously on the calling thread with the same handles and fadvise rules; for
+    // loading outside the pool. Errors: as ReadDone's.
+    Status readNow(const ReadRequest& request);
+
+    IoBackend backend() const;   // the backend actually running (never Auto)
+    bool directIo() const;
+    int queueDepth() const;
+    IoStats stats() const;       // a consistent snapshot
+
+    // Test hook (fault injection): the read that completes `afterReads` completions from now
+    // (0 = the next one) fails with Io "injected read failure" instead of its real result.
+    void injectFailure(uint64_t afterReads);
+
+private:
+    IoPool();
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace coli::aio

@@ -5,6 +5,7 @@
 // saved to SQLite and loaded again continues unchanged). Recency is a global access sequence
 // number; LFRU orders experts by decayed heat first and recency second.
 // Thread-safety: none; one owner (the expert cache, under its lock, or a simulator).
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

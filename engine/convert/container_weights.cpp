@@ -237,10 +237,12 @@ Status checkContainerFits(const Container& c, const ModelConfig& cfg) {
 
 Result<ModelWeights> loadContainerWeights(const Container& c, const ModelConfig& cfg,
                                           const WeightProgressFn& progress,
-                                          const std::atomic<bool>* cancel) {
+                                          const std::atomic<bool>* cancel, bool routedExperts) {
     COLI_RETURN_IF_ERROR(checkContainerFits(c, cfg));
     ModelWeights w;
-    const std::vector<WeightSlot> slots = planWeights(cfg, &w);
+    std::vector<WeightSlot> slots = planWeights(cfg, &w);
+    if (!routedExperts)
+        std::erase_if(slots, [](const WeightSlot& s) { return s.what == SlotKind::Expert; });
     uint64_t total = 0, done = 0;
     for (const WeightSlot& s : slots)
         total += s.what == SlotKind::Expert ? c.expert(s.layer, s.expert)->length

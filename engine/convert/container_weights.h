@@ -30,9 +30,12 @@ Status checkContainerFits(const Container& c, const ModelConfig& cfg);
 // progress: fraction of the bytes to read, after each tensor / blob. Errors: those of
 // checkContainerFits; Io (a shard that cannot be opened or read: the message names the shard and
 // the tensor); Cancelled when *cancel turns true (checked between tensors).
+// routedExperts false: the expert blobs are checked (checkContainerFits) but not read; the
+// experts' matrices stay empty (the expert tiers stream them, tiers/).
 Result<ModelWeights> loadContainerWeights(const Container& c, const ModelConfig& cfg,
                                           const WeightProgressFn& progress = {},
-                                          const std::atomic<bool>* cancel = nullptr);
+                                          const std::atomic<bool>* cancel = nullptr,
+                                          bool routedExperts = true);
 
 // Model::summary() for a container, from the manifest (no data read): parameters from the config's
 // tensor list; dense bytes = stored bytes of the needed non-expert tensors; expert bytes = blob

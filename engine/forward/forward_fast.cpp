@@ -38,7 +38,7 @@ int threadId() {
 
 // Y[t, r] = W.row(r) . X[t] (+ bias[r]) for t < n. X: [n, ldx], Y: [n, ldy].
 // Parallel over output rows r: each thread streams its rows of W once for all n tokens.
-void matmulF32(const Matrix& W, const float* X, int ldx, int n, float* Y, int ldy,
+void matmulF32(const MatrixView& W, const float* X, int ldx, int n, float* Y, int ldy,
                const float* bias, int threads) {
     const bool par = long(W.rows) * W.cols * n >= kMinParallelWork;
 #pragma omp parallel for num_threads(threads) schedule(static) if (par)
@@ -57,7 +57,7 @@ void matmulF32(const Matrix& W, const float* X, int ldx, int n, float* Y, int ld
 // kernels' row block). Every y element is computed by one thread in the kernels' fixed order, so
 // the thread count never changes a bit. Activations with NaN/Inf cannot be quantised: Y becomes
 // NaN, which forward() reports as a Numeric error on the logits.
-void matmulQuantised(const Matrix& W, const float* X, int ldx, int n, float* Y, int ldy,
+void matmulQuantised(const MatrixView& W, const float* X, int ldx, int n, float* Y, int ldy,
                      const float* bias, int threads, FastWorkspace& ws) {
     const int G = quant::formatInfo(W.qfmt).groupSize;
     // One pass per token when the rows are not packed as the kernels expect (never in the
@@ -87,7 +87,7 @@ void matmulQuantised(const Matrix& W, const float* X, int ldx, int n, float* Y, 
             const int64_t r0 = std::min<int64_t>(W.rows, blocks * id / nt * 4);
             const int64_t r1 = std::min<int64_t>(W.rows, blocks * (id + 1) / nt * 4);
             // Arguments were checked by quantiseActivations and at load (formats, sizes).
-            (void)quant::quantMatmulRows(W.qfmt, W.q.data(), W.rows, W.cols, xa, y, r0, r1);
+            (void)quant::quantMatmulRows(W.qfmt, W.q, W.rows, W.cols, xa, y, r0, r1);
         }
     }
     if (bias)
@@ -96,8 +96,8 @@ void matmulQuantised(const Matrix& W, const float* X, int ldx, int n, float* Y, 
                 Y[size_t(t) * ldy + r] += bias[r];
 }
 
-void matmul(const Matrix& W, const float* X, int ldx, int n, float* Y, int ldy, const float* bias,
-            int threads, FastWorkspace& ws) {
+void matmul(const MatrixView& W, const float* X, int ldx, int n, float* Y, int ldy,
+            const float* bias, int threads, FastWorkspace& ws) {
     if (W.quantised())
         matmulQuantised(W, X, ldx, n, Y, ldy, bias, threads, ws);
     else
@@ -114,7 +114,7 @@ void swigluAct(float* g, const float* u, int n, int ffn, int ld, int threads) {
 }
 
 // Y [n, d_model] = down(silu(gate X) * up X) for X [n, d_model]; uses ws.g / ws.u.
-void swiglu(const SwiGluWeights& e, const float* X, int n, int d, float* Y, FastWorkspace& ws,
+void swiglu(const SwiGluView& e, const float* X, int n, int d, float* Y, FastWorkspace& ws,
             int threads) {
     const int ffn = e.gate.rows;
     matmul(e.gate, X, d, n, ws.g.data(), ffn, nullptr, threads, ws);
@@ -130,8 +130,8 @@ public:
     // Runs n <= kChunk tokens at positions pos0.. and, when `logits` is set, writes the logits
     // of rows [firstLogitRow, n) to logits (one [vocab] row each). When `routing` is set, the
     // chunk's routing goes to its rows [row0, row0 + n).
-    void run(const int32_t* tokens, int n, int pos0, int firstLogitRow, float* logits,
-             RoutingTrace* routing, int row0) {
+    Status run(const int32_t* tokens, int n, int pos0, int firstLogitRow, float* logits,
+               RoutingTrace* routing, int row0) {
         const int d = c.dModel;
 #pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
         for (int t = 0; t < n; ++t) {
@@ -148,7 +148,7 @@ public:
             addResidual(ws.o.data(), n);
             normRows(L.ffnNorm.data(), n);
             if (L.sparse) {
-                moe(L, m.w.experts[l], n);
+                COLI_RETURN_IF_ERROR(moe(L, l, m.w.experts[l], n));
                 if (routing) recordRouting(*routing, row0, moeIndex, n);
                 ++moeIndex;
             } else {
@@ -157,7 +157,8 @@ public:
             addResidual(ws.mlpOut.data(), n);
         }
         KVCacheAccess::setSize(kv, pos0 + n);
-        if (!logits) return;
+        if (m.cache) m.cache->endTokens(n);
+        if (!logits) return {};
         const int rows = n - firstLogitRow;
         normRows(m.w.finalNorm.data(), n);
         matmul(m.w.outputMatrix(), ws.h.data() + size_t(firstLogitRow) * d, d, rows, logits,
@@ -167,6 +168,7 @@ public:
         for (int t = 0; t < rows; ++t)
             for (int i = 0; i < c.vocabSize; ++i)
                 logits[size_t(t) * c.vocabSize + i] /= inv;
+        return {};
     }
 
 private:
@@ -268,7 +270,7 @@ private:
     }
 
     // h [n, d_model] -> mlpOut [n, d_model]: router, top-k experts, shared expert.
-    void moe(const LayerWeights& L, const std::vector<SwiGluWeights>& experts, int n) {
+    Status moe(const LayerWeights& L, int layer, const std::vector<SwiGluWeights>& experts, int n) {
         const int d = c.dModel, E = c.nExperts, K = c.topK;
         matmul(L.router, ws.h.data(), d, n, ws.routerLogits.data(), E, nullptr, T, ws);
 #pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
@@ -302,20 +304,25 @@ private:
             const int e = ws.sel[s];
             ws.expertTokens[size_t(e) * cap + ws.expertCount[e]++] = s;
         }
-        for (int e = 0; e < E; ++e) {
-            const int cnt = ws.expertCount[e];
-            if (cnt == 0) continue;
-            const int* slots = ws.expertTokens.data() + size_t(e) * cap;
-            for (int i = 0; i < cnt; ++i)
-                std::memcpy(ws.gather.data() + size_t(i) * d,
-                            ws.h.data() + size_t(slots[i] / K) * d, sizeof(float) * d);
-            swiglu(experts[e], ws.gather.data(), cnt, d, ws.y.data(), ws, T);
-            for (int i = 0; i < cnt; ++i) {
-                const float w = ws.gateW[slots[i]];
-                float* dst = ws.slotOut.data() + size_t(slots[i]) * d;
-                const float* y = ws.y.data() + size_t(i) * d;
-                for (int j = 0; j < d; ++j)
-                    dst[j] = y[j] * w;
+        int nUnion = 0;
+        for (int e = 0; e < E; ++e)
+            if (ws.expertCount[e] > 0) ws.unionExperts[nUnion++] = e;
+        if (!m.cache) {
+            for (int i = 0; i < nUnion; ++i)
+                runExpert(experts[ws.unionExperts[i]], ws.unionExperts[i], K);
+        } else {
+            // Streamed: whichever wanted expert is resident first computes first, while the
+            // others are read; each writes only its own slotOut rows, so the order is free.
+            const std::span<const int> wanted(ws.unionExperts.data(), size_t(nUnion));
+            COLI_RETURN_IF_ERROR(m.cache->beginLayer(layer, wanted));
+            lookahead(layer, n);
+            for (;;) {
+                SwiGluView view;
+                Result<int> pos = m.cache->next(&view);
+                if (!pos) return pos.status();
+                if (*pos < 0) break;
+                runExpert(view, wanted[size_t(*pos)], K);
+                m.cache->finished(*pos);
             }
         }
 #pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
@@ -340,6 +347,53 @@ private:
                     ws.mlpOut[size_t(t) * d + i] += ws.y[size_t(t) * d + i] * g;
             }
         }
+        return {};
+    }
+
+    // Expert e over its tokens of the chunk (ws.expertTokens): slotOut rows = gate * output.
+    void runExpert(const SwiGluView& ex, int e, int K) {
+        const int d = c.dModel, cap = FastWorkspace::kChunk, cnt = ws.expertCount[e];
+        const int* slots = ws.expertTokens.data() + size_t(e) * cap;
+        for (int i = 0; i < cnt; ++i)
+            std::memcpy(ws.gather.data() + size_t(i) * d, ws.h.data() + size_t(slots[i] / K) * d,
+                        sizeof(float) * d);
+        swiglu(ex, ws.gather.data(), cnt, d, ws.y.data(), ws, T);
+        for (int i = 0; i < cnt; ++i) {
+            const float w = ws.gateW[slots[i]];
+            float* dst = ws.slotOut.data() + size_t(slots[i]) * d;
+            const float* y = ws.y.data() + size_t(i) * d;
+            for (int j = 0; j < d; ++j)
+                dst[j] = y[j] * w;
+        }
+    }
+
+    // Router lookahead: the next MoE layer's router applied to this layer's residual stream
+    // (after attention, normed with that layer's ffn norm) predicts its experts; they are
+    // requested now so their reads overlap this layer's expert compute. Only the cache's reads
+    // change: nothing computed here reaches the outputs.
+    void lookahead(int layer, int n) {
+        if (!m.cache->prefetchEnabled()) return;
+        int next = layer + 1;
+        while (next < c.nLayers && !m.w.layers[next].sparse)
+            ++next;
+        if (next >= c.nLayers) return;
+        const LayerWeights& N = m.w.layers[next];
+        const int d = c.dModel, E = c.nExperts, K = c.topK;
+        for (int t = 0; t < n; ++t)
+            rmsNorm(ws.x.data() + size_t(t) * d, N.ffnNorm.data(), d, c.rmsNormEps,
+                    ws.lookH.data() + size_t(t) * d);
+        matmul(N.router, ws.lookH.data(), d, n, ws.lookLogits.data(), E, nullptr, T, ws);
+        std::fill(ws.lookUnion.begin(), ws.lookUnion.end(), 0);
+        for (int t = 0; t < n; ++t) {
+            int* sel = ws.lookSel.data() + size_t(t) * K;
+            topK(ws.lookLogits.data() + size_t(t) * E, E, K, sel);
+            for (int j = 0; j < K; ++j)
+                ws.lookUnion[sel[j]] = 1;
+        }
+        int nPred = 0;
+        for (int e = 0; e < E; ++e)
+            if (ws.lookUnion[e]) ws.lookSel[nPred++] = e; // reuse as the list (nPred <= E)
+        m.cache->prefetch(next, std::span<const int>(ws.lookSel.data(), size_t(nPred)));
     }
 
     const ModelImpl& m;
@@ -375,6 +429,11 @@ void FastWorkspace::allocate(const ModelConfig& c, int threads) {
     mlpOut.assign(C * d, 0);
     sharedGate.assign(C, 0);
     cosSin.assign(C * c.headDim, 0);
+    unionExperts.assign(E, 0);
+    lookH.assign(C * d, 0);
+    lookLogits.assign(C * E, 0);
+    lookSel.assign(std::max(C * K, E), 0);
+    lookUnion.assign(E, 0);
     // Quantised activations for the widest matmul input (group 32 needs the most scales).
     const size_t maxCols = std::max({d, qDim, ffn});
     xq.assign(quant::activationScratchBytes(32, int64_t(C), int64_t(maxCols)), 0);
@@ -389,8 +448,8 @@ void FastWorkspace::reserveScores(int tokens, int maxTokens) {
     scores.assign(size_t(scoreThreads) * scoreTokens, 0);
 }
 
-void forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
-                 std::vector<float>& logits, bool allLogits, RoutingTrace* routing) {
+Status forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
+                   std::vector<float>& logits, bool allLogits, RoutingTrace* routing) {
     const int n = int(tokens.size()), V = m.cfg.vocabSize;
     logits.resize(size_t(allLogits ? n : 1) * V);
     ChunkRunner runner(m, kv);
@@ -398,13 +457,14 @@ void forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& k
         const int cn = std::min(FastWorkspace::kChunk, n - c0);
         const bool last = c0 + cn == n;
         if (allLogits) {
-            runner.run(tokens.data() + c0, cn, kv.size(), 0, logits.data() + size_t(c0) * V,
-                       routing, c0);
+            COLI_RETURN_IF_ERROR(runner.run(tokens.data() + c0, cn, kv.size(), 0,
+                                            logits.data() + size_t(c0) * V, routing, c0));
         } else {
-            runner.run(tokens.data() + c0, cn, kv.size(), cn - 1, last ? logits.data() : nullptr,
-                       routing, c0);
+            COLI_RETURN_IF_ERROR(runner.run(tokens.data() + c0, cn, kv.size(), cn - 1,
+                                            last ? logits.data() : nullptr, routing, c0));
         }
     }
+    return {};
 }
 
 } // namespace coli

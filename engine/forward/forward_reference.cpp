@@ -19,7 +19,7 @@ using Vec = std::vector<float>;
 // y = W x (+ bias). W: [rows, cols], x: [cols] -> y: [rows].
 // Quantised weights: the definition of quant/matmul.h computed by the scalar kernels (the
 // oracle the SIMD paths are tested against), so Reference and Fast agree bit for bit there.
-Vec linear(const Matrix& W, const Vec& x, const Vec& bias = {}) {
+Vec linear(const MatrixView& W, const Vec& x, const Vec& bias = {}) {
     Vec y(W.rows);
     if (W.quantised()) {
         const int G = quant::formatInfo(W.qfmt).groupSize;
@@ -27,7 +27,7 @@ Vec linear(const Matrix& W, const Vec& x, const Vec& bias = {}) {
         quant::QuantisedActivations xa;
         if (!quant::quantiseActivations(x.data(), 1, W.cols, G, scratch.data(), scratch.size(), &xa)
                  .isOk() ||
-            !quant::quantMatmul(W.qfmt, W.q.data(), W.rows, W.cols, xa, y.data(),
+            !quant::quantMatmul(W.qfmt, W.q, W.rows, W.cols, xa, y.data(),
                                 quant::KernelPath::Scalar)
                  .isOk())
             std::fill(y.begin(), y.end(), std::numeric_limits<float>::quiet_NaN());
@@ -42,7 +42,7 @@ Vec linear(const Matrix& W, const Vec& x, const Vec& bias = {}) {
 }
 
 // down(silu(gate x) * up x): x [d_model] -> [d_model]
-Vec swiglu(const SwiGluWeights& e, const Vec& x) {
+Vec swiglu(const SwiGluView& e, const Vec& x) {
     Vec g = linear(e.gate, x);
     const Vec u = linear(e.up, x);
     for (size_t i = 0; i < g.size(); ++i)
@@ -52,8 +52,10 @@ Vec swiglu(const SwiGluWeights& e, const Vec& x) {
 
 // Router + top-k experts (+ shared expert). x: [d_model] -> [d_model].
 // selOut / weightOut ([top_k] each, may be null): the routing, for RoutingTrace.
+// cache: streamed experts (null: resident in `experts`); a failed read sets *err.
 Vec moe(const ModelConfig& c, const LayerWeights& L, const std::vector<SwiGluWeights>& experts,
-        const Vec& x, int32_t* selOut, float* weightOut) {
+        const Vec& x, int32_t* selOut, float* weightOut, tiers::ExpertCache* cache, int layer,
+        Status* err) {
     Vec logits = linear(L.router, x); // [n_experts]
     std::vector<int> sel(c.topK);
     Vec weight(c.topK);
@@ -80,9 +82,34 @@ Vec moe(const ModelConfig& c, const LayerWeights& L, const std::vector<SwiGluWei
     if (selOut) std::copy(sel.begin(), sel.end(), selOut);
     if (weightOut) std::copy(weight.begin(), weight.end(), weightOut);
     // Each expert's weighted output is added in the router's top-k order.
+    std::vector<Vec> ys(size_t(c.topK));
+    if (!cache) {
+        for (int j = 0; j < c.topK; ++j)
+            ys[size_t(j)] = swiglu(experts[sel[j]], x);
+    } else {
+        // Streamed: the distinct experts, computed in the order they become resident.
+        std::vector<int> distinct(sel.begin(), sel.end());
+        std::sort(distinct.begin(), distinct.end());
+        distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+        *err = cache->beginLayer(layer, distinct);
+        if (!err->isOk()) return Vec(c.dModel, 0.0f);
+        for (;;) {
+            SwiGluView view;
+            Result<int> pos = cache->next(&view);
+            if (!pos) {
+                *err = pos.status();
+                return Vec(c.dModel, 0.0f);
+            }
+            if (*pos < 0) break;
+            const Vec y = swiglu(view, x);
+            for (int j = 0; j < c.topK; ++j)
+                if (sel[j] == distinct[size_t(*pos)]) ys[size_t(j)] = y;
+            cache->finished(*pos);
+        }
+    }
     Vec out(c.dModel, 0.0f);
     for (int j = 0; j < c.topK; ++j) {
-        const Vec y = swiglu(experts[sel[j]], x);
+        const Vec& y = ys[size_t(j)];
         for (int i = 0; i < c.dModel; ++i)
             out[i] += y[i] * weight[j];
     }
@@ -155,8 +182,8 @@ Vec attention(const ModelImpl& m, const LayerWeights& L, int layer, const Vec& h
 
 } // namespace
 
-void forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
-                      std::vector<float>& logits, bool allLogits, RoutingTrace* routing) {
+Status forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
+                        std::vector<float>& logits, bool allLogits, RoutingTrace* routing) {
     const ModelConfig& c = m.cfg;
     const int n = int(tokens.size()), start = kv.size();
     logits.assign(size_t(allLogits ? n : 1) * c.vocabSize, 0.0f);
@@ -182,8 +209,10 @@ void forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCac
             Vec f;
             if (L.sparse) {
                 const size_t at = routing ? routing->offset(t, moeIndex++) : 0;
+                Status err;
                 f = moe(c, L, m.w.experts[l], h, routing ? &routing->experts[at] : nullptr,
-                        routing ? &routing->weights[at] : nullptr);
+                        routing ? &routing->weights[at] : nullptr, m.cache.get(), l, &err);
+                COLI_RETURN_IF_ERROR(err);
             } else {
                 f = swiglu(L.dense, h);
             }
@@ -191,6 +220,7 @@ void forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCac
                 x[i] += f[i] * c.residualMultiplier;
         }
         KVCacheAccess::setSize(kv, pos + 1);
+        if (m.cache) m.cache->endTokens(1);
 
         if (!allLogits && t != n - 1) continue;
         Vec h(c.dModel);
@@ -200,6 +230,7 @@ void forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCac
         for (int i = 0; i < c.vocabSize; ++i)
             dst[i] = out[i] / c.logitsScaling;
     }
+    return {};
 }
 
 } // namespace coli

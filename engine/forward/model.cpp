@@ -5,6 +5,7 @@
 #include "forward/kv_access.h"
 #include "forward/model_impl.h"
 #include "io/safetensors.h"
+#include "tiers/expert_cache.h"
 
 #include <algorithm>
 #include <cmath>
@@ -90,6 +91,18 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
     m.cfg = std::move(cfg.value());
     m.rope = std::move(rope.value());
     auto weightsProgress = [&](double f) { report("weights", 0.01 + 0.98 * f); };
+    const bool stream = opt.tiers.stream;
+    std::unique_ptr<aio::IoPool> pool;
+    std::unique_ptr<tiers::ExpertSource> source;
+    if (stream) {
+        aio::IoOptions io;
+        io.backend = opt.tiers.ioBackend;
+        io.queueDepth = opt.tiers.ioQueueDepth;
+        io.directIo = opt.tiers.directIo;
+        Result<std::unique_ptr<aio::IoPool>> p = aio::IoPool::create(io);
+        if (!p) return p.status();
+        pool = std::move(p.value());
+    }
     if (convert::isContainerDir(dir)) {
         // A container is quantised already; quantising again would change its bytes.
         if (anyQuantisation(opt.quantisation))
@@ -102,21 +115,49 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
         m.summary = convert::containerSummary(*box, m.cfg);
         report("weights", 0.01);
         Result<ModelWeights> w =
-            convert::loadContainerWeights(*box, m.cfg, weightsProgress, cancel);
+            convert::loadContainerWeights(*box, m.cfg, weightsProgress, cancel, !stream);
         if (!w) return w.status();
         m.w = std::move(w.value());
+        if (stream) {
+            Result<std::unique_ptr<tiers::ExpertSource>> src =
+                tiers::openContainerSource(*box, m.cfg, *pool);
+            if (!src) return src.status();
+            source = std::move(src.value());
+        }
     } else {
         Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(dir);
         if (!ckpt) return ckpt.status();
         m.summary = computeSummary(**ckpt, m.cfg);
         report("weights", 0.01);
-        Result<ModelWeights> w = loadWeights(**ckpt, m.cfg, weightsProgress, cancel);
+        if (stream && opt.quantisation.experts)
+            return Status(ErrorCode::InvalidArgument,
+                          dir + ": streamed experts are read from the checkpoint as they are "
+                                "stored (widened to f32): in-memory quantisation of the experts "
+                                "cannot apply; convert the model (coli convert) to stream "
+                                "quantised experts");
+        Result<ModelWeights> w = loadWeights(**ckpt, m.cfg, weightsProgress, cancel, !stream);
         if (!w) return w.status();
         m.w = std::move(w.value());
+        if (stream) {
+            Result<std::unique_ptr<tiers::ExpertSource>> src =
+                tiers::openCheckpointSource(**ckpt, m.cfg, *pool);
+            if (!src) return src.status();
+            source = std::move(src.value());
+        }
         if (anyQuantisation(opt.quantisation)) {
             Status q = quantiseWeights(m.w, opt.quantisation);
             if (!q.isOk()) return Status(q.code(), dir + ": " + q.message());
         }
+    }
+    if (stream) {
+        tiers::CacheOptions co;
+        co.budgetBytes = opt.tiers.ramBudgetBytes;
+        co.prefetch = opt.tiers.prefetch;
+        co.pinShare = opt.tiers.pinShare;
+        Result<std::unique_ptr<tiers::ExpertCache>> cache =
+            tiers::ExpertCache::create(std::move(pool), std::move(source), m.cfg, co);
+        if (!cache) return Status(cache.status().code(), dir + ": " + cache.status().message());
+        m.cache = std::move(cache.value());
     }
     m.path = opt.path;
     m.threads = resolveThreads(opt.threads);
@@ -139,6 +180,9 @@ ForwardPath Model::path() const {
 }
 int Model::threads() const {
     return m_impl->threads;
+}
+tiers::ExpertCache* Model::expertCache() const {
+    return m_impl->cache.get();
 }
 
 void Model::setThreads(int n) {
@@ -178,12 +222,15 @@ Status Model::forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<
         routing->experts.assign(slots, 0);
         routing->weights.assign(slots, 0.0f);
     }
-    if (m_impl->path == ForwardPath::Reference) {
-        forwardReference(*m_impl, tokens, kv, logits, allLogits, routing);
-    } else {
-        forwardFast(*m_impl, tokens, kv, logits, allLogits, routing);
+    const int start = kv.size();
+    const Status st = m_impl->path == ForwardPath::Reference
+                          ? forwardReference(*m_impl, tokens, kv, logits, allLogits, routing)
+                          : forwardFast(*m_impl, tokens, kv, logits, allLogits, routing);
+    if (!st.isOk()) {
+        if (m_impl->cache) m_impl->cache->abortLayer();
+        kv.truncate(start);
     }
-    return {};
+    return st;
 }
 
 } // namespace coli

@@ -6,6 +6,7 @@
 //                            within 1e-5 relative on logits (tests assert it).
 // Thread-safety: a Model is immutable after load(); forward() may be called from one thread per
 // KVCache. OpenMP teams exist only inside forward(); no callback is made from a parallel region.
+#include "aio/io_pool.h"
 #include "core/status.h"
 #include "model/config.h"
 #include "model/quantise_weights.h"
@@ -21,6 +22,9 @@
 namespace coli {
 
 class Checkpoint;
+namespace tiers {
+class ExpertCache;
+}
 
 enum class ForwardPath { Reference, Fast };
 
@@ -30,6 +34,19 @@ struct LoadProgress {
 };
 using ProgressFn = std::function<void(const LoadProgress&)>;
 
+// Streaming the routed experts from disk (DESIGN.md "Expert tiers"; tiers/expert_cache.h): dense
+// weights stay resident, routed experts are read on demand into a RAM cache of ramBudgetBytes.
+// Placement never changes a bit of the result (tests/tiers/test_placement_invariance).
+struct ExpertTierOptions {
+    bool stream = false;         // false: every expert is read at load and stays in RAM
+    uint64_t ramBudgetBytes = 0; // expert RAM incl. reads in flight; 0 = the minimum working set
+    int ioQueueDepth = 4;        // reads in flight (aio::IoOptions::queueDepth)
+    aio::IoBackend ioBackend = aio::IoBackend::Auto;
+    bool directIo = false; // O_DIRECT reads (aligned buffers), else buffered + DONTNEED
+    bool prefetch = true;  // router-lookahead prefetch (Fast path)
+    double pinShare = 0.5; // share of the cache the pinned hot-store may take
+};
+
 struct ModelLoadOptions {
     int threads = 0; // OpenMP threads for forward(); 0 = all cores
     ForwardPath path = ForwardPath::Fast;
@@ -38,6 +55,7 @@ struct ModelLoadOptions {
     // same choice; for quality checks and for running unconverted checkpoints smaller.
     // Hugging Face checkpoints only: load() refuses it (InvalidArgument) for a container.
     WeightQuantisation quantisation;
+    ExpertTierOptions tiers;
 };
 
 // Keys and values of every layer for one sequence. Capacity in tokens; grows on demand up to
@@ -114,15 +132,18 @@ public:
     // OpenMP threads for the Fast path (0 = all cores). Not thread-safe against forward().
     void setThreads(int n);
     int threads() const;
+    // The expert tiers when experts stream (ModelLoadOptions::tiers.stream), else null: budget,
+    // pins, heat and telemetry. Thread-safe (the cache has its own lock); owned by the Model.
+    tiers::ExpertCache* expertCache() const;
 
     // Runs tokens[0..n) at positions kv.size() .. kv.size()+n-1, appending them to kv.
     // logits: [n, vocab] when allLogits, else [vocab] for the last token only (resized here).
     // Errors: InvalidArgument (no tokens, token id outside [0, vocab), context length
-    // max_position_embeddings exceeded, a cache filled by a model of other dimensions); on error
-    // kv is unchanged. Concurrent calls on one Model are serialised (the Fast path's scratch
-    // buffers are per model).
-    // routing: when not null, replaced by the call's RoutingTrace (n_tokens = tokens.size()); on
-    // error it is left unchanged. When null nothing is recorded (no cost).
+    // max_position_embeddings exceeded, a cache filled by a model of other dimensions); Io when a
+    // streamed expert cannot be read (naming the file); on error kv is unchanged. Concurrent calls
+    // on one Model are serialised (the Fast path's scratch buffers are per model). routing: when
+    // not null, replaced by the call's RoutingTrace (n_tokens = tokens.size()); on error it is left
+    // unchanged. When null nothing is recorded (no cost).
     Status forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<float>& logits,
                    bool allLogits = false, RoutingTrace* routing = nullptr) const;
 

@@ -3,6 +3,7 @@
 #include "forward/model.h"
 #include "forward/rope.h"
 #include "model/weights.h"
+#include "tiers/expert_cache.h"
 
 #include <mutex>
 #include <span>
@@ -24,6 +25,9 @@ struct FastWorkspace {
     std::vector<float> scores; // [scoreThreads, scoreTokens] attention scores, one row per thread
     std::vector<float> cosSin; // [kChunk, head_dim] (cos then sin halves)
     std::vector<uint8_t> xq;   // quantised activations of one matmul (quantised weights only)
+    std::vector<int> unionExperts; // [n_experts] the chunk's distinct routed experts, ascending
+    std::vector<float> lookH, lookLogits; // [kChunk, d_model], [kChunk, n_experts] (lookahead)
+    std::vector<int> lookSel, lookUnion;  // [kChunk, top_k], [n_experts]
     int scoreThreads = 0;
     int scoreTokens = 0; // grows (outside the loops) with the longest context seen, up to
                          // max_position_embeddings
@@ -41,6 +45,8 @@ struct ModelImpl {
     int threads = 1;
     mutable std::mutex mutex; // serialises forward() (the workspace is shared)
     mutable FastWorkspace ws;
+    // Streamed routed experts (ModelLoadOptions::tiers.stream); null when all are resident in w.
+    std::unique_ptr<tiers::ExpertCache> cache;
 
     float attentionScale() const;
 };
@@ -48,9 +54,11 @@ struct ModelImpl {
 // Both: tokens already validated, kv already reserved for kv.size() + tokens.size() positions.
 // They append to kv and fill logits as Model::forward documents. routing, when not null, is
 // already sized by forward() (moeLayers, topK, nTokens, experts, weights); they write its rows.
-void forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
-                      std::vector<float>& logits, bool allLogits, RoutingTrace* routing);
-void forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
-                 std::vector<float>& logits, bool allLogits, RoutingTrace* routing);
+// Errors: only from streamed experts (Io: a failed read); kv may then hold a partial chunk
+// (Model::forward truncates it back).
+Status forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
+                        std::vector<float>& logits, bool allLogits, RoutingTrace* routing);
+Status forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
+                   std::vector<float>& logits, bool allLogits, RoutingTrace* routing);
 
 } // namespace coli

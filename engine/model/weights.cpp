@@ -214,12 +214,13 @@ Status checkPlausibleSizes(const Checkpoint& ckpt, const ModelConfig& c) {
 }
 
 Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
-                                 const WeightProgressFn& progress,
-                                 const std::atomic<bool>* cancel) {
+                                 const WeightProgressFn& progress, const std::atomic<bool>* cancel,
+                                 bool routedExperts) {
     COLI_RETURN_IF_ERROR(checkPlausibleSizes(ckpt, cfg));
     ModelWeights w;
     std::vector<Need> needs = checkpointNeeds(cfg, detectLayout(ckpt, cfg), &w);
     COLI_RETURN_IF_ERROR(checkPresence(ckpt, needs));
+    if (!routedExperts) std::erase_if(needs, [](const Need& n) { return n.routedExpert; });
     uint64_t total = 0, done = 0;
     for (const Need& n : needs)
         total += ckpt.find(n.name)->nbytes;
@@ -231,6 +232,49 @@ Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
         if (progress) progress(total ? double(done) / double(total) : 1.0);
     }
     return w;
+}
+
+Result<std::array<ExpertTensorRange, 3>> locateExpert(const Checkpoint& ckpt, const ModelConfig& c,
+                                                      int layer, int expert) {
+    if (layer < 0 || layer >= c.nLayers || !c.sparseLayer[layer] || expert < 0 ||
+        expert >= c.nExperts)
+        return Status(ErrorCode::InvalidArgument, ckpt.dir() + ": no routed expert " +
+                                                      std::to_string(expert) + " in layer " +
+                                                      std::to_string(layer));
+    const int64_t F = c.expertFfn, d = c.dModel;
+    std::array<ExpertTensorRange, 3> out;
+    auto find = [&](const std::string& name, const Shape& shape) -> Result<const TensorInfo*> {
+        const TensorInfo* t = ckpt.find(name);
+        if (!t) return Status(ErrorCode::NotFound, ckpt.dir() + ": tensor '" + name + "' missing");
+        if (t->shape != shape)
+            return Status(ErrorCode::Malformed, ckpt.dir() + ": tensor '" + name + "' has shape " +
+                                                    shapeString(t->shape) + ", expected " +
+                                                    shapeString(shape));
+        return t;
+    };
+    if (detectLayout(ckpt, c) == ExpertLayout::Stacked) {
+        const int64_t E = c.nExperts;
+        Result<const TensorInfo*> gu =
+            find(tensorName(c.family, TensorKind::ExpertsGateUp, layer), {E, 2 * F, d});
+        if (!gu) return gu.status();
+        Result<const TensorInfo*> dn =
+            find(tensorName(c.family, TensorKind::ExpertsDown, layer), {E, d, F});
+        if (!dn) return dn.status();
+        out[0] = {*gu, expert * 2 * F * d, F * d, int(F), int(d)};
+        out[1] = {*gu, expert * 2 * F * d + F * d, F * d, int(F), int(d)};
+        out[2] = {*dn, expert * d * F, d * F, int(d), int(F)};
+        return out;
+    }
+    const TensorKind kinds[3] = {TensorKind::ExpertGate, TensorKind::ExpertUp,
+                                 TensorKind::ExpertDown};
+    for (int p = 0; p < 3; ++p) {
+        const int64_t rows = p == 2 ? d : F, cols = p == 2 ? F : d;
+        Result<const TensorInfo*> t =
+            find(tensorName(c.family, kinds[p], layer, expert), {rows, cols});
+        if (!t) return t.status();
+        out[p] = {*t, 0, rows * cols, int(rows), int(cols)};
+    }
+    return out;
 }
 
 void finishSummary(const ModelConfig& cfg, ModelSummary& s) {

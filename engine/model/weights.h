@@ -8,6 +8,7 @@
 #include "model/config.h"
 #include "quant/formats.h"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -17,6 +18,7 @@
 namespace coli {
 
 class Checkpoint;
+struct TensorInfo;
 
 struct Matrix {
     std::vector<float> data; // [rows, cols] f32; empty when quantised
@@ -35,11 +37,35 @@ struct Matrix {
     void rowF32(int r, float* out) const;
 };
 
+// A non-owning view of a Matrix's data, or of a matrix inside a streamed expert's slot
+// (tiers/expert_source.h): what the forward pass multiplies by. Valid while the owner lives (a
+// slot: while its ExpertCache handle is held).
+struct MatrixView {
+    const float* data = nullptr; // [rows, cols] f32; null when quantised
+    const uint8_t* q = nullptr;  // rows * quant::rowBytes(qfmt, cols) bytes; null when f32
+    int rows = 0;
+    int cols = 0;
+    quant::WeightFormat qfmt = quant::WeightFormat::Q8_G32;
+    MatrixView() = default;
+    MatrixView(const Matrix& m) // NOLINT(google-explicit-constructor): a Matrix is a view source
+        : data(m.data.empty() ? nullptr : m.data.data()), q(m.q.empty() ? nullptr : m.q.data()),
+          rows(m.rows), cols(m.cols), qfmt(m.qfmt) {}
+    bool quantised() const { return q != nullptr; }
+    const float* row(int r) const { return data + static_cast<size_t>(r) * cols; }
+};
+
 // One SwiGLU MLP: down(silu(gate x) * up x).
 struct SwiGluWeights {
     Matrix gate; // [ffn, d_model]
     Matrix up;   // [ffn, d_model]
     Matrix down; // [d_model, ffn]
+};
+
+// Views of one SwiGLU MLP's three matrices (a resident expert or a streamed one).
+struct SwiGluView {
+    MatrixView gate, up, down;
+    SwiGluView() = default;
+    SwiGluView(const SwiGluWeights& w) : gate(w.gate), up(w.up), down(w.down) {} // NOLINT
 };
 
 struct LayerWeights {
@@ -83,9 +109,27 @@ Status checkPlausibleSizes(const Checkpoint& ckpt, const ModelConfig& cfg);
 // lists the first 20 expected names), Malformed (a tensor
 // with the wrong shape; the message names it with the expected and actual shapes), the read
 // errors of Checkpoint (Io, Unsupported dtype), Cancelled when *cancel turns true.
+// routedExperts false: the routed experts are checked (presence, shape) but not read, and
+// ModelWeights::experts keeps empty matrices (the expert tiers stream them, tiers/).
 Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
                                  const WeightProgressFn& progress = {},
-                                 const std::atomic<bool>* cancel = nullptr);
+                                 const std::atomic<bool>* cancel = nullptr,
+                                 bool routedExperts = true);
+
+// Where one routed expert's gate, up and down projections lie in a checkpoint: per-expert
+// tensors, or element ranges of a layer's stacked tensors (GraniteMoE input_linear /
+// output_linear, transformers 5 gate_up_proj / down_proj). Shapes: gate, up [expert_ffn, d_model],
+// down [d_model, expert_ffn]. Errors: NotFound / Malformed as loadWeights (a missing tensor, a
+// wrong shape); InvalidArgument for a layer without experts or an expert out of range.
+struct ExpertTensorRange {
+    const TensorInfo* tensor = nullptr; // in the checkpoint
+    int64_t firstElement = 0;           // row-major element offset inside the tensor
+    int64_t count = 0;                  // elements (rows * cols)
+    int rows = 0;
+    int cols = 0;
+};
+Result<std::array<ExpertTensorRange, 3>>
+locateExpert(const Checkpoint& ckpt, const ModelConfig& cfg, int layer, int expert);
 
 // Counts and on-disk sizes for `coli info`, from the checkpoint's tensor table (no data read).
 // Tensors are matched by the names of tensor_names.h; tensors the model does not use are ignored.

@@ -27,7 +27,9 @@ void HeatTable::use(ExpertId id) {
     e.lastUse = ++m_seq;
 }
 
-double HeatTable::heat(ExpertId id) const { return decayed(m_entries[index(id)]); }
+double HeatTable::heat(ExpertId id) const {
+    return decayed(m_entries[index(id)]);
+}
 
 void HeatTable::setHeat(ExpertId id, double heat, int64_t asOf) {
     Entry& e = m_entries[index(id)];

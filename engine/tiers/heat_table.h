@@ -34,7 +34,8 @@ public:
     void setNow(int64_t tokens) { m_now = tokens; }
     void advance(int64_t tokens = 1) { m_now += tokens; }
 
-    // One routing of `id` at now(): heat = decayed heat + 1, most recent use = a new sequence number.
+    // One routing of `id` at now(): heat = decayed heat + 1, most recent use = a new sequence
+    // number.
     void use(ExpertId id);
     // Heat decayed to now() (>= 0).
     double heat(ExpertId id) const;
@@ -53,8 +54,8 @@ public:
 
 private:
     struct Entry {
-        double heat = 0;     // as of `stamp`
-        int64_t stamp = 0;   // token clock of `heat`
+        double heat = 0;   // as of `stamp`
+        int64_t stamp = 0; // token clock of `heat`
         uint64_t lastUse = 0;
     };
     size_t index(ExpertId id) const { return size_t(id.layer) * m_nExperts + id.expert; }

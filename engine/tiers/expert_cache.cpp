@@ -1,0 +1,627 @@
+#include "tiers/expert_cache.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+
+namespace coli::tiers {
+
+namespace {
+
+enum class SlotState { Empty, Loading, Ready };
+
+struct Slot {
+    uint8_t* mem = nullptr; // null: not allocated (counts nothing against the budget)
+    SlotState state = SlotState::Empty;
+    ExpertId id;
+    int refs = 0;            // handed out by next() and not yet finished()
+    bool wanted = false;     // needed by the open layer: not evictable until finished
+    bool prefetched = false; // loaded by prefetch() and not demanded since
+};
+
+std::string mibText(uint64_t bytes) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / (1024.0 * 1024.0));
+    return buf;
+}
+
+struct Want {
+    int expert = 0;
+    bool handed = false;
+    bool done = false;
+    bool issued = false; // a read was started for it (or it was resident)
+};
+
+} // namespace
+
+struct ExpertCache::Impl {
+    // Destruction order: slots are freed in ~ExpertCache after reads drained; then the source,
+    // then the pool (which the source reads through).
+    std::unique_ptr<aio::IoPool> pool;
+    std::unique_ptr<ExpertSource> source;
+    ModelConfig cfg;
+    CacheOptions opt;
+    uint64_t slotBytes = 0;
+    int working = 0;  // working-set slots
+    int maxSlots = 0; // budget / slotBytes
+    mutable std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<Slot> slots;
+    std::vector<int> slotOf;         // [n_layers * n_experts] -> slot index or -1
+    std::vector<char> pinned;        // [n_layers * n_experts] pin targets
+    std::map<size_t, Status> failed; // demanded experts whose read failed (until reported)
+    HeatTable heat;
+    TierCounters counters;
+    std::vector<std::vector<uint64_t>> routedBits;
+    std::vector<std::vector<int>> predicted; // [n_layers] the lookahead's last prediction
+    int openLayer = -1;
+    std::vector<Want> wants;
+    int loading = 0;
+
+    Impl(const ModelConfig& c, const CacheOptions& o)
+        : cfg(c), opt(o), heat(c.nLayers, c.nExperts, o.halfLifeTokens) {}
+
+    size_t key(ExpertId id) const { return size_t(id.layer) * cfg.nExperts + id.expert; }
+    int allocated() const {
+        int n = 0;
+        for (const Slot& s : slots)
+            n += s.mem ? 1 : 0;
+        return n;
+    }
+    bool evictable(const Slot& s) const {
+        return s.mem && s.state == SlotState::Ready && s.refs == 0 && !s.wanted &&
+               !pinned[key(s.id)];
+    }
+    int pinCapacity() const { return std::max(0, int(double(maxSlots - working) * opt.pinShare)); }
+
+    // A slot for a new read: an allocated empty one, a new allocation within the budget, or the
+    // LFRU victim (for a prefetch only if colder than `target`). -1 when none.
+    int takeSlot(bool forPrefetch, ExpertId target) {
+        int unallocated = -1;
+        for (size_t i = 0; i < slots.size(); ++i) {
+            if (slots[i].mem && slots[i].state == SlotState::Empty) return int(i);
+            if (!slots[i].mem && unallocated < 0) unallocated = int(i);
+        }
+        if (allocated() < maxSlots) {
+            void* p = std::aligned_alloc(kSlotAlign, slotBytes);
+            if (p) {
+                if (unallocated < 0) {
+                    slots.emplace_back();
+                    unallocated = int(slots.size()) - 1;
+                }
+                slots[size_t(unallocated)].mem = static_cast<uint8_t*>(p);
+                slots[size_t(unallocated)].state = SlotState::Empty;
+                return unallocated;
+            }
+        }
+        int victim = -1;
+        for (size_t i = 0; i < slots.size(); ++i)
+            if (evictable(slots[i]) &&
+                (victim < 0 || heat.colder(slots[i].id, slots[size_t(victim)].id)))
+                victim = int(i);
+        if (victim < 0) return -1;
+        Slot& v = slots[size_t(victim)];
+        if (forPrefetch && !heat.colder(v.id, target)) return -1;
+        slotOf[key(v.id)] = -1;
+        v.state = SlotState::Empty;
+        v.prefetched = false;
+        ++counters.evictions;
+        return victim;
+    }
+
+    struct Load {
+        int slot;
+        ExpertId id;
+    };
+    void markLoading(int s, ExpertId id, bool prefetched, std::vector<Load>& out) {
+        Slot& sl = slots[size_t(s)];
+        sl.state = SlotState::Loading;
+        sl.id = id;
+        sl.refs = 0;
+        sl.wanted = false;
+        sl.prefetched = prefetched;
+        slotOf[key(id)] = s;
+        ++loading;
+        ++counters.readsIssued;
+        out.push_back({s, id});
+    }
+
+    // Starts reads for wanted experts not yet issued, in order, while slots allow.
+    void issueWants(std::vector<Load>& out) {
+        for (Want& w : wants) {
+            if (w.issued) continue;
+            const ExpertId id{openLayer, w.expert};
+            const int s = takeSlot(false, id);
+            if (s < 0) return;
+            markLoading(s, id, false, out);
+            slots[size_t(s)].wanted = true;
+            w.issued = true;
+        }
+    }
+
+    // Frees slot memory beyond the budget: empty slots first, then the coldest evictable.
+    void trim() {
+        int n = allocated();
+        for (Slot& s : slots)
+            if (n > maxSlots && s.mem && s.state == SlotState::Empty) {
+                std::free(s.mem);
+                s.mem = nullptr;
+                --n;
+            }
+        while (n > maxSlots) {
+            int victim = -1;
+            for (size_t i = 0; i < slots.size(); ++i)
+                if (evictable(slots[i]) &&
+                    (victim < 0 || heat.colder(slots[i].id, slots[size_t(victim)].id)))
+                    victim = int(i);
+            if (victim < 0) return; // busy slots: freed when released
+            Slot& v = slots[size_t(victim)];
+            slotOf[key(v.id)] = -1;
+            std::free(v.mem);
+            v = Slot{};
+            ++counters.evictions;
+            --n;
+        }
+    }
+
+    void closeLayer() {
+        for (const Want& w : wants) {
+            const int s = slotOf[key({openLayer, w.expert})];
+            if (s < 0) continue;
+            Slot& sl = slots[size_t(s)];
+            if (sl.id != ExpertId{openLayer, w.expert}) continue;
+            sl.wanted = false;
+            if (w.handed && !w.done && sl.refs > 0) --sl.refs;
+        }
+        for (const Want& w : wants)
+            failed.erase(key({openLayer, w.expert}));
+        wants.clear();
+        openLayer = -1;
+        trim();
+    }
+
+    void onLoaded(int s, ExpertId id, const Status& st) {
+        std::lock_guard<std::mutex> lock(mutex);
+        Slot& sl = slots[size_t(s)];
+        --loading;
+        if (st.isOk()) {
+            sl.state = SlotState::Ready;
+            counters.bytesRead += source->readBytes();
+        } else {
+            ++counters.failedReads;
+            if (sl.wanted) failed[key(id)] = st;
+            sl.state = SlotState::Empty;
+            sl.wanted = false;
+            sl.prefetched = false;
+            slotOf[key(id)] = -1;
+        }
+        trim();
+        cv.notify_all();
+    }
+
+    // Submits reads outside the lock (the pool has its own).
+    void submit(const std::vector<Load>& loads) {
+        for (const Load& l : loads)
+            source->load(l.id, slots[size_t(l.slot)].mem,
+                         [this, l](const Status& st) { onLoaded(l.slot, l.id, st); });
+    }
+};
+
+ExpertCache::~ExpertCache() {
+    if (!m) return;
+    waitIdle();
+    for (Slot& s : m->slots)
+        std::free(s.mem);
+}
+
+Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::unique_ptr<aio::IoPool> pool,
+                                                         std::unique_ptr<ExpertSource> source,
+                                                         const ModelConfig& cfg,
+                                                         const CacheOptions& options) {
+    std::unique_ptr<ExpertCache> c(new ExpertCache());
+    c->m = std::make_unique<Impl>(cfg, options);
+    Impl& m = *c->m;
+    m.slotBytes = source->slotBytes();
+    m.working = workingSlots(cfg.topK, pool->queueDepth());
+    m.pool = std::move(pool);
+    m.source = std::move(source);
+    m.slotOf.assign(size_t(cfg.nLayers) * cfg.nExperts, -1);
+    m.pinned.assign(m.slotOf.size(), 0);
+    m.routedBits.assign(size_t(cfg.nLayers), std::vector<uint64_t>(size_t(cfg.nExperts + 63) / 64));
+    m.predicted.assign(size_t(cfg.nLayers), {});
+    COLI_RETURN_IF_ERROR(c->setBudget(options.budgetBytes));
+    return c;
+}
+
+uint64_t ExpertCache::slotBytes() const {
+    return m->slotBytes;
+}
+uint64_t ExpertCache::minimumBudget() const {
+    return uint64_t(m->working) * m->slotBytes;
+}
+uint64_t ExpertCache::budget() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    return uint64_t(m->maxSlots) * m->slotBytes;
+}
+
+Status ExpertCache::setBudget(uint64_t bytes) {
+    const uint64_t minimum = minimumBudget();
+    if (bytes != 0 && bytes < minimum)
+        return {ErrorCode::InvalidArgument,
+                "RAM budget " + std::to_string(bytes) + " bytes (" + mibText(bytes) +
+                    ") is below the minimum working set of " + std::to_string(minimum) +
+                    " bytes (" + mibText(minimum) + ": " + std::to_string(m->working) +
+                    " expert slots = top-k + I/O queue depth, " + std::to_string(m->slotBytes) +
+                    " bytes each); use 0 for the minimum"};
+    std::lock_guard<std::mutex> lock(m->mutex);
+    const uint64_t total = uint64_t(m->cfg.nLayers) * m->cfg.nExperts;
+    const uint64_t slots = bytes == 0 ? uint64_t(m->working) : bytes / m->slotBytes;
+    // More slots than experts (+ the working set) would never be used.
+    m->maxSlots = int(std::min<uint64_t>(slots, total + uint64_t(m->working)));
+    m->opt.budgetBytes = bytes;
+    // Unpin the coldest pins beyond the new hot-store size.
+    std::vector<ExpertId> pins;
+    for (size_t k = 0; k < m->pinned.size(); ++k)
+        if (m->pinned[k]) pins.push_back({int(k / m->cfg.nExperts), int(k % m->cfg.nExperts)});
+    std::sort(pins.begin(), pins.end(),
+              [&](ExpertId a, ExpertId b) { return m->heat.colder(a, b); });
+    for (size_t i = 0; int(pins.size() - i) > m->pinCapacity(); ++i)
+        m->pinned[m->key(pins[i])] = 0;
+    m->trim();
+    return {};
+}
+
+void ExpertCache::setPrefetch(bool on) {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    m->opt.prefetch = on;
+}
+bool ExpertCache::prefetchEnabled() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    return m->opt.prefetch;
+}
+
+Status ExpertCache::beginLayer(int layer, std::span<const int> experts) {
+    std::vector<Impl::Load> loads;
+    {
+        std::lock_guard<std::mutex> lock(m->mutex);
+        if (m->openLayer >= 0)
+            return {ErrorCode::InvalidArgument,
+                    "expert cache: layer " + std::to_string(m->openLayer) + " is still open"};
+        if (layer < 0 || layer >= m->cfg.nLayers || !m->cfg.sparseLayer[size_t(layer)])
+            return {ErrorCode::InvalidArgument,
+                    "expert cache: layer " + std::to_string(layer) + " has no routed experts"};
+        for (int e : experts)
+            if (e < 0 || e >= m->cfg.nExperts)
+                return {ErrorCode::InvalidArgument,
+                        "expert cache: expert " + std::to_string(e) + " out of range"};
+        m->openLayer = layer;
+        m->wants.clear();
+        std::vector<uint64_t>& bits = m->routedBits[size_t(layer)];
+        std::fill(bits.begin(), bits.end(), 0);
+        std::vector<int>& pred = m->predicted[size_t(layer)];
+        const bool hadLookahead = !pred.empty();
+        for (int e : experts) {
+            const ExpertId id{layer, e};
+            bits[size_t(e) / 64] |= uint64_t(1) << (e % 64);
+            m->heat.use(id);
+            ++m->counters.routed;
+            if (hadLookahead) {
+                ++m->counters.lookaheadRouted;
+                if (std::find(pred.begin(), pred.end(), e) != pred.end())
+                    ++m->counters.lookaheadRecalled;
+            }
+            Want w;
+            w.expert = e;
+            const int s = m->slotOf[m->key(id)];
+            if (s >= 0) {
+                Slot& sl = m->slots[size_t(s)];
+                sl.wanted = true;
+                w.issued = true;
+                if (m->pinned[m->key(id)] && sl.state == SlotState::Ready)
+                    ++m->counters.hitsPinned;
+                else
+                    ++m->counters.hitsCache;
+                if (sl.state == SlotState::Loading) ++m->counters.inFlightHits;
+                if (sl.prefetched) {
+                    ++m->counters.prefetchUsed;
+                    sl.prefetched = false;
+                }
+            } else {
+                ++m->counters.misses;
+            }
+            m->wants.push_back(w);
+        }
+        if (hadLookahead) {
+            for (int e : pred)
+                if (std::find(experts.begin(), experts.end(), e) != experts.end())
+                    ++m->counters.prefetchCorrect;
+            pred.clear();
+        }
+        m->issueWants(loads);
+    }
+    m->submit(loads);
+    return {};
+}
+
+Result<int> ExpertCache::next(SwiGluView* view) {
+    std::unique_lock<std::mutex> lock(m->mutex);
+    if (m->openLayer < 0) return -1;
+    for (;;) {
+        std::vector<Impl::Load> loads;
+        m->issueWants(loads);
+        if (!loads.empty()) {
+            lock.unlock();
+            m->submit(loads);
+            lock.lock();
+        }
+        bool pending = false;
+        for (size_t i = 0; i < m->wants.size(); ++i) {
+            Want& w = m->wants[i];
+            if (w.handed) continue;
+            const ExpertId id{m->openLayer, w.expert};
+            auto f = m->failed.find(m->key(id));
+            if (f != m->failed.end()) {
+                Status err = f->second;
+                m->closeLayer();
+                return err;
+            }
+            const int s = m->slotOf[m->key(id)];
+            if (s >= 0 && m->slots[size_t(s)].state == SlotState::Ready) {
+                Slot& sl = m->slots[size_t(s)];
+                ++sl.refs;
+                w.handed = true;
+                *view = m->source->view(id, sl.mem);
+                return int(i);
+            }
+            pending = true;
+        }
+        if (!pending) {
+            m->closeLayer();
+            return -1;
+        }
+        // A wanted read whose slot vanished without a failure would hang: re-issue it.
+        for (Want& w : m->wants)
+            if (!w.handed && w.issued && m->slotOf[m->key({m->openLayer, w.expert})] < 0 &&
+                !m->failed.count(m->key({m->openLayer, w.expert})))
+                w.issued = false;
+        const auto t0 = std::chrono::steady_clock::now();
+        m->cv.wait_for(lock, std::chrono::milliseconds(50));
+        m->counters.ioWaitSeconds +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+}
+
+void ExpertCache::finished(int position) {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    if (m->openLayer < 0 || position < 0 || position >= int(m->wants.size())) return;
+    Want& w = m->wants[size_t(position)];
+    if (!w.handed || w.done) return;
+    w.done = true;
+    const int s = m->slotOf[m->key({m->openLayer, w.expert})];
+    if (s >= 0) {
+        Slot& sl = m->slots[size_t(s)];
+        if (sl.refs > 0) --sl.refs;
+        sl.wanted = false;
+    }
+    m->trim();
+}
+
+void ExpertCache::abortLayer() {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    if (m->openLayer >= 0) m->closeLayer();
+}
+
+void ExpertCache::prefetch(int layer, std::span<const int> experts) {
+    std::vector<Impl::Load> loads;
+    {
+        std::lock_guard<std::mutex> lock(m->mutex);
+        if (!m->opt.prefetch || layer < 0 || layer >= m->cfg.nLayers ||
+            !m->cfg.sparseLayer[size_t(layer)])
+            return;
+        std::vector<int>& pred = m->predicted[size_t(layer)];
+        pred.assign(experts.begin(), experts.end());
+        for (int e : experts) {
+            if (e < 0 || e >= m->cfg.nExperts) continue;
+            ++m->counters.prefetchPredicted;
+            const ExpertId id{layer, e};
+            if (m->slotOf[m->key(id)] >= 0) continue;
+            const int s = m->takeSlot(true, id);
+            if (s < 0) continue;
+            m->markLoading(s, id, true, loads);
+            ++m->counters.prefetchIssued;
+        }
+    }
+    m->submit(loads);
+}
+
+void ExpertCache::endTokens(int n) {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    m->heat.advance(n);
+    m->counters.tokens += uint64_t(n);
+}
+
+int ExpertCache::pinCapacity() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    return m->pinCapacity();
+}
+
+void ExpertCache::setPins(const std::vector<ExpertId>& hottestFirst) {
+    std::vector<Impl::Load> loads;
+    {
+        std::lock_guard<std::mutex> lock(m->mutex);
+        std::fill(m->pinned.begin(), m->pinned.end(), 0);
+        const int cap = m->pinCapacity();
+        int n = 0;
+        for (const ExpertId& id : hottestFirst) {
+            if (n >= cap) break;
+            if (id.layer < 0 || id.layer >= m->cfg.nLayers || id.expert < 0 ||
+                id.expert >= m->cfg.nExperts || !m->cfg.sparseLayer[size_t(id.layer)] ||
+                m->pinned[m->key(id)])
+                continue;
+            m->pinned[m->key(id)] = 1;
+            ++n;
+        }
+        for (const ExpertId& id : hottestFirst) {
+            if (!m->pinned[m->key(id)] || m->slotOf[m->key(id)] >= 0) continue;
+            const int s = m->takeSlot(false, id);
+            if (s < 0) break;
+            m->markLoading(s, id, false, loads);
+        }
+    }
+    m->submit(loads);
+}
+
+int ExpertCache::rebalancePins() {
+    std::vector<Impl::Load> loads;
+    int changes = 0;
+    {
+        std::lock_guard<std::mutex> lock(m->mutex);
+        const int cap = m->pinCapacity();
+        std::vector<ExpertId> pinnedIds, free;
+        for (int l = 0; l < m->cfg.nLayers; ++l) {
+            if (!m->cfg.sparseLayer[size_t(l)]) continue;
+            for (int e = 0; e < m->cfg.nExperts; ++e)
+                (m->pinned[m->key({l, e})] ? pinnedIds : free).push_back({l, e});
+        }
+        auto hotter = [&](ExpertId a, ExpertId b) { return m->heat.colder(b, a); };
+        std::sort(free.begin(), free.end(), hotter);
+        std::sort(pinnedIds.begin(), pinnedIds.end(), hotter); // coldest last
+        size_t next = 0;
+        while (changes < m->opt.maxPinSwaps && next < free.size()) {
+            const ExpertId cand = free[next];
+            if (m->heat.heat(cand) <= 0) break;
+            if (int(pinnedIds.size()) < cap) {
+                m->pinned[m->key(cand)] = 1;
+                pinnedIds.push_back(cand);
+            } else {
+                if (pinnedIds.empty()) break;
+                const ExpertId coldest = pinnedIds.back();
+                if (m->heat.heat(cand) <= m->heat.heat(coldest) * (1.0 + m->opt.pinMargin)) break;
+                m->pinned[m->key(coldest)] = 0;
+                m->pinned[m->key(cand)] = 1;
+                pinnedIds.pop_back();
+                pinnedIds.insert(pinnedIds.begin(), cand);
+            }
+            ++next;
+            ++changes;
+            if (m->slotOf[m->key(cand)] < 0) {
+                const int s = m->takeSlot(false, cand);
+                if (s >= 0) m->markLoading(s, cand, false, loads);
+            }
+        }
+    }
+    m->submit(loads);
+    return changes;
+}
+
+std::vector<ExpertId> ExpertCache::pins() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    std::vector<ExpertId> out;
+    for (size_t k = 0; k < m->pinned.size(); ++k)
+        if (m->pinned[k]) out.push_back({int(k / m->cfg.nExperts), int(k % m->cfg.nExperts)});
+    return out;
+}
+
+std::vector<double> ExpertCache::heatSnapshot() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    return m->heat.snapshot();
+}
+int64_t ExpertCache::tokenClock() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    return m->heat.now();
+}
+void ExpertCache::setTokenClock(int64_t tokens) {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    m->heat.setNow(tokens);
+}
+void ExpertCache::setHeat(ExpertId id, double heat, int64_t asOf) {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    if (id.layer < 0 || id.layer >= m->cfg.nLayers || id.expert < 0 || id.expert >= m->cfg.nExperts)
+        return;
+    m->heat.setHeat(id, heat, asOf);
+}
+
+TierTelemetry ExpertCache::telemetry() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    TierTelemetry t;
+    t.counters = m->counters;
+    TierResidency& r = t.residency;
+    for (const Slot& s : m->slots) {
+        if (!s.mem) continue;
+        r.allocatedBytes += m->slotBytes;
+        if (s.state == SlotState::Loading) {
+            ++r.loadingExperts;
+            r.cacheBytes += m->slotBytes;
+        } else if (s.state == SlotState::Ready) {
+            if (m->pinned[m->key(s.id)]) {
+                ++r.pinnedExperts;
+                r.pinnedBytes += m->slotBytes;
+            } else {
+                ++r.cachedExperts;
+                r.cacheBytes += m->slotBytes;
+            }
+        }
+    }
+    int total = 0;
+    for (int l = 0; l < m->cfg.nLayers; ++l)
+        total += m->cfg.sparseLayer[size_t(l)] ? m->cfg.nExperts : 0;
+    r.totalExperts = total;
+    r.diskExperts = total - r.pinnedExperts - r.cachedExperts - r.loadingExperts;
+    r.budgetBytes = uint64_t(m->maxSlots) * m->slotBytes;
+    r.slotBytes = m->slotBytes;
+    t.routedBits = m->routedBits;
+    return t;
+}
+
+const ExpertSource& ExpertCache::source() const {
+    return *m->source;
+}
+aio::IoPool& ExpertCache::pool() {
+    return *m->pool;
+}
+
+Status ExpertCache::checkConsistency() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    int busy = 0, loading = 0;
+    for (size_t i = 0; i < m->slots.size(); ++i) {
+        const Slot& s = m->slots[i];
+        if (s.refs < 0) return {ErrorCode::Internal, "slot " + std::to_string(i) + ": refs < 0"};
+        if (!s.mem) {
+            if (s.state != SlotState::Empty)
+                return {ErrorCode::Internal,
+                        "slot " + std::to_string(i) + ": unallocated but used"};
+            continue;
+        }
+        if (s.state == SlotState::Loading) ++loading;
+        if (s.state != SlotState::Empty) {
+            if (m->slotOf[m->key(s.id)] != int(i))
+                return {ErrorCode::Internal, "slot " + std::to_string(i) + " not indexed"};
+            if (s.state == SlotState::Loading || s.refs > 0 || s.wanted) ++busy;
+        } else if (s.refs > 0) {
+            return {ErrorCode::Internal, "slot " + std::to_string(i) + ": empty but referenced"};
+        }
+    }
+    if (loading != m->loading)
+        return {ErrorCode::Internal, "loading count " + std::to_string(m->loading) + " vs " +
+                                         std::to_string(loading) + " loading slots"};
+    for (size_t k = 0; k < m->slotOf.size(); ++k) {
+        const int s = m->slotOf[k];
+        if (s < 0) continue;
+        const Slot& sl = m->slots[size_t(s)];
+        if (!sl.mem || sl.state == SlotState::Empty || m->key(sl.id) != k)
+            return {ErrorCode::Internal, "expert index " + std::to_string(k) + " -> slot " +
+                                             std::to_string(s) + " holding another expert"};
+    }
+    if (m->allocated() > std::max(m->maxSlots, busy))
+        return {ErrorCode::Internal, std::to_string(m->allocated()) + " slots allocated over " +
+                                         std::to_string(m->maxSlots) + " in the budget"};
+    return {};
+}
+
+void ExpertCache::waitIdle() {
+    std::unique_lock<std::mutex> lock(m->mutex);
+    m->cv.wait(lock, [&] { return m->loading == 0; });
+}
+
+} // namespace coli::tiers

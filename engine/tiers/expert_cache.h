@@ -1,0 +1,129 @@
+#pragma once
+// The RAM tiers of the routed experts (DESIGN.md "Expert tiers"): one pool of equal-sized slots
+// under ONE byte budget (slots being read included), holding
+//   - the pinned hot-store: experts chosen from learned heat (setPins, rebalancePins), never
+//     evicted while pinned;
+//   - the LFRU cache: every other resident expert; the victim is the coldest ready, unreferenced,
+//     unpinned slot by HeatTable::colder (decayed heat first, recency breaks ties);
+// and reading everything else from disk through an ExpertSource on an aio::IoPool.
+// Slot safety (DESIGN.md "Threading contract" 7): a slot is empty, loading or ready, with a
+// reference count; only ready, unreferenced, unpinned slots that the current layer does not
+// still need are evicted or reused; a failed read frees its slot and is reported to the layer
+// that wanted it.
+// The compute thread drives one layer at a time: beginLayer (the batch's distinct experts:
+// batch-union), then next()/finished() until next() returns -1: next() hands out whichever
+// wanted expert is ready first, so resident experts compute while missing ones are read. The
+// caller writes each expert's output to its own buffer and sums in the router's top-k order, so
+// the order of completion never changes a bit (forward/forward_fast.cpp).
+// Thread-safety: every member is safe to call from any thread (one mutex), but beginLayer / next /
+// finished / abortLayer / prefetch form one sequence owned by ONE compute thread at a time.
+#include "aio/io_pool.h"
+#include "core/status.h"
+#include "model/config.h"
+#include "tiers/expert_source.h"
+#include "tiers/heat_table.h"
+#include "tiers/tier_telemetry.h"
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace coli::tiers {
+
+struct CacheOptions {
+    // Bytes for routed experts in RAM, slots being read included; 0 = only the working set
+    // (minimumBudget()). Values below the minimum are refused.
+    uint64_t budgetBytes = 0;
+    bool prefetch = true;    // accept prefetch() requests (router lookahead)
+    double pinShare = 0.5;   // share of the slots beyond the working set the hot-store may take
+    int maxPinSwaps = 4;     // rebalancePins(): swaps per call (a turn boundary)
+    double pinMargin = 0.25; // rebalancePins(): a candidate's heat must exceed the coldest pinned
+                             // expert's by this fraction (hysteresis, no ping-pong)
+    double halfLifeTokens = HeatTable::kDefaultHalfLifeTokens;
+};
+
+class ExpertCache {
+public:
+    // The working set in slots: top-k experts of a token plus the I/O pool's queue depth.
+    static int workingSlots(int topK, int queueDepth) { return topK + queueDepth; }
+
+    // Takes ownership of the pool and the source (the source reads through the pool).
+    // Errors: InvalidArgument when options.budgetBytes is non-zero and below the minimum (the
+    // message names the minimum in bytes and MiB).
+    static Result<std::unique_ptr<ExpertCache>> create(std::unique_ptr<aio::IoPool> pool,
+                                                       std::unique_ptr<ExpertSource> source,
+                                                       const ModelConfig& cfg,
+                                                       const CacheOptions& options);
+    // Waits for every read in flight, then frees the slots.
+    ~ExpertCache();
+    ExpertCache(const ExpertCache&) = delete;
+    ExpertCache& operator=(const ExpertCache&) = delete;
+
+    uint64_t slotBytes() const;
+    uint64_t minimumBudget() const; // workingSlots * slotBytes (bytes)
+    uint64_t budget() const;        // bytes in force
+    // Changes the budget at run time (0 = minimum). Shrinking frees slot memory now (evicting
+    // the coldest ready slots and unpinning the coldest pins beyond the new hot-store size);
+    // slots that are loading or in use are freed as soon as they are released.
+    // Errors: InvalidArgument below the minimum (naming it); nothing changes then.
+    Status setBudget(uint64_t bytes);
+    void setPrefetch(bool on);
+    bool prefetchEnabled() const;
+
+    // ---- the compute thread's layer sequence ----
+    // The distinct experts `layer` needs for the current batch (any order). Counts hits and
+    // misses, protects resident ones from eviction until finished, starts reads for missing
+    // ones as slots allow. Errors: InvalidArgument (a bad layer/expert, or a layer still open).
+    Status beginLayer(int layer, std::span<const int> experts);
+    // Blocks until one of the layer's experts not yet handed out is ready; returns its position in
+    // beginLayer's list and its matrices (valid until finished(position)), or -1 when all were
+    // handed out (the layer is then closed). Errors: Io when a wanted expert's read failed (the
+    // layer is closed, its slots released: the cache stays consistent and usable).
+    Result<int> next(SwiGluView* view);
+    // The expert at `position` is computed; its slot may be evicted again.
+    void finished(int position);
+    // Closes an open layer early (after an error elsewhere): releases what it held.
+    void abortLayer();
+    // Best-effort early reads of `layer`'s likely experts (router lookahead): uses empty slots,
+    // or evicts a ready slot colder (HeatTable::colder) than the expert wanted; never waits.
+    // Ignored when prefetch is off. Records the prediction for recall/precision telemetry.
+    void prefetch(int layer, std::span<const int> experts);
+    // n tokens were processed: advances the heat clock.
+    void endTokens(int n);
+
+    // ---- the pinned hot-store ----
+    int pinCapacity() const; // experts the hot-store may hold under the current budget
+    // Pins the first pinCapacity() experts of `hottestFirst` (unpinning others) and starts reading
+    // those not resident into free or cold slots.
+    void setPins(const std::vector<ExpertId>& hottestFirst);
+    // Hysteresis swaps at a turn boundary: fills free hot-store places with the hottest unpinned
+    // experts, then swaps while the hottest unpinned beats the coldest pinned by pinMargin, at most
+    // maxPinSwaps changes. Returns the number of changes.
+    int rebalancePins();
+    std::vector<ExpertId> pins() const;
+
+    // ---- learned heat (storage glue) ----
+    std::vector<double> heatSnapshot() const; // [n_layers * n_experts], decayed to now
+    int64_t tokenClock() const;
+    void setTokenClock(int64_t tokens);
+    void setHeat(ExpertId id, double heat, int64_t asOf);
+
+    TierTelemetry telemetry() const;
+    const ExpertSource& source() const;
+    aio::IoPool& pool();
+    // Test hook: checks the slot table's invariants (every non-empty slot indexed under its
+    // expert and vice versa, no negative reference counts, allocation within the budget or only
+    // over it by busy slots). Internal naming the broken one.
+    Status checkConsistency() const;
+    // Test hook: waits until no read is in flight.
+    void waitIdle();
+
+private:
+    ExpertCache() = default;
+    struct Impl;
+    std::unique_ptr<Impl> m;
+};
+
+} // namespace coli::tiers

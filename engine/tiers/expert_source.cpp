@@ -1,0 +1,318 @@
+#include "tiers/expert_source.h"
+
+#include "convert/manifest.h"
+#include "convert/stored_format.h"
+#include "io/dtype.h"
+#include "io/safetensors.h"
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace coli::tiers {
+
+namespace {
+
+uint64_t alignUp(uint64_t n, uint64_t a) {
+    return (n + a - 1) / a * a;
+}
+uint64_t alignDown(uint64_t n, uint64_t a) {
+    return n / a * a;
+}
+
+std::string mib(uint64_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f MiB", double(bytes) / (1024.0 * 1024.0));
+    return buf;
+}
+
+// ---- container: one read of the blob, views into it ----
+
+struct PartView {
+    uint64_t offset = 0; // inside the blob
+    int rows = 0, cols = 0;
+    bool quantised = false;
+    quant::WeightFormat qfmt = quant::WeightFormat::Q8_G32;
+};
+
+struct BlobEntry {
+    int file = -1;
+    uint64_t offset = 0, length = 0;
+    PartView parts[3];
+};
+
+MatrixView partView(const PartView& p, const uint8_t* slot) {
+    MatrixView v;
+    v.rows = p.rows;
+    v.cols = p.cols;
+    v.qfmt = p.qfmt;
+    if (p.quantised)
+        v.q = slot + p.offset;
+    else
+        v.data = reinterpret_cast<const float*>(slot + p.offset);
+    return v;
+}
+
+class ContainerSource final : public ExpertSource {
+public:
+    ContainerSource(aio::IoPool& pool, int nExperts, std::vector<BlobEntry> blobs, uint64_t slot,
+                    std::string formats)
+        : m_pool(pool), m_nExperts(nExperts), m_blobs(std::move(blobs)), m_slotBytes(slot),
+          m_formats(std::move(formats)) {}
+    uint64_t slotBytes() const override { return m_slotBytes; }
+    uint64_t readBytes() const override { return m_slotBytes; }
+    int readsPerExpert() const override { return 1; }
+    void load(ExpertId id, uint8_t* slot, std::function<void(const Status&)> done) override {
+        const BlobEntry& b = entry(id);
+        m_pool.submit({b.file, b.offset, b.length, slot}, std::move(done));
+    }
+    SwiGluView view(ExpertId id, const uint8_t* slot) const override {
+        const BlobEntry& b = entry(id);
+        SwiGluView v;
+        v.gate = partView(b.parts[0], slot);
+        v.up = partView(b.parts[1], slot);
+        v.down = partView(b.parts[2], slot);
+        return v;
+    }
+    std::string describe() const override {
+        return "colibri container, 1 read of " + mib(m_slotBytes) + " per expert (" + m_formats +
+               ")";
+    }
+
+private:
+    const BlobEntry& entry(ExpertId id) const {
+        return m_blobs[size_t(id.layer) * m_nExperts + id.expert];
+    }
+    aio::IoPool& m_pool;
+    int m_nExperts;
+    std::vector<BlobEntry> m_blobs; // [n_layers * n_experts]; file -1 for dense layers
+    uint64_t m_slotBytes;
+    std::string m_formats;
+};
+
+// ---- checkpoint: three reads, widened to f32 ----
+
+struct RawPart {
+    int file = -1;
+    DType dtype = DType::F32;
+    uint64_t offset = 0, length = 0; // the part's bytes in the file
+    int rows = 0, cols = 0;
+};
+
+class CheckpointSource final : public ExpertSource {
+public:
+    CheckpointSource(aio::IoPool& pool, int nExperts, std::vector<std::array<RawPart, 3>> parts,
+                     uint64_t f32Bytes, uint64_t stagingBytes, uint64_t readBytes)
+        : m_pool(pool), m_nExperts(nExperts), m_parts(std::move(parts)), m_f32Bytes(f32Bytes),
+          m_stagingBytes(stagingBytes), m_readBytes(readBytes) {}
+    uint64_t slotBytes() const override { return m_f32Bytes + m_stagingBytes; }
+    uint64_t readBytes() const override { return m_readBytes; }
+    int readsPerExpert() const override { return 3; }
+
+    void load(ExpertId id, uint8_t* slot, std::function<void(const Status&)> done) override {
+        // Shared by the three reads; the last one to finish widens the parts and calls done.
+        struct Pending {
+            std::atomic<int> left{3};
+            std::mutex mutex;
+            Status first;
+            std::function<void(const Status&)> done;
+        };
+        auto pending = std::make_shared<Pending>();
+        pending->done = std::move(done);
+        const std::array<RawPart, 3>& parts = entry(id);
+        const bool direct = m_pool.directIo();
+        uint64_t f32At = 0, stageAt = m_f32Bytes;
+        struct Plan {
+            uint8_t* dst;  // where the read lands
+            uint64_t skip; // bytes before the part's first byte (O_DIRECT alignment)
+            float* out;    // f32 destination
+            bool widen;    // the read went to staging
+        };
+        auto plans = std::make_shared<std::array<Plan, 3>>();
+        std::array<aio::ReadRequest, 3> reqs;
+        for (int p = 0; p < 3; ++p) {
+            const RawPart& r = parts[p];
+            float* out = reinterpret_cast<float*>(slot + f32At);
+            f32At += uint64_t(r.rows) * r.cols * 4;
+            uint64_t off = r.offset, len = r.length, skip = 0;
+            if (direct) {
+                off = alignDown(r.offset, kSlotAlign);
+                skip = r.offset - off;
+                len = alignUp(skip + r.length, kSlotAlign);
+            }
+            const bool widen = direct || r.dtype != DType::F32;
+            uint8_t* dst = widen ? slot + stageAt : reinterpret_cast<uint8_t*>(out);
+            if (widen) stageAt += alignUp(len, kSlotAlign);
+            (*plans)[p] = {dst, skip, out, widen};
+            reqs[p] = {r.file, off, len, dst};
+        }
+        const std::array<RawPart, 3>* partsPtr = &parts;
+        for (int p = 0; p < 3; ++p) {
+            m_pool.submit(reqs[p], [pending, plans, partsPtr](const Status& s) {
+                if (!s.isOk()) {
+                    std::lock_guard<std::mutex> lock(pending->mutex);
+                    if (pending->first.isOk()) pending->first = s;
+                }
+                if (pending->left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+                Status result;
+                {
+                    std::lock_guard<std::mutex> lock(pending->mutex);
+                    result = pending->first;
+                }
+                if (result.isOk())
+                    for (int q = 0; q < 3; ++q) {
+                        const Plan& pl = (*plans)[q];
+                        const RawPart& r = (*partsPtr)[q];
+                        if (!pl.widen) continue;
+                        const uint8_t* src = pl.dst + pl.skip;
+                        const size_t n = size_t(r.rows) * r.cols;
+                        if (r.dtype == DType::F32) {
+                            std::memcpy(pl.out, src, n * 4);
+                        } else {
+                            // The staging bytes may be unaligned for uint16 after `skip`: copy.
+                            std::vector<uint16_t> h(n);
+                            std::memcpy(h.data(), src, n * 2);
+                            if (r.dtype == DType::BF16)
+                                bf16ToF32(h.data(), pl.out, n);
+                            else
+                                f16ToF32(h.data(), pl.out, n);
+                        }
+                    }
+                pending->done(result);
+            });
+        }
+    }
+
+    SwiGluView view(ExpertId id, const uint8_t* slot) const override {
+        const std::array<RawPart, 3>& parts = entry(id);
+        SwiGluView v;
+        MatrixView* views[3] = {&v.gate, &v.up, &v.down};
+        uint64_t at = 0;
+        for (int p = 0; p < 3; ++p) {
+            views[p]->rows = parts[p].rows;
+            views[p]->cols = parts[p].cols;
+            views[p]->data = reinterpret_cast<const float*>(slot + at);
+            at += uint64_t(parts[p].rows) * parts[p].cols * 4;
+        }
+        return v;
+    }
+    std::string describe() const override {
+        return "checkpoint, 3 reads (" + mib(m_readBytes) + ") per expert, widened to f32";
+    }
+
+private:
+    const std::array<RawPart, 3>& entry(ExpertId id) const {
+        return m_parts[size_t(id.layer) * m_nExperts + id.expert];
+    }
+    aio::IoPool& m_pool;
+    int m_nExperts;
+    std::vector<std::array<RawPart, 3>> m_parts;
+    uint64_t m_f32Bytes, m_stagingBytes, m_readBytes;
+};
+
+} // namespace
+
+Result<std::unique_ptr<ExpertSource>>
+openContainerSource(const convert::Container& c, const ModelConfig& cfg, aio::IoPool& pool) {
+    namespace fs = std::filesystem;
+    std::vector<BlobEntry> blobs(size_t(cfg.nLayers) * cfg.nExperts);
+    std::map<std::string, int> files;
+    uint64_t slot = 0;
+    for (int l = 0; l < cfg.nLayers; ++l) {
+        if (!cfg.sparseLayer[l]) continue;
+        for (int e = 0; e < cfg.nExperts; ++e) {
+            const convert::ExpertEntry* x = c.expert(l, e);
+            if (!x)
+                return Status(ErrorCode::NotFound, c.dir + "/colibri.json: no blob for layer " +
+                                                       std::to_string(l) + ", expert " +
+                                                       std::to_string(e));
+            auto it = files.find(x->file);
+            if (it == files.end()) {
+                Result<int> f = pool.openFile((fs::path(c.dir) / x->file).string());
+                if (!f) return f.status();
+                it = files.emplace(x->file, *f).first;
+            }
+            BlobEntry& b = blobs[size_t(l) * cfg.nExperts + e];
+            b.file = it->second;
+            b.offset = x->offset;
+            b.length = x->length;
+            const convert::ExpertPart* parts[3] = {&x->gate, &x->up, &x->down};
+            for (int p = 0; p < 3; ++p) {
+                const convert::ExpertPart& part = *parts[p];
+                PartView& v = b.parts[p];
+                v.offset = part.offset;
+                v.rows = int(part.shape[0]);
+                v.cols = int(part.shape[1]);
+                if (convert::isQuantised(part.format)) {
+                    v.quantised = true;
+                    v.qfmt = convert::weightFormat(part.format);
+                } else if (part.format != convert::StoredFormat::F32 || part.offset % 4 != 0) {
+                    return Status(ErrorCode::Unsupported,
+                                  c.dir + "/colibri.json: expert blob '" + x->tensor +
+                                      "' stores a part as " +
+                                      convert::storedFormatName(part.format) +
+                                      ": streaming experts needs them quantised (int4/int8) or "
+                                      "f32; convert again with the default expert format");
+                }
+            }
+            slot = std::max(slot, x->length);
+        }
+    }
+    return std::unique_ptr<ExpertSource>(std::make_unique<ContainerSource>(
+        pool, cfg.nExperts, std::move(blobs), alignUp(slot, kSlotAlign), c.describe()));
+}
+
+Result<std::unique_ptr<ExpertSource>>
+openCheckpointSource(const Checkpoint& ckpt, const ModelConfig& cfg, aio::IoPool& pool) {
+    std::vector<std::array<RawPart, 3>> parts(size_t(cfg.nLayers) * cfg.nExperts);
+    std::map<int, int> files; // checkpoint shard -> pool file
+    uint64_t f32 = 0, staging = 0, readBytes = 0;
+    const bool direct = pool.directIo();
+    for (int l = 0; l < cfg.nLayers; ++l) {
+        if (!cfg.sparseLayer[l]) continue;
+        for (int e = 0; e < cfg.nExperts; ++e) {
+            Result<std::array<ExpertTensorRange, 3>> loc = locateExpert(ckpt, cfg, l, e);
+            if (!loc) return loc.status();
+            uint64_t f = 0, st = 0, rd = 0;
+            for (int p = 0; p < 3; ++p) {
+                const ExpertTensorRange& r = (*loc)[p];
+                const TensorInfo& t = *r.tensor;
+                if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
+                    return Status(ErrorCode::Unsupported,
+                                  ckpt.dir() + ": tensor '" + t.name + "' is " +
+                                      dtypeName(t.dtype) +
+                                      ": streamed experts are read as F32, F16 or BF16");
+                auto it = files.find(t.shard);
+                if (it == files.end()) {
+                    Result<int> fi = pool.openFile(ckpt.shardPaths()[size_t(t.shard)]);
+                    if (!fi) return fi.status();
+                    it = files.emplace(t.shard, *fi).first;
+                }
+                RawPart& rp = parts[size_t(l) * cfg.nExperts + e][p];
+                rp.file = it->second;
+                rp.dtype = t.dtype;
+                rp.offset = t.fileOffset + uint64_t(r.firstElement) * dtypeSize(t.dtype);
+                rp.length = uint64_t(r.count) * dtypeSize(t.dtype);
+                rp.rows = r.rows;
+                rp.cols = r.cols;
+                f += uint64_t(r.count) * 4;
+                uint64_t len = rp.length;
+                if (direct)
+                    len = alignUp(rp.offset - alignDown(rp.offset, kSlotAlign) + rp.length,
+                                  kSlotAlign);
+                rd += len;
+                if (direct || t.dtype != DType::F32) st += alignUp(len, kSlotAlign);
+            }
+            f32 = std::max(f32, f);
+            staging = std::max(staging, st);
+            readBytes = std::max(readBytes, rd);
+        }
+    }
+    return std::unique_ptr<ExpertSource>(std::make_unique<CheckpointSource>(
+        pool, cfg.nExperts, std::move(parts), alignUp(f32, kSlotAlign), staging, readBytes));
+}
+
+} // namespace coli::tiers

@@ -1,0 +1,68 @@
+#pragma once
+// Where a streamed routed expert's bytes come from, and how they become matrices the forward pass
+// multiplies by (DESIGN.md "Expert tiers", step 3 "place": the disk tier).
+//   container:  ONE read per expert: its blob [offset, offset + length) (gate, up and down
+//               adjacent and 4096-aligned, docs/container.md) lands in the slot as stored; the
+//               views point into it (quantised bytes or f32, never copied).
+//   checkpoint: THREE reads per expert (gate, up, down; per-expert tensors or ranges of stacked
+//               ones) of the source dtype, widened to f32 in the slot after the reads complete.
+// Reads go through the aio::IoPool (buffered + posix_fadvise(DONTNEED), or O_DIRECT).
+// Thread-safety: load() may be called from any thread (the cache calls it under its lock); the
+// `done` callback runs on a pool thread; view() is pure.
+#include "aio/io_pool.h"
+#include "core/status.h"
+#include "model/config.h"
+#include "model/weights.h"
+#include "tiers/heat_table.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace coli {
+class Checkpoint;
+namespace convert {
+struct Container;
+}
+} // namespace coli
+
+namespace coli::tiers {
+
+// Alignment (bytes) of slot memory and of slotBytes(): O_DIRECT's (aio::kDirectIoAlign).
+constexpr uint64_t kSlotAlign = aio::kDirectIoAlign;
+
+class ExpertSource {
+public:
+    virtual ~ExpertSource() = default;
+    // Bytes one slot needs (a multiple of kSlotAlign; the same for every expert of the model).
+    virtual uint64_t slotBytes() const = 0;
+    // Bytes read from disk to load one expert (all its reads; O_DIRECT alignment included).
+    virtual uint64_t readBytes() const = 0;
+    virtual int readsPerExpert() const = 0;
+    // Starts loading `id` into `slot` (slotBytes(), kSlotAlign-aligned, owned by the caller until
+    // `done` ran). `done` runs exactly once on a pool thread, after every read (and the f32
+    // widening of a checkpoint's parts): OK, or the first read's Io error (naming the file).
+    virtual void load(ExpertId id, uint8_t* slot, std::function<void(const Status&)> done) = 0;
+    // Views of gate [expert_ffn, d_model], up [expert_ffn, d_model] and down
+    // [d_model, expert_ffn] inside a slot loaded with `id`. Pure.
+    virtual SwiGluView view(ExpertId id, const uint8_t* slot) const = 0;
+    // e.g. "colibri container, 1 read of 3.4 MiB per expert (int4-g64)".
+    virtual std::string describe() const = 0;
+};
+
+// The container's expert blobs (convert/manifest.h); opens its shards in `pool`.
+// Errors: Unsupported for expert parts stored as bf16 or f8 (the views need f32 or a quantised
+// format: convert with the default int4-g64 or int8); NotFound for a blob the config needs; the
+// pool's openFile errors (a missing shard, O_DIRECT refused), naming the file.
+// `pool` must outlive the source.
+Result<std::unique_ptr<ExpertSource>>
+openContainerSource(const convert::Container& c, const ModelConfig& cfg, aio::IoPool& pool);
+
+// An unconverted Hugging Face checkpoint (F32 / F16 / BF16); opens its shards in `pool`.
+// Errors: those of locateExpert (model/weights.h), Unsupported for other dtypes, the pool's
+// openFile errors. `ckpt` and `pool` must outlive the source.
+Result<std::unique_ptr<ExpertSource>>
+openCheckpointSource(const Checkpoint& ckpt, const ModelConfig& cfg, aio::IoPool& pool);
+
+} // namespace coli::tiers

@@ -1,0 +1,51 @@
+#pragma once
+// What the expert tiers report (DESIGN.md "Threading contract" 4: aggregated in the engine,
+// published latest-wins; the GUI's tier bars, Brain and Atlas draw it). Counters are cumulative
+// since the cache was made: a per-token figure is the difference of two snapshots.
+// Thread-safety: plain values.
+#include <cstdint>
+#include <vector>
+
+namespace coli::tiers {
+
+struct TierCounters {
+    uint64_t routed = 0; // demanded (layer, expert) accesses: distinct experts per layer per batch
+    uint64_t hitsPinned = 0; // found in the pinned hot-store
+    uint64_t hitsCache = 0; // found in the LFRU cache (ready, or already loading: see inFlightHits)
+    uint64_t inFlightHits = 0; // of hitsCache: the expert was still being read (a prefetch)
+    uint64_t misses = 0;       // read from disk on demand
+    uint64_t readsIssued = 0;  // expert loads started (demand + prefetch + pins)
+    uint64_t bytesRead = 0;    // bytes of completed expert loads
+    uint64_t evictions = 0;    // ready experts dropped to make room
+    uint64_t failedReads = 0;
+    uint64_t prefetchIssued = 0;    // lookahead loads started
+    uint64_t prefetchUsed = 0;      // prefetched experts later demanded before eviction
+    uint64_t prefetchPredicted = 0; // experts the lookahead predicted (resident or not)
+    uint64_t prefetchCorrect = 0;   // of prefetchPredicted: routed in that layer (precision)
+    uint64_t lookaheadRouted = 0;   // routed experts of layers that had a lookahead (recall's base)
+    uint64_t lookaheadRecalled = 0; // of lookaheadRouted: predicted by the lookahead (recall)
+    double ioWaitSeconds = 0;       // compute thread blocked waiting for reads
+    uint64_t tokens = 0;            // tokens counted by endTokens()
+};
+
+struct TierResidency {
+    int pinnedExperts = 0;                    // ready in the hot-store
+    int cachedExperts = 0;                    // ready in the LFRU cache
+    int loadingExperts = 0;                   // reads in flight
+    int diskExperts = 0;                      // every other routed expert
+    uint64_t pinnedBytes = 0, cacheBytes = 0; // slot bytes allocated to each (loading -> cache)
+    uint64_t allocatedBytes = 0;              // all slot memory allocated now
+    uint64_t budgetBytes = 0;                 // the budget in force
+    uint64_t slotBytes = 0;                   // bytes of one slot
+    int totalExperts = 0;                     // routed experts of the model
+};
+
+struct TierTelemetry {
+    TierCounters counters;
+    TierResidency residency;
+    // The last batch's routed experts per MoE layer, as bitsets: [n_layers][ceil(n_experts/64)]
+    // words, bit e of word e/64 set when expert e was routed (dense layers: all zero).
+    std::vector<std::vector<uint64_t>> routedBits;
+};
+
+} // namespace coli::tiers

@@ -1,0 +1,219 @@
+// Placement never changes the tokens (DESIGN.md "Expert tiers"): on every fixture family (as its
+// Hugging Face checkpoint and as its int4 colibri container) and on the shipped default model,
+// streaming the routed experts with any RAM budget, pins, prefetch, O_DIRECT and thread count
+// gives the same greedy and seeded-sampling tokens and bit-identical final logits as keeping every
+// expert resident. Each run also checks from the cache's telemetry that placement really varied
+// (bytes read, evictions at small budgets, prefetches when on, O_DIRECT in use), so a budget that
+// were silently ignored would fail.
+#include "convert/converter.h"
+#include "forward/model.h"
+#include "sampler/sampler.h"
+#include "st_writer.h"
+#include "tiers/expert_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace coli;
+
+namespace {
+
+struct Run {
+    std::vector<int32_t> greedy, sampled;
+    std::vector<float> finalLogits; // after the last greedy token
+};
+
+std::vector<int32_t> promptFor(int vocab, int n) {
+    std::vector<int32_t> t;
+    for (int i = 0; i < n; ++i)
+        t.push_back(int32_t((i * 37 + 11) % vocab));
+    return t;
+}
+
+// Prefill (> one 32-token chunk, so batch-union and chunking are exercised), then 6 greedy tokens,
+// then (fresh cache) 6 seeded-sampled tokens.
+Run generate(Model& m, bool pinsAtTurn) {
+    Run r;
+    const int V = m.config().vocabSize;
+    const std::vector<int32_t> prompt = promptFor(V, 40);
+    for (int pass = 0; pass < 2; ++pass) {
+        KVCache kv;
+        std::vector<float> logits;
+        Status st = m.forward(prompt, kv, logits);
+        EXPECT_TRUE(st.isOk()) << st.toString();
+        if (!st.isOk()) return r;
+        if (pinsAtTurn && m.expertCache()) m.expertCache()->rebalancePins();
+        SamplerParams sp;
+        sp.temperature = pass == 0 ? 0.0f : 0.9f;
+        sp.seed = 1234;
+        Sampler sampler(sp);
+        std::vector<int32_t> history = prompt;
+        std::vector<int32_t>& out = pass == 0 ? r.greedy : r.sampled;
+        for (int i = 0; i < 6; ++i) {
+            Result<int32_t> tok = sampler.sample(logits, history);
+            EXPECT_TRUE(tok.isOk());
+            if (!tok.isOk()) return r;
+            out.push_back(*tok);
+            history.push_back(*tok);
+            const int32_t one[1] = {*tok};
+            st = m.forward(one, kv, logits);
+            EXPECT_TRUE(st.isOk()) << st.toString();
+            if (!st.isOk()) return r;
+        }
+        if (pass == 0) r.finalLogits = logits;
+    }
+    return r;
+}
+
+struct Placement {
+    std::string name;
+    enum Budget { Zero, OnePerLayer, TwoPerLayer, Half, All } budget;
+    bool pins, prefetch, direct;
+    int threads;
+    ForwardPath path = ForwardPath::Fast;
+};
+
+const Placement kPlacements[] = {
+    {"budget0-prefetch-T2", Placement::Zero, false, true, false, 2},
+    {"budget0-noprefetch-direct-T1", Placement::Zero, false, false, true, 1},
+    {"1perlayer-pins-prefetch-direct-T2", Placement::OnePerLayer, true, true, true, 2},
+    {"2perlayer-pins-noprefetch-T1", Placement::TwoPerLayer, true, false, false, 1},
+    {"half-pins-prefetch-direct-T1", Placement::Half, true, true, true, 1},
+    {"all-prefetch-T2", Placement::All, false, true, false, 2},
+    {"reference-budget0-direct", Placement::Zero, true, false, true, 1, ForwardPath::Reference},
+};
+
+uint64_t budgetBytes(const Placement& p, const tiers::ExpertCache& c, const ModelConfig& cfg) {
+    int moeLayers = 0;
+    for (bool s : cfg.sparseLayer)
+        moeLayers += s ? 1 : 0;
+    const uint64_t slot = c.slotBytes(), total = uint64_t(moeLayers) * cfg.nExperts;
+    switch (p.budget) {
+    case Placement::Zero:
+        return 0;
+    case Placement::OnePerLayer:
+        return c.minimumBudget() + uint64_t(moeLayers) * slot;
+    case Placement::TwoPerLayer:
+        return c.minimumBudget() + 2 * uint64_t(moeLayers) * slot;
+    case Placement::Half:
+        return std::max(c.minimumBudget(), total / 2 * slot);
+    case Placement::All:
+        return c.minimumBudget() + total * slot;
+    }
+    return 0;
+}
+
+class Containers {
+public:
+    static Containers& get() {
+        static Containers c;
+        return c;
+    }
+    std::string of(const std::string& src) {
+        auto it = m_dirs.find(src);
+        if (it != m_dirs.end()) return it->second;
+        const std::string dst = (m_tmp.path() / std::to_string(m_dirs.size())).string();
+        auto rep = convert::convertCheckpoint(src, dst, convert::ConvertOptions{});
+        EXPECT_TRUE(rep.isOk()) << rep.status().toString();
+        return m_dirs[src] = rep.isOk() ? dst : std::string();
+    }
+
+private:
+    st_test::TempDir m_tmp;
+    std::map<std::string, std::string> m_dirs;
+};
+
+void checkModel(const std::string& dir, bool container) {
+    const std::string path = container ? Containers::get().of(dir) : dir;
+    ASSERT_FALSE(path.empty());
+    // The resident baseline of each path (Fast and Reference agree within 1e-5, not bit for bit).
+    std::map<ForwardPath, Run> baseline;
+    for (ForwardPath fp : {ForwardPath::Fast, ForwardPath::Reference}) {
+        ModelLoadOptions base;
+        base.threads = 2;
+        base.path = fp;
+        auto resident = Model::load(path, base);
+        ASSERT_TRUE(resident.isOk()) << resident.status().toString();
+        baseline[fp] = generate(**resident, false);
+        ASSERT_EQ(baseline[fp].greedy.size(), 6u);
+    }
+
+    for (const Placement& p : kPlacements) {
+        SCOPED_TRACE(path + " placement " + p.name);
+        const Run& want = baseline[p.path];
+        ModelLoadOptions o;
+        o.threads = p.threads;
+        o.path = p.path;
+        o.tiers.stream = true;
+        o.tiers.prefetch = p.prefetch;
+        o.tiers.directIo = p.direct;
+        o.tiers.pinShare = p.pins ? 0.5 : 0.0;
+        auto m = Model::load(path, o);
+        ASSERT_TRUE(m.isOk()) << m.status().toString();
+        tiers::ExpertCache* cache = (*m)->expertCache();
+        ASSERT_NE(cache, nullptr);
+        const ModelConfig& cfg = (*m)->config();
+        ASSERT_TRUE(cache->setBudget(budgetBytes(p, *cache, cfg)).isOk());
+        EXPECT_EQ(cache->pool().directIo(), p.direct);
+        const Run got = generate(**m, p.pins);
+        EXPECT_EQ(got.greedy, want.greedy);
+        EXPECT_EQ(got.sampled, want.sampled);
+        ASSERT_EQ(got.finalLogits.size(), want.finalLogits.size());
+        EXPECT_EQ(0, std::memcmp(got.finalLogits.data(), want.finalLogits.data(),
+                                 want.finalLogits.size() * sizeof(float)))
+            << "final logits differ";
+
+        cache->waitIdle();
+        EXPECT_TRUE(cache->checkConsistency().isOk()) << cache->checkConsistency().toString();
+        const tiers::TierTelemetry t = cache->telemetry();
+        EXPECT_GT(t.counters.bytesRead, 0u);
+        EXPECT_GT(t.counters.misses, 0u);
+        EXPECT_LE(t.residency.allocatedBytes, t.residency.budgetBytes);
+        const uint64_t slots = t.residency.budgetBytes / t.residency.slotBytes;
+        if (slots < uint64_t(t.residency.totalExperts))
+            EXPECT_GT(t.counters.evictions, 0u)
+                << slots << " slots for " << t.residency.totalExperts << " experts";
+        int moeLayers = 0;
+        for (bool s : cfg.sparseLayer)
+            moeLayers += s ? 1 : 0;
+        if (p.prefetch && p.path == ForwardPath::Fast && moeLayers > 1)
+            EXPECT_GT(t.counters.prefetchPredicted, 0u);
+        if (!p.prefetch) EXPECT_EQ(t.counters.prefetchIssued, 0u);
+        if (p.pins && cache->pinCapacity() > 0) EXPECT_FALSE(cache->pins().empty());
+    }
+}
+
+const char* const kFamilies[] = {"olmoe", "qwen2moe", "qwen3moe", "mixtral", "granitemoe"};
+
+std::string fixture(const std::string& f) {
+    return std::string(COLI_FIXTURE_DIR) + "/" + f;
+}
+
+} // namespace
+
+TEST(PlacementInvariance, FixtureCheckpoints) {
+    for (const char* f : kFamilies) {
+        SCOPED_TRACE(f);
+        checkModel(fixture(f), false);
+    }
+}
+
+TEST(PlacementInvariance, FixtureContainers) {
+    for (const char* f : kFamilies) {
+        SCOPED_TRACE(f);
+        checkModel(fixture(f), true);
+    }
+}
+
+TEST(PlacementInvariance, DefaultModelCheckpoint) {
+    checkModel(COLI_SHIPPED_MODEL_DIR, false);
+}
+
+TEST(PlacementInvariance, DefaultModelContainer) {
+    checkModel(COLI_SHIPPED_MODEL_DIR, true);
+}

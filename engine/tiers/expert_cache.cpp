@@ -102,7 +102,10 @@ struct ExpertCache::Impl {
                 victim = int(i);
         if (victim < 0) return -1;
         Slot& v = slots[size_t(victim)];
-        if (forPrefetch && !heat.colder(v.id, target)) return -1;
+        // A prefetch may displace an expert colder than the one it wants, or one of an earlier
+        // layer (already computed for this batch: not needed before the next batch, while the
+        // lookahead's expert is needed one layer from now).
+        if (forPrefetch && !heat.colder(v.id, target) && v.id.layer >= target.layer) return -1;
         slotOf[key(v.id)] = -1;
         v.state = SlotState::Empty;
         v.prefetched = false;

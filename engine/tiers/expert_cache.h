@@ -87,7 +87,8 @@ public:
     // Closes an open layer early (after an error elsewhere): releases what it held.
     void abortLayer();
     // Best-effort early reads of `layer`'s likely experts (router lookahead): uses empty slots,
-    // or evicts a ready slot colder (HeatTable::colder) than the expert wanted; never waits.
+    // or evicts the LFRU victim when it is colder (HeatTable::colder) than the expert wanted or
+    // belongs to an earlier layer; never waits.
     // Ignored when prefetch is off. Records the prediction for recall/precision telemetry.
     void prefetch(int layer, std::span<const int> experts);
     // n tokens were processed: advances the heat clock.

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -175,16 +176,33 @@ void checkModel(const std::string& dir, bool container) {
         EXPECT_GT(t.counters.misses, 0u);
         EXPECT_LE(t.residency.allocatedBytes, t.residency.budgetBytes);
         const uint64_t slots = t.residency.budgetBytes / t.residency.slotBytes;
-        if (slots < uint64_t(t.residency.totalExperts))
+        if (slots < uint64_t(t.residency.totalExperts)) {
             EXPECT_GT(t.counters.evictions, 0u)
                 << slots << " slots for " << t.residency.totalExperts << " experts";
+        }
         int moeLayers = 0;
         for (bool s : cfg.sparseLayer)
             moeLayers += s ? 1 : 0;
-        if (p.prefetch && p.path == ForwardPath::Fast && moeLayers > 1)
+        if (p.prefetch && p.path == ForwardPath::Fast && moeLayers > 1) {
             EXPECT_GT(t.counters.prefetchPredicted, 0u);
-        if (!p.prefetch) EXPECT_EQ(t.counters.prefetchIssued, 0u);
-        if (p.pins && cache->pinCapacity() > 0) EXPECT_FALSE(cache->pins().empty());
+            EXPECT_GT(t.counters.prefetchIssued, 0u);
+        }
+        if (!p.prefetch) {
+            EXPECT_EQ(t.counters.prefetchIssued, 0u);
+        }
+        if (p.pins && cache->pinCapacity() > 0) {
+            EXPECT_FALSE(cache->pins().empty());
+        }
+        const tiers::TierCounters& k = t.counters;
+        std::printf("%-44s %-36s slots %3llu/%3d  hit pinned %4llu cache %4llu miss %4llu  "
+                    "evict %4llu  prefetch %llu/%llu used %llu  recall %.2f\n",
+                    path.substr(path.size() > 44 ? path.size() - 44 : 0).c_str(), p.name.c_str(),
+                    (unsigned long long)slots, t.residency.totalExperts,
+                    (unsigned long long)k.hitsPinned, (unsigned long long)k.hitsCache,
+                    (unsigned long long)k.misses, (unsigned long long)k.evictions,
+                    (unsigned long long)k.prefetchIssued, (unsigned long long)k.prefetchPredicted,
+                    (unsigned long long)k.prefetchUsed,
+                    k.lookaheadRouted ? double(k.lookaheadRecalled) / k.lookaheadRouted : 0.0);
     }
 }
 

@@ -20,5 +20,6 @@ Command addRouteStatsCommand(CLI::App& root);
 Command addConvertCommand(CLI::App& root);
 Command addBenchCommand(CLI::App& root);
 Command addUsageCommand(CLI::App& root);
+Command addCacheSimCommand(CLI::App& root);
 
 } // namespace coli::cli

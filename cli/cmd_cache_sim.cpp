@@ -118,31 +118,36 @@ int runCacheSim(const CacheSimOptions& o) {
                traces.front().topK);
     fmt::print("accesses: {} (LFRU half-life {} tokens)\n",
                grouped(results.empty() ? 0 : results[0][0].accesses), o.halfLife);
-    fmt::print("hit rate (fraction of belady's):\n{:<18}", "capacity");
+    // Columns of 18 characters; the last cell of a row is not padded.
+    auto printRow = [](std::vector<std::string> cells) {
+        std::string line;
+        for (size_t i = 0; i < cells.size(); ++i)
+            line += i + 1 < cells.size() ? fmt::format("{:<18}", cells[i]) : cells[i];
+        fmt::print("{}\n", line);
+    };
+    std::vector<std::string> head = {"capacity"};
     for (Policy p : policies)
-        fmt::print("{:<18}", cachesim::policyName(p));
-    fmt::print("\n");
+        head.push_back(cachesim::policyName(p));
+    fmt::print("hit rate (fraction of belady's):\n");
+    printRow(head);
     for (size_t c = 0; c < capacities.size(); ++c) {
-        fmt::print("{:<18}", fmt::format("{:>4} ({:.1f}%)", capacities[c],
-                                         total ? 100.0 * capacities[c] / total : 0.0));
+        std::vector<std::string> row = {fmt::format("{:>4} ({:.1f}%)", capacities[c],
+                                                    total ? 100.0 * capacities[c] / total : 0.0)};
         const double best = results[c][belady].hitRate();
         for (const auto& r : results[c])
-            fmt::print("{:<18}", fmt::format("{:6.2f}% ({:.3f})", 100.0 * r.hitRate(),
-                                             best > 0 ? r.hitRate() / best : 1.0));
-        fmt::print("\n");
+            row.push_back(fmt::format("{:6.2f}% ({:.3f})", 100.0 * r.hitRate(),
+                                      best > 0 ? r.hitRate() / best : 1.0));
+        printRow(row);
     }
     if (o.bytesPerExpert > 0) {
-        fmt::print("MiB read per token ({} bytes per expert):\n{:<18}", grouped(o.bytesPerExpert),
-                   "capacity");
-        for (Policy p : policies)
-            fmt::print("{:<18}", cachesim::policyName(p));
-        fmt::print("\n");
+        fmt::print("MiB read per token ({} bytes per expert):\n", grouped(o.bytesPerExpert));
+        printRow(head);
         for (size_t c = 0; c < capacities.size(); ++c) {
-            fmt::print("{:<18}", fmt::format("{:>4}", capacities[c]));
+            std::vector<std::string> row = {fmt::format("{:>4}", capacities[c])};
             for (const auto& r : results[c])
-                fmt::print("{:<18.3f}", double(r.bytesRead) / 1048576.0 /
-                                            double(std::max<int64_t>(1, seq->tokens)));
-            fmt::print("\n");
+                row.push_back(fmt::format("{:.3f}", double(r.bytesRead) / 1048576.0 /
+                                                        double(std::max<int64_t>(1, seq->tokens))));
+            printRow(row);
         }
     }
 

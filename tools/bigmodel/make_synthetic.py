@@ -2,7 +2,7 @@
 """Writes a full-size synthetic OLMoE checkpoint (random weights) for the bigger-than-budget demo.
 
 Usage: make_synthetic.py --out DIR [--layers N] [--experts N] [--top-k K] [--scale-down F]
-                         [--shard-size MB] [--seed S] [--force]
+                         [--embed-std S] [--out-std S] [--shard-size MB] [--seed S] [--force]
 
 The default is the OLMoE-1B-7B shape (OlmoeForCausalLM: hidden 2048, expert FFN 1024, 16 layers,
 64 experts, top-8, 16 heads of 128, q/k RMSNorm over the whole projection, untied head) with the
@@ -12,10 +12,16 @@ parameters, 13.5 GB in BF16, written as a sharded Hugging Face checkpoint
 (model-0000i-of-0000N.safetensors + model.safetensors.index.json). The text it generates is
 meaningless: the weights are random. See docs/bigmodel.md.
 
-Init (what `transformers` does for a fresh OlmoeForCausalLM): every matrix N(0, 0.02^2), every
-norm weight exactly 1. With d = 2048 a projection's output has ~0.9x its input's RMS, so the
-residual stream stays O(1) through 16 layers and the router's logits have a spread of ~0.9
-(softmax over 64 experts neither uniform nor one-hot).
+Init: transformers' init for a fresh OlmoeForCausalLM (every matrix N(0, 0.02^2), every norm
+weight exactly 1), except the token embedding, N(0, 1) (--embed-std). With d = 2048 a projection
+maps RMS r to ~0.9 r, so activations stay O(1) through 16 layers. With the embedding at 0.02 as
+well, the first layer's attention output (an average over positions, nearly the same for every
+token) swamps the token's own embedding in the residual stream, and from layer ~4 on nearly every
+token is routed to the same ~12 experts (measured: docs/bigmodel.md) -- a cache would hit 96% and
+the streaming demo would stream nothing. At 1.0 the token stays visible: in every layer 44-64
+experts are used over a 372-token text, consecutive tokens share ~2.8 of their 8 experts (1.0 for
+independent picks). --out-std 0.0035 (0.02 / sqrt(2 x layers), GPT-2's scaled init, for o_proj
+and down_proj) makes routing almost uniform: the worst case for a cache.
 
 Streaming: the shard layout (names, shapes, offsets) is planned from the shapes before any data
 exists; then one tensor at a time is drawn, converted to BF16 and written, so peak memory is one
@@ -46,6 +52,7 @@ import gen_fixtures  # noqa: E402  (tensor_plan, tensor_bytes, write_json, the O
 TOKENIZER_DIR = os.path.join(SOURCE_DIR, "resources", "models", "colibri-moe-tiny")
 COPIED = ("tokenizer.json", "tokenizer_config.json", "generation_config.json")
 STD = 0.02  # transformers' initializer_range for OLMoE
+EMBED_STD = 1.0  # keeps routing token-dependent through 16 layers (see the docstring)
 BF16_BYTES = 2
 
 # allenai/OLMoE-1B-7B-0924's config.json, except vocab and token ids (the tokenizer is ours).
@@ -100,7 +107,8 @@ def make_config(args):
     cfg["pad_token_id"] = special_id("<|endoftext|>")
     cfg["eos_token_id"] = special_id("<|im_end|>")
     cfg["_comment"] = ("Synthetic, random weights (tools/bigmodel/make_synthetic.py, seed "
-                       f"{args.seed}, scale-down {F}): OLMoE-1B-7B shape with the tokenizer of "
+                       f"{args.seed}, scale-down {F}, embed-std {args.embed_std}, out-std "
+                       f"{args.out_std}): OLMoE-1B-7B shape with the tokenizer of "
                        "resources/models/colibri-moe-tiny, so vocab_size is that tokenizer's size "
                        "(not OLMoE's 50304). For the expert-streaming demo; the text is noise.")
     return dict(sorted(cfg.items()))
@@ -110,12 +118,20 @@ def tensor_seed(seed, name):
     return int.from_bytes(hashlib.sha256(f"{seed}:{name}".encode()).digest()[:8], "little") >> 1
 
 
-def draw(name, shape, kind, seed):
+def std_of(name, kind, args):
+    if kind == "embed":
+        return args.embed_std
+    if name.endswith(("o_proj.weight", "down_proj.weight")):
+        return args.out_std
+    return STD
+
+
+def draw(name, shape, kind, args):
     if kind == "norm":
         return torch.ones(*shape, dtype=torch.bfloat16)
-    g = torch.Generator().manual_seed(tensor_seed(seed, name))
+    g = torch.Generator().manual_seed(tensor_seed(args.seed, name))
     x = torch.randn(*shape, generator=g, dtype=torch.float32)
-    return x.mul_(STD).to(torch.bfloat16)
+    return x.mul_(std_of(name, kind, args)).to(torch.bfloat16)
 
 
 def plan_shards(plan, shard_bytes):
@@ -150,12 +166,12 @@ def header_bytes(entries):
     return struct.pack("<Q", len(hjson)) + hjson, off
 
 
-def write_shard(path, entries, seed):
+def write_shard(path, entries, args):
     head, total = header_bytes(entries)
     with open(path + ".partial", "wb") as f:
         f.write(head)
         for name, shape, kind in entries:
-            f.write(gen_fixtures.tensor_bytes(draw(name, shape, kind, seed)))
+            f.write(gen_fixtures.tensor_bytes(draw(name, shape, kind, args)))
         f.flush()
         os.fsync(f.fileno())
     os.rename(path + ".partial", path)
@@ -176,7 +192,8 @@ noise. It exists to exercise expert streaming at full size.
 - tokenizer: the default model's (resources/models/colibri-moe-tiny: tokenizer.json,
   tokenizer_config.json, generation_config.json copied), so vocab_size = {cfg['vocab_size']}
   (not OLMoE's 50304) and bos/eos/pad are that tokenizer's ids
-- init: matrices N(0, {STD}^2), norm weights 1 (transformers' init for a fresh model)
+- init: embedding N(0, {args.embed_std}^2), o_proj and down_proj N(0, {args.out_std}^2), the
+  other matrices N(0, {STD}^2), norm weights 1
 """
 
 
@@ -192,10 +209,16 @@ def main(argv=None):
     ap.add_argument("--shard-size", type=float, default=2000.0, metavar="MB",
                     help="largest shard in MB (10^6 bytes; default 2000)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--embed-std", type=float, default=EMBED_STD,
+                    help=f"std of the token embedding (default {EMBED_STD}; HF init: {STD})")
+    ap.add_argument("--out-std", type=float, default=STD,
+                    help=f"std of o_proj and down_proj (default {STD})")
     ap.add_argument("--force", action="store_true", help="replace a non-empty --out")
     args = ap.parse_args(argv)
     if args.layers < 1 or args.experts < 1 or args.top_k < 1 or args.scale_down < 1:
         die("--layers, --experts, --top-k and --scale-down must be >= 1")
+    if not (args.embed_std > 0 and args.out_std > 0):
+        die("--embed-std and --out-std must be > 0")
     if args.shard_size <= 0:
         die("--shard-size must be > 0")
     if os.path.isdir(args.out) and os.listdir(args.out):
@@ -222,7 +245,7 @@ def main(argv=None):
     weight_map, total = {}, 0
     for i, entries in enumerate(shards):
         fn = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
-        total += write_shard(os.path.join(args.out, fn), entries, args.seed)
+        total += write_shard(os.path.join(args.out, fn), entries, args)
         for name, _, _ in entries:
             weight_map[name] = fn
         print(f"{fn}: {len(entries)} tensors, {time.time() - t0:.0f} s", flush=True)

@@ -38,10 +38,10 @@ struct IoOptions {
 };
 
 struct ReadRequest {
-    int file = -1;        // an index returned by IoPool::openFile
-    uint64_t offset = 0;  // bytes from the file's start
-    uint64_t length = 0;  // bytes to read (> 0); all of them must exist (a short file is an error)
-    void* dst = nullptr;  // length bytes, owned by the caller until `done` has run
+    int file = -1;       // an index returned by IoPool::openFile
+    uint64_t offset = 0; // bytes from the file's start
+    uint64_t length = 0; // bytes to read (> 0); all of them must exist (a short file is an error)
+    void* dst = nullptr; // length bytes, owned by the caller until `done` has run
 };
 
 // Called exactly once per submitted read, on a pool thread: OK when all `length` bytes were read;
@@ -49,11 +49,11 @@ struct ReadRequest {
 using ReadDone = std::function<void(const Status&)>;
 
 struct IoStats {
-    uint64_t reads = 0;      // completed reads (failed ones included)
-    uint64_t bytes = 0;      // bytes read by successful reads
-    uint64_t failed = 0;     // reads completed with an error
-    double busySeconds = 0;  // wall seconds with at least one read in flight (steady clock)
-    int maxInFlight = 0;     // the most reads in flight at once so far
+    uint64_t reads = 0;     // completed reads (failed ones included)
+    uint64_t bytes = 0;     // bytes read by successful reads
+    uint64_t failed = 0;    // reads completed with an error
+    double busySeconds = 0; // wall seconds with at least one read in flight (steady clock)
+    int maxInFlight = 0;    // the most reads in flight at once so far
 };
 
 class IoPool {
@@ -81,10 +81,10 @@ public:
     // loading outside the pool. Errors: as ReadDone's.
     Status readNow(const ReadRequest& request);
 
-    IoBackend backend() const;   // the backend actually running (never Auto)
+    IoBackend backend() const; // the backend actually running (never Auto)
     bool directIo() const;
     int queueDepth() const;
-    IoStats stats() const;       // a consistent snapshot
+    IoStats stats() const; // a consistent snapshot
 
     // Test hook (fault injection): the read that completes `afterReads` completions from now
     // (0 = the next one) fails with Io "injected read failure" instead of its real result.

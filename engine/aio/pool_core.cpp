@@ -1,0 +1,166 @@
+#include "aio/pool_core.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace coli::aio {
+
+PoolCore::~PoolCore() {
+    for (auto& f : m_files) {
+        if (f->fd >= 0) ::close(f->fd);
+        if (f->directFd >= 0) ::close(f->directFd);
+    }
+}
+
+Result<int> PoolCore::openFile(const std::string& path) {
+    auto file = std::make_unique<OpenedFile>();
+    file->path = path;
+    file->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (file->fd < 0) {
+        const int e = errno;
+        return Status(e == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
+                      path + ": cannot open: " + std::strerror(e));
+    }
+    struct stat st {};
+    if (::fstat(file->fd, &st) != 0) {
+        const int e = errno;
+        ::close(file->fd);
+        return Status(ErrorCode::Io, path + ": cannot stat: " + std::strerror(e));
+    }
+    file->size = uint64_t(st.st_size);
+    if (m_directIo) {
+        file->directFd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+        if (file->directFd < 0) {
+            const int e = errno;
+            ::close(file->fd);
+            // EINVAL is the kernel's answer for a file system without O_DIRECT support.
+            return Status(
+                e == EINVAL ? ErrorCode::Unsupported : ErrorCode::Io,
+                path + ": cannot open with O_DIRECT: " + std::strerror(e) +
+                    (e == EINVAL ? " (the file system does not support direct I/O)" : ""));
+        }
+    }
+    std::lock_guard lock(m_mu);
+    m_files.push_back(std::move(file));
+    return int(m_files.size() - 1);
+}
+
+Result<uint64_t> PoolCore::fileSize(int file) const {
+    std::lock_guard lock(m_mu);
+    if (file < 0 || size_t(file) >= m_files.size())
+        return Status(ErrorCode::InvalidArgument, "unknown file index " + std::to_string(file));
+    return m_files[size_t(file)]->size;
+}
+
+Result<ResolvedRead> PoolCore::resolve(const ReadRequest& r) const {
+    const OpenedFile* f = nullptr;
+    {
+        std::lock_guard lock(m_mu);
+        if (r.file < 0 || size_t(r.file) >= m_files.size())
+            return Status(ErrorCode::InvalidArgument,
+                          "read from unknown file index " + std::to_string(r.file));
+        f = m_files[size_t(r.file)].get();
+    }
+    const std::string where = f->path + ": read at offset " + std::to_string(r.offset) + ": ";
+    if (r.length == 0) return Status(ErrorCode::InvalidArgument, where + "zero length");
+    if (r.dst == nullptr) return Status(ErrorCode::InvalidArgument, where + "null destination");
+    if (m_directIo) {
+        const bool aligned = r.offset % kDirectIoAlign == 0 && r.length % kDirectIoAlign == 0 &&
+                             reinterpret_cast<uintptr_t>(r.dst) % kDirectIoAlign == 0;
+        if (!aligned)
+            return Status(ErrorCode::InvalidArgument,
+                          where + "O_DIRECT needs offset, length (" + std::to_string(r.length) +
+                              ") and destination aligned to " + std::to_string(kDirectIoAlign) +
+                              " bytes");
+    }
+    return ResolvedRead{f, m_directIo ? f->directFd : f->fd};
+}
+
+void PoolCore::push(PendingRead read) {
+    {
+        std::lock_guard lock(m_mu);
+        m_queue.push_back(std::move(read));
+    }
+    m_work.notify_one();
+}
+
+size_t PoolCore::takeBatch(std::vector<PendingRead>& out, size_t max) {
+    std::lock_guard lock(m_mu);
+    size_t n = 0;
+    while (n < max && !m_queue.empty()) {
+        out.push_back(std::move(m_queue.front()));
+        m_queue.pop_front();
+        ++n;
+    }
+    return n;
+}
+
+bool PoolCore::waitForWork(PendingRead& out) {
+    std::unique_lock lock(m_mu);
+    m_work.wait(lock, [&] { return !m_queue.empty() || m_stopping; });
+    if (m_queue.empty()) return false;
+    out = std::move(m_queue.front());
+    m_queue.pop_front();
+    return true;
+}
+
+bool PoolCore::drained() const {
+    std::lock_guard lock(m_mu);
+    return m_stopping && m_queue.empty();
+}
+
+void PoolCore::stop() {
+    {
+        std::lock_guard lock(m_mu);
+        m_stopping = true;
+    }
+    m_work.notify_all();
+}
+
+void PoolCore::startRead() {
+    std::lock_guard lock(m_mu);
+    if (m_inFlight++ == 0) m_busySince = Clock::now();
+    if (m_inFlight > m_stats.maxInFlight) m_stats.maxInFlight = m_inFlight;
+}
+
+void PoolCore::complete(PendingRead& read, Status status, bool wasInFlight) {
+    {
+        std::lock_guard lock(m_mu);
+        if (wasInFlight && --m_inFlight == 0)
+            m_stats.busySeconds +=
+                std::chrono::duration<double>(Clock::now() - m_busySince).count();
+        if (m_injectArmed && m_completions == m_injectAt) {
+            m_injectArmed = false;
+            status = Status(ErrorCode::Io, "injected read failure (file " +
+                                               std::to_string(read.request.file) + ", offset " +
+                                               std::to_string(read.request.offset) + ")");
+        }
+        ++m_completions;
+        ++m_stats.reads;
+        if (status.isOk())
+            m_stats.bytes += read.request.length;
+        else
+            ++m_stats.failed;
+    }
+    if (read.done) read.done(status);
+    read.done = nullptr; // release what the callback captured on this pool thread
+}
+
+void PoolCore::injectFailure(uint64_t afterReads) {
+    std::lock_guard lock(m_mu);
+    m_injectArmed = true;
+    m_injectAt = m_completions + afterReads;
+}
+
+IoStats PoolCore::stats() const {
+    std::lock_guard lock(m_mu);
+    IoStats s = m_stats;
+    if (m_inFlight > 0)
+        s.busySeconds += std::chrono::duration<double>(Clock::now() - m_busySince).count();
+    return s;
+}
+
+} // namespace coli::aio

@@ -3,17 +3,19 @@
 # whole test suite. This is what the README's two commands call, and what CI (.ci/run) calls.
 #
 #   tools/setup.sh run     install packages, build Release, launch the app on the default model
-#   tools/setup.sh test    install packages, build Release + an ASan/UBSan build, run every test
+#   tools/setup.sh test    install packages, build Release + an ASan/UBSan build + a TSan build
+#                          of the concurrency tests, run every test
 #
 # Environment: COLI_BUILD_DIR (default build/release), COLI_JOBS (default nproc),
-#              COLI_SKIP_INSTALL=1 to skip the package check, COLI_SKIP_ASAN=1 to skip the
-#              sanitizer build in `test`.
+#              COLI_SKIP_INSTALL=1 to skip the package check, COLI_SKIP_ASAN=1 / COLI_SKIP_TSAN=1
+#              to skip the ASan / ThreadSanitizer build in `test`.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MODE="${1:-}"
 BUILD="${COLI_BUILD_DIR:-$ROOT/build/release}"
 ASAN_BUILD="$ROOT/build/asan"
+TSAN_BUILD="$ROOT/build/tsan"
 JOBS="${COLI_JOBS:-$(nproc)}"
 # ccache: hash paths relative to the checkout, so a fresh clone elsewhere (CI) reuses the cache.
 export CCACHE_BASEDIR="$ROOT"
@@ -22,7 +24,7 @@ log() { printf '\033[1m[colibri]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[colibri] error:\033[0m %s\n' "$*" >&2; exit 1; }
 
 usage() {
-    sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit 2
 }
 
@@ -93,6 +95,14 @@ cmd_test() {
         log "running the fast tests under ASan/UBSan"
         (cd "$ASAN_BUILD" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
             UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j "$JOBS" -L fast --timeout 900) || rc=$?
+    fi
+    if [ "${COLI_SKIP_TSAN:-0}" != 1 ]; then
+        # The concurrency tests (label tsan) under ThreadSanitizer; only their targets are built.
+        configure_and_build "$TSAN_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLI_BUILD_APP=OFF -DCOLI_BUILD_BENCH=OFF \
+            -DCOLI_OPENMP=OFF -DCOLI_TSAN=ON -DCOLI_FIXTURE_DIR="$BUILD/fixtures" -- coli_tsan_tests
+        log "running the concurrency tests under ThreadSanitizer"
+        (cd "$TSAN_BUILD" && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+            ctest --output-on-failure -j "$JOBS" -L tsan --timeout 900) || rc=$?
     fi
     log "test command finished in $((SECONDS - start)) s with status $rc"
     return $rc

@@ -8,6 +8,7 @@
 #include "options.h"
 #include "runtime/context_fit.h"
 #include "signals.h"
+#include "usage_learning.h"
 
 #include <fmt/core.h>
 
@@ -63,6 +64,9 @@ int runChat(const ChatOptions& o) {
     const bool hasSystem = o.systemFlag && o.systemFlag->count() > 0;
 
     Session session(*lm);
+    std::unique_ptr<UsageLearning> learning;
+    if (tiers::ExpertCache* cache = lm->model().expertCache(); cache && !o.model.noLearn)
+        learning = UsageLearning::start(o.model.dir, *cache, o.model.usageDb);
     std::vector<ChatMessage> messages;
     auto startConversation = [&] {
         messages.clear();
@@ -107,6 +111,7 @@ int runChat(const ChatOptions& o) {
         auto r = session.generate(ids, *params, std::ref(writer), &interruptFlag());
         std::fputs("\n", stdout);
         std::fflush(stdout);
+        if (learning) learning->endTurn(); // heat and pins saved at every turn's end
         if (!r) {
             messages.pop_back();
             printError(fmt::format("generation failed: {}", r.status().toString()));
@@ -131,6 +136,7 @@ Command addChatCommand(CLI::App& root) {
                             "with 0.\n") +
                 kExitCodesHelp);
     addModelOptions(*cmd, o->model);
+    addPlacementOptions(*cmd, o->model);
     addQuantiseOption(*cmd, o->model);
     o->systemFlag = cmd->add_option(
         "--system", o->system, "System message for the conversation (\"\" gives an empty one)");

@@ -4,9 +4,14 @@
 #include "generation_output.h"
 #include "options.h"
 #include "signals.h"
+#include "usage_learning.h"
+
+#include "runtime/expert_budget.h"
+#include "tiers/expert_cache.h"
 
 #include <fmt/core.h>
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -82,14 +87,25 @@ int runGenerate(GenerateOptions o) {
 
     Session session(*lm);
     PieceWriter writer;
+    tiers::ExpertCache* cache = lm->model().expertCache();
+    std::unique_ptr<UsageLearning> learning;
+    if (cache && !o.model.noLearn)
+        learning = UsageLearning::start(o.model.dir, *cache, o.model.usageDb);
+    const tiers::TierTelemetry before = cache ? cache->telemetry() : tiers::TierTelemetry{};
+    const auto t0 = std::chrono::steady_clock::now();
     auto r = session.generate(ids, *params, std::ref(writer), &interruptFlag());
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!writer.endsWithNewline() && isatty(STDERR_FILENO) && isatty(STDOUT_FILENO))
         fmt::print(stderr, "\n"); // keep the report off the text's last line on a terminal
     if (!r) {
         printError(fmt::format("generation failed: {}", r.status().toString()));
+        if (learning) learning->endTurn();
         return kExitGeneration;
     }
     printStats(r.value(), describeSampling(params->sampler));
+    if (cache) fmt::print(stderr, "{}\n", summariseTiers(before, cache->telemetry(), seconds));
+    if (learning) learning->endTurn();
     switch (r.value().stopReason) {
     case StopReason::Cancelled:
         return kExitInterrupted;
@@ -113,6 +129,7 @@ Command addGenerateCommand(CLI::App& root) {
                             "top-p 0.95, min-p 0.05.\n") +
                 kExitCodesHelp);
     addModelOptions(*cmd, o->model);
+    addPlacementOptions(*cmd, o->model);
     addQuantiseOption(*cmd, o->model);
     cmd->add_option("-p,--prompt", o->prompt,
                     "Prompt text, encoded as given (\"-\" reads stdin); no chat template unless "

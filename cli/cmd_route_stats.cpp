@@ -260,6 +260,7 @@ Command addRouteStatsCommand(CLI::App& root) {
                             "under 1% balanced share. See docs/cli.md.\n") +
                 kExitCodesHelp);
     addModelOptions(*cmd, o->model);
+    addPlacementOptions(*cmd, o->model);
     cmd->add_option("--domain", o->domains, "NAME=FILE: a domain's text (repeatable)")->required();
     cmd->add_option("--max-tokens", o->maxTokens,
                     "Tokens to use from each domain's file (default 0: all)")

@@ -142,6 +142,7 @@ Command addTraceCommand(CLI::App& root) {
                             "special tokens (BOS); -n continues greedily.\n") +
                 kExitCodesHelp);
     addModelOptions(*cmd, o->model);
+    addPlacementOptions(*cmd, o->model);
     cmd->add_option("-p,--prompt", o->prompt, "Prompt text")->required();
     cmd->add_option("-n,--max-tokens", o->maxNewTokens,
                     "Greedy tokens to generate after the prompt (default 0)")

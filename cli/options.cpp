@@ -3,6 +3,9 @@
 #include "exit_codes.h"
 #include "signals.h"
 
+#include "runtime/expert_budget.h"
+#include "tiers/expert_cache.h"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -64,6 +67,27 @@ void addQuantiseOption(CLI::App& cmd, ModelOptions& o) {
                 return parseQuantise(s, &q);
             },
             "CLASS=FORMAT,..."));
+}
+
+void addPlacementOptions(CLI::App& cmd, ModelOptions& o) {
+    o.placement = true;
+    cmd.add_option("--ram-budget", o.ramBudget,
+                   "RAM for routed experts, reads in flight included (e.g. 2GiB, 512MiB; 0 = "
+                   "only the working set; default: MemAvailable minus a safety margin)")
+        ->transform(CLI::AsSizeValue(false));
+    cmd.add_flag("--resident", o.resident,
+                 "Read every expert at load and keep it in RAM (no streaming)");
+    cmd.add_flag("--direct-io", o.directIo, "Read experts with O_DIRECT (bypass the page cache)");
+    cmd.add_flag("--no-prefetch", o.noPrefetch, "Turn off the router-lookahead prefetch");
+    cmd.add_option("--io-depth", o.ioDepth, "Expert reads in flight (1..64)")
+        ->check(integerText())
+        ->check(CLI::Range(1, 64));
+    cmd.add_option("--io-backend", o.ioBackend, "Expert read backend: auto, io_uring, pread")
+        ->check(CLI::IsMember({"auto", "io_uring", "pread"}));
+    cmd.add_flag("--no-learn", o.noLearn,
+                 "Neither load nor save expert usage (heat, pins) in the usage database");
+    cmd.add_option("--usage-db", o.usageDb,
+                   "Usage database file (default: $XDG_DATA_HOME/colibri/colibri.db)");
 }
 
 namespace {
@@ -214,6 +238,15 @@ std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode) {
     ModelLoadOptions opt;
     opt.threads = o.threads;
     if (!o.quantise.empty()) (void)parseQuantise(o.quantise, &opt.quantisation); // checked
+    // In-memory expert quantisation needs the experts resident (a checkpoint streams them as
+    // stored); an explicit --ram-budget then reports the conflict instead.
+    opt.tiers.stream = o.placement && !o.resident && !(opt.quantisation.experts && !o.ramBudget);
+    opt.tiers.directIo = o.directIo;
+    opt.tiers.prefetch = !o.noPrefetch;
+    opt.tiers.ioQueueDepth = o.ioDepth;
+    opt.tiers.ioBackend = o.ioBackend == "io_uring" ? aio::IoBackend::Uring
+                          : o.ioBackend == "pread"  ? aio::IoBackend::PreadThreads
+                                                    : aio::IoBackend::Auto;
     auto lm = LoadedModel::load(o.dir, opt, progress, &interruptFlag());
     if (tty) fmt::print(stderr, "\r{:<30}\r", "");
     if (!lm) {
@@ -228,6 +261,22 @@ std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode) {
     }
     for (const std::string& w : lm.value()->warnings())
         printWarning(w);
+    if (tiers::ExpertCache* cache = lm.value()->model().expertCache()) {
+        uint64_t budget = 0;
+        if (o.ramBudget) {
+            budget = *o.ramBudget;
+        } else {
+            Result<uint64_t> avail = memAvailableBytes();
+            if (!avail) printWarning(avail.status().toString() + "; using the minimum budget");
+            budget = avail ? defaultExpertBudget(*cache, *avail) : 0;
+        }
+        if (Status st = cache->setBudget(budget); !st.isOk()) {
+            printError("--ram-budget: " + st.message());
+            exitCode = kExitUsage;
+            return nullptr;
+        }
+        fmt::print(stderr, "{}\n", describeTiers(*cache));
+    }
     exitCode = kExitOk;
     return std::move(lm.value());
 }

@@ -17,6 +17,16 @@ struct ModelOptions {
     std::string dir;
     int threads = 0;      // 0 = all cores
     std::string quantise; // --quantise (addQuantiseOption); "" = keep the checkpoint's f32
+    // Expert placement (addPlacementOptions; docs/cli.md "Expert placement").
+    bool placement = false;            // the command registered the placement flags
+    std::optional<uint64_t> ramBudget; // --ram-budget in bytes; unset = from MemAvailable
+    bool resident = false;             // --resident: every expert read at load, no streaming
+    bool directIo = false;             // --direct-io
+    bool noPrefetch = false;           // --no-prefetch
+    int ioDepth = 4;                   // --io-depth
+    std::string ioBackend = "auto";    // --io-backend auto|io_uring|pread
+    bool noLearn = false;              // --no-learn: no usage database (heat, pins)
+    std::string usageDb;               // --usage-db PATH (default: the XDG location)
 };
 
 // Sampling flags; a flag left out takes the model's generation_config.json default, or
@@ -30,6 +40,9 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o);
 // int4-g32, int8-g64 (or int8), int8-g32. The same choices as `coli convert` give the same
 // weights as its container. Model::load refuses it for a container (exit 3, kExitModel).
 void addQuantiseOption(CLI::App& cmd, ModelOptions& o);
+// --ram-budget SIZE, --resident, --direct-io, --no-prefetch, --io-depth N, --io-backend NAME.
+// Without --resident the routed experts stream from disk through the expert cache.
+void addPlacementOptions(CLI::App& cmd, ModelOptions& o);
 // Parses a --quantise value into *out; returns "" or what is wrong ("unknown class 'x'", ...).
 std::string parseQuantise(const std::string& text, WeightQuantisation* out);
 

@@ -240,6 +240,9 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::unique_ptr<aio::Io
 uint64_t ExpertCache::slotBytes() const {
     return m->slotBytes;
 }
+int ExpertCache::expertsPerLayer() const {
+    return m->cfg.nExperts;
+}
 uint64_t ExpertCache::minimumBudget() const {
     return uint64_t(m->working) * m->slotBytes;
 }
@@ -581,6 +584,9 @@ const ExpertSource& ExpertCache::source() const {
     return *m->source;
 }
 aio::IoPool& ExpertCache::pool() {
+    return *m->pool;
+}
+const aio::IoPool& ExpertCache::pool() const {
     return *m->pool;
 }
 

@@ -62,6 +62,7 @@ public:
     ExpertCache& operator=(const ExpertCache&) = delete;
 
     uint64_t slotBytes() const;
+    int expertsPerLayer() const;    // config n_experts (heatSnapshot's row length)
     uint64_t minimumBudget() const; // workingSlots * slotBytes (bytes)
     uint64_t budget() const;        // bytes in force
     // Changes the budget at run time (0 = minimum). Shrinking frees slot memory now (evicting
@@ -114,6 +115,7 @@ public:
     TierTelemetry telemetry() const;
     const ExpertSource& source() const;
     aio::IoPool& pool();
+    const aio::IoPool& pool() const;
     // Test hook: checks the slot table's invariants (every non-empty slot indexed under its
     // expert and vice versa, no negative reference counts, allocation within the budget or only
     // over it by busy slots). Internal naming the broken one.

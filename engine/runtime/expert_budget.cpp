@@ -1,0 +1,94 @@
+#include "runtime/expert_budget.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace coli {
+
+Result<uint64_t> memAvailableBytes() {
+    std::ifstream f("/proc/meminfo");
+    if (!f) return Status(ErrorCode::NotFound, "/proc/meminfo: cannot open");
+    std::string line;
+    while (std::getline(f, line)) {
+        if (line.rfind("MemAvailable:", 0) != 0) continue;
+        std::istringstream in(line.substr(13));
+        uint64_t kib = 0;
+        std::string unit;
+        if (!(in >> kib >> unit) || unit != "kB")
+            return Status(ErrorCode::Malformed, "/proc/meminfo: cannot parse '" + line + "'");
+        return kib * 1024;
+    }
+    return Status(ErrorCode::Malformed, "/proc/meminfo: no MemAvailable line");
+}
+
+uint64_t budgetSafetyMargin(uint64_t memAvailable) {
+    return std::max<uint64_t>(uint64_t(512) << 20, memAvailable / 8);
+}
+
+uint64_t defaultExpertBudget(const tiers::ExpertCache& cache, uint64_t memAvailable) {
+    const tiers::TierResidency r = cache.telemetry().residency;
+    const uint64_t all = cache.minimumBudget() + uint64_t(r.totalExperts) * cache.slotBytes();
+    const uint64_t margin = budgetSafetyMargin(memAvailable);
+    const uint64_t room = memAvailable > margin ? memAvailable - margin : 0;
+    return std::min(all, std::max(cache.minimumBudget(), room));
+}
+
+std::string formatBytes(uint64_t bytes) {
+    char buf[32];
+    if (bytes >= (uint64_t(1) << 30))
+        std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(uint64_t(1) << 30));
+    else if (bytes >= (uint64_t(1) << 20))
+        std::snprintf(buf, sizeof buf, "%.2f MiB", double(bytes) / double(1 << 20));
+    else if (bytes >= 1024)
+        std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024.0);
+    else
+        std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+    return buf;
+}
+
+std::string describeTiers(const tiers::ExpertCache& cache) {
+    const tiers::TierResidency r = cache.telemetry().residency;
+    const uint64_t slots = r.slotBytes ? r.budgetBytes / r.slotBytes : 0;
+    const uint64_t working = r.slotBytes ? cache.minimumBudget() / r.slotBytes : 0;
+    const uint64_t cached = std::min<uint64_t>(slots, uint64_t(r.totalExperts) + working);
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "experts: streamed from disk (%s, %s, %s); RAM budget %s = %llu of %d experts "
+                  "(working set %llu slots), pinned hot-store up to %d",
+                  cache.source().describe().c_str(), aio::ioBackendName(cache.pool().backend()),
+                  cache.pool().directIo() ? "O_DIRECT" : "buffered",
+                  formatBytes(r.budgetBytes).c_str(),
+                  static_cast<unsigned long long>(cached > working ? cached - working : 0),
+                  r.totalExperts, static_cast<unsigned long long>(working), cache.pinCapacity());
+    return buf;
+}
+
+std::string summariseTiers(const tiers::TierTelemetry& before, const tiers::TierTelemetry& after,
+                           double wallSeconds) {
+    const tiers::TierCounters& a = before.counters;
+    const tiers::TierCounters& b = after.counters;
+    const double routed = double(b.routed - a.routed);
+    const double pinned = double(b.hitsPinned - a.hitsPinned);
+    const double cached = double(b.hitsCache - a.hitsCache);
+    const double tokens = double(b.tokens - a.tokens);
+    const double wait = b.ioWaitSeconds - a.ioWaitSeconds;
+    const double la = double(b.lookaheadRouted - a.lookaheadRouted);
+    const double pred = double(b.prefetchPredicted - a.prefetchPredicted);
+    auto pct = [](double x, double of) { return of > 0 ? 100.0 * x / of : 0.0; };
+    char buf[512];
+    std::snprintf(
+        buf, sizeof buf,
+        "experts: hit rate %.1f %% (pinned %.1f %%, cache %.1f %%), %s read/token, I/O wait %.0f "
+        "%% of %.2f s, prefetch recall %.2f precision %.2f, %llu evictions",
+        pct(pinned + cached, routed), pct(pinned, routed), pct(cached, routed),
+        formatBytes(tokens > 0 ? uint64_t(double(b.bytesRead - a.bytesRead) / tokens) : 0).c_str(),
+        pct(wait, wallSeconds), wallSeconds,
+        la > 0 ? double(b.lookaheadRecalled - a.lookaheadRecalled) / la : 0.0,
+        pred > 0 ? double(b.prefetchCorrect - a.prefetchCorrect) / pred : 0.0,
+        static_cast<unsigned long long>(b.evictions - a.evictions));
+    return buf;
+}
+
+} // namespace coli

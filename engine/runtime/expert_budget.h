@@ -1,0 +1,39 @@
+#pragma once
+// The default RAM budget of the streamed experts (DESIGN.md "Expert tiers", step 3: "budgets come
+// from free memory at start (MemAvailable ...) minus a safety margin") and the one-line summaries
+// the CLI prints about the tiers.
+// Thread-safety: pure functions apart from reading /proc/meminfo.
+#include "core/status.h"
+#include "tiers/expert_cache.h"
+
+#include <cstdint>
+#include <string>
+
+namespace coli {
+
+// MemAvailable from /proc/meminfo in bytes (the kernel's estimate of memory available for new
+// allocations without swapping). Errors: NotFound / Malformed naming /proc/meminfo.
+Result<uint64_t> memAvailableBytes();
+
+// The safety margin kept free (bytes): max(512 MiB, 1/8 of memAvailable).
+uint64_t budgetSafetyMargin(uint64_t memAvailable);
+
+// min(every expert + the working set, max(minimum, memAvailable - margin)): the whole model
+// when it fits, else what memory allows, never below the cache's minimum working set.
+uint64_t defaultExpertBudget(const tiers::ExpertCache& cache, uint64_t memAvailable);
+
+// "1.50 GiB", "12.0 MiB", "512 B".
+std::string formatBytes(uint64_t bytes);
+
+// One line on the tiers after load, e.g. "experts: streamed from disk (colibri container, 1 read
+// of 3.38 MiB per expert); RAM budget 1.20 GiB = 363 of 1024 experts (working set 12), pinned
+// hot-store up to 175".
+std::string describeTiers(const tiers::ExpertCache& cache);
+
+// One line after a run, from two telemetry snapshots (before, after) and the run's wall seconds:
+// "experts: hit rate 73.4 % (pinned 20.1 %, cache 53.3 %), 2.10 MiB read/token, I/O wait 35 %
+// of 4.20 s, prefetch recall 0.81 precision 0.62, 120 evictions".
+std::string summariseTiers(const tiers::TierTelemetry& before, const tiers::TierTelemetry& after,
+                           double wallSeconds);
+
+} // namespace coli

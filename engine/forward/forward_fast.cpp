@@ -314,7 +314,10 @@ private:
             // Streamed: whichever wanted expert is resident first computes first, while the
             // others are read; each writes only its own slotOut rows, so the order is free.
             const std::span<const int> wanted(ws.unionExperts.data(), size_t(nUnion));
-            COLI_RETURN_IF_ERROR(m.cache->beginLayer(layer, wanted));
+            for (int i = 0; i < nUnion; ++i)
+                ws.unionCounts[i] = ws.expertCount[ws.unionExperts[i]];
+            COLI_RETURN_IF_ERROR(m.cache->beginLayer(
+                layer, wanted, std::span<const int>(ws.unionCounts.data(), size_t(nUnion))));
             lookahead(layer, n);
             for (;;) {
                 SwiGluView view;
@@ -430,6 +433,7 @@ void FastWorkspace::allocate(const ModelConfig& c, int threads) {
     sharedGate.assign(C, 0);
     cosSin.assign(C * c.headDim, 0);
     unionExperts.assign(E, 0);
+    unionCounts.assign(E, 0);
     lookH.assign(C * d, 0);
     lookLogits.assign(C * E, 0);
     lookSel.assign(std::max(C * K, E), 0);

@@ -26,6 +26,7 @@ struct FastWorkspace {
     std::vector<float> cosSin; // [kChunk, head_dim] (cos then sin halves)
     std::vector<uint8_t> xq;   // quantised activations of one matmul (quantised weights only)
     std::vector<int> unionExperts; // [n_experts] the chunk's distinct routed experts, ascending
+    std::vector<int> unionCounts;  // [n_experts] tokens of the chunk routed to each of them
     std::vector<float> lookH, lookLogits; // [kChunk, d_model], [kChunk, n_experts] (lookahead)
     std::vector<int> lookSel, lookUnion;  // [kChunk, top_k], [n_experts]
     int scoreThreads = 0;

@@ -51,7 +51,8 @@ struct ExpertCache::Impl {
     std::vector<int> slotOf;         // [n_layers * n_experts] -> slot index or -1
     std::vector<char> pinned;        // [n_layers * n_experts] pin targets
     std::map<size_t, Status> failed; // demanded experts whose read failed (until reported)
-    HeatTable heat;
+    HeatTable heat;   // learned heat (long half-life): pins, saved to the usage database
+    HeatTable recent; // eviction heat (short half-life): the LFRU order of the cache
     TierCounters counters;
     std::vector<std::vector<uint64_t>> routedBits;
     std::vector<std::vector<int>> predicted; // [n_layers] the lookahead's last prediction
@@ -60,7 +61,8 @@ struct ExpertCache::Impl {
     int loading = 0;
 
     Impl(const ModelConfig& c, const CacheOptions& o)
-        : cfg(c), opt(o), heat(c.nLayers, c.nExperts, o.halfLifeTokens) {}
+        : cfg(c), opt(o), heat(c.nLayers, c.nExperts, o.halfLifeTokens),
+          recent(c.nLayers, c.nExperts, o.evictionHalfLifeTokens) {}
 
     size_t key(ExpertId id) const { return size_t(id.layer) * cfg.nExperts + id.expert; }
     int allocated() const {
@@ -98,14 +100,14 @@ struct ExpertCache::Impl {
         int victim = -1;
         for (size_t i = 0; i < slots.size(); ++i)
             if (evictable(slots[i]) &&
-                (victim < 0 || heat.colder(slots[i].id, slots[size_t(victim)].id)))
+                (victim < 0 || recent.colder(slots[i].id, slots[size_t(victim)].id)))
                 victim = int(i);
         if (victim < 0) return -1;
         Slot& v = slots[size_t(victim)];
         // A prefetch may displace an expert colder than the one it wants, or one of an earlier
         // layer (already computed for this batch: not needed before the next batch, while the
         // lookahead's expert is needed one layer from now).
-        if (forPrefetch && !heat.colder(v.id, target) && v.id.layer >= target.layer) return -1;
+        if (forPrefetch && !recent.colder(v.id, target) && v.id.layer >= target.layer) return -1;
         slotOf[key(v.id)] = -1;
         v.state = SlotState::Empty;
         v.prefetched = false;
@@ -156,7 +158,7 @@ struct ExpertCache::Impl {
             int victim = -1;
             for (size_t i = 0; i < slots.size(); ++i)
                 if (evictable(slots[i]) &&
-                    (victim < 0 || heat.colder(slots[i].id, slots[size_t(victim)].id)))
+                    (victim < 0 || recent.colder(slots[i].id, slots[size_t(victim)].id)))
                     victim = int(i);
             if (victim < 0) return; // busy slots: freed when released
             Slot& v = slots[size_t(victim)];
@@ -287,13 +289,16 @@ bool ExpertCache::prefetchEnabled() const {
     return m->opt.prefetch;
 }
 
-Status ExpertCache::beginLayer(int layer, std::span<const int> experts) {
+Status ExpertCache::beginLayer(int layer, std::span<const int> experts,
+                               std::span<const int> counts) {
     std::vector<Impl::Load> loads;
     {
         std::lock_guard<std::mutex> lock(m->mutex);
         if (m->openLayer >= 0)
             return {ErrorCode::InvalidArgument,
                     "expert cache: layer " + std::to_string(m->openLayer) + " is still open"};
+        if (!counts.empty() && counts.size() != experts.size())
+            return {ErrorCode::InvalidArgument, "expert cache: counts and experts differ in size"};
         if (layer < 0 || layer >= m->cfg.nLayers || !m->cfg.sparseLayer[size_t(layer)])
             return {ErrorCode::InvalidArgument,
                     "expert cache: layer " + std::to_string(layer) + " has no routed experts"};
@@ -307,10 +312,17 @@ Status ExpertCache::beginLayer(int layer, std::span<const int> experts) {
         std::fill(bits.begin(), bits.end(), 0);
         std::vector<int>& pred = m->predicted[size_t(layer)];
         const bool hadLookahead = !pred.empty();
-        for (int e : experts) {
+        for (size_t i = 0; i < experts.size(); ++i) {
+            const int e = experts[i];
             const ExpertId id{layer, e};
             bits[size_t(e) / 64] |= uint64_t(1) << (e % 64);
-            m->heat.use(id);
+            // Heat counts routings (tokens of the batch that chose the expert), not accesses:
+            // the same in decode, closer to the usage database's counts in prefill.
+            const int uses = counts.empty() ? 1 : std::max(1, counts[i]);
+            for (int u = 0; u < uses; ++u) {
+                m->heat.use(id);
+                m->recent.use(id);
+            }
             ++m->counters.routed;
             if (hadLookahead) {
                 ++m->counters.lookaheadRouted;
@@ -444,6 +456,7 @@ void ExpertCache::prefetch(int layer, std::span<const int> experts) {
 void ExpertCache::endTokens(int n) {
     std::lock_guard<std::mutex> lock(m->mutex);
     m->heat.advance(n);
+    m->recent.advance(n);
     m->counters.tokens += uint64_t(n);
 }
 
@@ -540,6 +553,7 @@ int64_t ExpertCache::tokenClock() const {
 void ExpertCache::setTokenClock(int64_t tokens) {
     std::lock_guard<std::mutex> lock(m->mutex);
     m->heat.setNow(tokens);
+    m->recent.setNow(tokens);
 }
 void ExpertCache::setHeat(ExpertId id, double heat, int64_t asOf) {
     std::lock_guard<std::mutex> lock(m->mutex);

@@ -41,7 +41,11 @@ struct CacheOptions {
     int maxPinSwaps = 4;     // rebalancePins(): swaps per call (a turn boundary)
     double pinMargin = 0.25; // rebalancePins(): a candidate's heat must exceed the coldest pinned
                              // expert's by this fraction (hysteresis, no ping-pong)
+    // Learned heat (pins, the usage database): storage's half-life.
     double halfLifeTokens = HeatTable::kDefaultHalfLifeTokens;
+    // Eviction heat (the LFRU order): a short memory, since routing follows the text's topic;
+    // 16 tokens was best on the default model's traces (docs/perf-cache-policy.md).
+    double evictionHalfLifeTokens = 16;
 };
 
 class ExpertCache {
@@ -74,10 +78,12 @@ public:
     bool prefetchEnabled() const;
 
     // ---- the compute thread's layer sequence ----
-    // The distinct experts `layer` needs for the current batch (any order). Counts hits and
-    // misses, protects resident ones from eviction until finished, starts reads for missing
-    // ones as slots allow. Errors: InvalidArgument (a bad layer/expert, or a layer still open).
-    Status beginLayer(int layer, std::span<const int> experts);
+    // The distinct experts `layer` needs for the current batch (any order) and, optionally, how
+    // many tokens of the batch routed to each ([experts.size()]; empty = 1 each: heat counts
+    // routings). Counts hits and misses, protects resident ones from eviction until finished,
+    // starts reads for missing ones as slots allow. Errors: InvalidArgument (a bad layer/expert,
+    // counts of another size, or a layer still open).
+    Status beginLayer(int layer, std::span<const int> experts, std::span<const int> counts = {});
     // Blocks until one of the layer's experts not yet handed out is ready; returns its position in
     // beginLayer's list and its matrices (valid until finished(position)), or -1 when all were
     // handed out (the layer is then closed). Errors: Io when a wanted expert's read failed (the

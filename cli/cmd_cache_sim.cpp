@@ -9,6 +9,7 @@
 #include "cachesim/access_sequence.h"
 #include "cachesim/simulator.h"
 #include "cachesim/trace_reader.h"
+#include "tiers/expert_cache.h"
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -29,7 +30,7 @@ struct CacheSimOptions {
     std::string capacities = "10%,25%,50%";
     std::string policies = "lru,lfu,lfru,belady";
     int chunk = 1;
-    double halfLife = tiers::HeatTable::kDefaultHalfLifeTokens;
+    double halfLife = tiers::CacheOptions{}.evictionHalfLifeTokens; // the engine's LFRU
     int64_t bytesPerExpert = 0;
     std::string jsonOut;
 };
@@ -207,7 +208,7 @@ Command addCacheSimCommand(CLI::App& root) {
         ->check(integerText())
         ->check(CLI::Range(1, 1000000));
     cmd->add_option("--half-life", o->halfLife,
-                    "LFRU heat half-life in tokens (default 8192, the engine's)")
+                    "LFRU heat half-life in tokens (default 16, the engine's eviction heat)")
         ->check(numberText())
         ->check(CLI::PositiveNumber);
     cmd->add_option("--bytes-per-expert", o->bytesPerExpert,

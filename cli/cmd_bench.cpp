@@ -1,6 +1,7 @@
 // coli bench kernels: the quantised-kernel benchmark (bench/kernel_bench.cpp) from the CLI:
 // measured memory read bandwidth and each kernel's weight bandwidth in one run, with their ratio
 // (docs/performance.md). A benchmark, never a test: nothing here asserts a speed.
+#include "cmd_bench_io.h"
 #include "commands.h"
 #include "exit_codes.h"
 
@@ -66,7 +67,8 @@ Command addBenchCommand(CLI::App& root) {
                         "Regex over benchmark names (keep MemRead in it for the ratio)");
     kernels->add_option("-t,--threads", o->threads, "OpenMP threads (0 = all cores)")
         ->check(CLI::Range(0, 1024));
-    return {app, [o] { return runKernels(*o); }};
+    const Command io = addBenchIoCommand(*app); // coli bench io (cmd_bench_io.cpp)
+    return {app, [o, io] { return io.app->parsed() ? io.run() : runKernels(*o); }};
 }
 
 } // namespace coli::cli

@@ -14,7 +14,8 @@
 // No mmap.
 // Thread-safety: all member functions may be called from any thread; completion callbacks run on
 // a pool thread (never inside submit()), one at a time per read, and must not call submit() of a
-// pool being destroyed.
+// pool being destroyed. Under io_uring every callback runs on the one submission thread, so a slow
+// callback delays the next submissions: keep callbacks short (hand work to another thread).
 #include "core/status.h"
 
 #include <cstdint>
@@ -78,7 +79,8 @@ public:
     // with InvalidArgument through `done`, still on a pool thread.
     void submit(const ReadRequest& request, ReadDone done);
     // Reads synchronously on the calling thread with the same handles and fadvise rules; for
-    // loading outside the pool. Errors: as ReadDone's.
+    // loading outside the pool. Not counted in stats() and never hit by injectFailure().
+    // Errors: InvalidArgument as for submit(), else as ReadDone's.
     Status readNow(const ReadRequest& request);
 
     IoBackend backend() const; // the backend actually running (never Auto)
@@ -87,7 +89,8 @@ public:
     IoStats stats() const; // a consistent snapshot
 
     // Test hook (fault injection): the read that completes `afterReads` completions from now
-    // (0 = the next one) fails with Io "injected read failure" instead of its real result.
+    // (0 = the next one; refused requests count) fails with Io "injected read failure" instead of
+    // its real result. A later call replaces an injection that has not fired yet.
     void injectFailure(uint64_t afterReads);
 
 private:

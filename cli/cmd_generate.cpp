@@ -4,6 +4,7 @@
 #include "generation_output.h"
 #include "options.h"
 #include "signals.h"
+#include "tier_log.h"
 #include "usage_learning.h"
 
 #include "runtime/expert_budget.h"
@@ -31,6 +32,7 @@ struct GenerateOptions {
     bool chat = false;
     bool ignoreEos = false;
     std::vector<std::string> stops;
+    std::string tierLog; // --tier-log FILE
 };
 
 // `-p -`: all of stdin, minus one trailing newline (so `echo TEXT |` equals `-p TEXT`).
@@ -91,6 +93,19 @@ int runGenerate(GenerateOptions o) {
     std::unique_ptr<UsageLearning> learning;
     if (cache && !o.model.noLearn)
         learning = UsageLearning::start(o.model.dir, *cache, o.model.usageDb);
+    std::unique_ptr<TierLog> tierLog;
+    if (!o.tierLog.empty()) {
+        if (!cache) {
+            printError("--tier-log needs streamed experts (not with --resident)");
+            return kExitUsage;
+        }
+        std::string error;
+        tierLog = TierLog::open(o.tierLog, *cache, &error);
+        if (!tierLog) {
+            printError("--tier-log: " + error);
+            return kExitUsage;
+        }
+    }
     const tiers::TierTelemetry before = cache ? cache->telemetry() : tiers::TierTelemetry{};
     const auto t0 = std::chrono::steady_clock::now();
     auto r = session.generate(ids, *params, std::ref(writer), &interruptFlag());
@@ -144,6 +159,8 @@ Command addGenerateCommand(CLI::App& root) {
                                     "System message (implies --chat; \"\" gives an empty one)");
     cmd->add_flag("--ignore-eos", o->ignoreEos, "Keep generating past end-of-sequence tokens");
     cmd->add_option("--stop", o->stops, "Stop before this text (repeatable)");
+    cmd->add_option("--tier-log", o->tierLog,
+                    "Write the expert tiers' per-token telemetry to FILE (JSON lines)");
     addSamplingOptions(*cmd, o->sampling);
     return {cmd, [o] { return runGenerate(*o); }};
 }

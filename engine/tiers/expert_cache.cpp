@@ -57,6 +57,7 @@ struct ExpertCache::Impl {
     std::vector<std::vector<uint64_t>> routedBits;
     std::vector<std::vector<int>> predicted; // [n_layers] the lookahead's last prediction
     int openLayer = -1;
+    ExpertCache::TokenObserver observer;
     std::vector<Want> wants;
     int loading = 0;
 
@@ -454,10 +455,20 @@ void ExpertCache::prefetch(int layer, std::span<const int> experts) {
 }
 
 void ExpertCache::endTokens(int n) {
+    TokenObserver observer;
+    {
+        std::lock_guard<std::mutex> lock(m->mutex);
+        m->heat.advance(n);
+        m->recent.advance(n);
+        m->counters.tokens += uint64_t(n);
+        observer = m->observer;
+    }
+    if (observer) observer(n, telemetry());
+}
+
+void ExpertCache::setTokenObserver(TokenObserver fn) {
     std::lock_guard<std::mutex> lock(m->mutex);
-    m->heat.advance(n);
-    m->recent.advance(n);
-    m->counters.tokens += uint64_t(n);
+    m->observer = std::move(fn);
 }
 
 int ExpertCache::pinCapacity() const {

@@ -25,6 +25,7 @@
 #include "tiers/tier_telemetry.h"
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -98,8 +99,15 @@ public:
     // belongs to an earlier layer; never waits.
     // Ignored when prefetch is off. Records the prediction for recall/precision telemetry.
     void prefetch(int layer, std::span<const int> experts);
-    // n tokens were processed: advances the heat clock.
+    // n tokens were processed (a decode step or a prefill chunk): advances the heat clocks, then
+    // calls the token observer, if any, with the telemetry after them.
     void endTokens(int n);
+    // Per-token telemetry (DESIGN.md threading rule 4: the engine aggregates, a consumer samples):
+    // `fn` is called by endTokens on the compute thread, outside any OpenMP region and without
+    // the cache's lock held, with the tokens of the step and the cumulative telemetry. It must be
+    // quick (copy what it needs). Null removes it.
+    using TokenObserver = std::function<void(int tokens, const TierTelemetry& after)>;
+    void setTokenObserver(TokenObserver fn);
 
     // ---- the pinned hot-store ----
     int pinCapacity() const; // experts the hot-store may hold under the current budget

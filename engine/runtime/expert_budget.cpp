@@ -71,18 +71,22 @@ std::string summariseTiers(const tiers::TierTelemetry& before, const tiers::Tier
     const tiers::TierCounters& b = after.counters;
     const double routed = double(b.routed - a.routed);
     const double pinned = double(b.hitsPinned - a.hitsPinned);
-    const double cached = double(b.hitsCache - a.hitsCache);
+    const double inFlight = double(b.inFlightHits - a.inFlightHits);
+    const double cached = double(b.hitsCache - a.hitsCache) - inFlight; // ready in the cache
+    const double misses = double(b.misses - a.misses);
     const double tokens = double(b.tokens - a.tokens);
     const double wait = b.ioWaitSeconds - a.ioWaitSeconds;
     const double la = double(b.lookaheadRouted - a.lookaheadRouted);
     const double pred = double(b.prefetchPredicted - a.prefetchPredicted);
     auto pct = [](double x, double of) { return of > 0 ? 100.0 * x / of : 0.0; };
-    char buf[512];
+    char buf[640];
     std::snprintf(
         buf, sizeof buf,
-        "experts: hit rate %.1f %% (pinned %.1f %%, cache %.1f %%), %s read/token, I/O wait %.0f "
-        "%% of %.2f s, prefetch recall %.2f precision %.2f, %llu evictions",
+        "experts: hit rate %.1f %% (pinned %.1f %%, cache %.1f %%), prefetch in flight %.1f %%, "
+        "read on demand %.1f %%; %s read/token, I/O wait %.0f %% of %.2f s, prefetch recall %.2f "
+        "precision %.2f, %llu evictions",
         pct(pinned + cached, routed), pct(pinned, routed), pct(cached, routed),
+        pct(inFlight, routed), pct(misses, routed),
         formatBytes(tokens > 0 ? uint64_t(double(b.bytesRead - a.bytesRead) / tokens) : 0).c_str(),
         pct(wait, wallSeconds), wallSeconds,
         la > 0 ? double(b.lookaheadRecalled - a.lookaheadRecalled) / la : 0.0,

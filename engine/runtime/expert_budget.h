@@ -31,8 +31,10 @@ std::string formatBytes(uint64_t bytes);
 std::string describeTiers(const tiers::ExpertCache& cache);
 
 // One line after a run, from two telemetry snapshots (before, after) and the run's wall seconds:
-// "experts: hit rate 73.4 % (pinned 20.1 %, cache 53.3 %), 2.10 MiB read/token, I/O wait 35 %
-// of 4.20 s, prefetch recall 0.81 precision 0.62, 120 evictions".
+// "experts: hit rate 73.4 % (pinned 20.1 %, cache 53.3 %), prefetch in flight 9.0 %, read on
+// demand 17.6 %; 2.10 MiB read/token, I/O wait 35 % of 4.20 s, prefetch recall 0.81 precision
+// 0.62, 120 evictions". Hit rate: routed experts found ready in RAM; in flight: found being read
+// by an earlier prefetch; on demand: read when routed (the three add up to 100 %).
 std::string summariseTiers(const tiers::TierTelemetry& before, const tiers::TierTelemetry& after,
                            double wallSeconds);
 

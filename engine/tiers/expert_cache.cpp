@@ -631,7 +631,7 @@ Status ExpertCache::checkConsistency() const {
         if (s.state != SlotState::Empty) {
             if (m->slotOf[m->key(s.id)] != int(i))
                 return {ErrorCode::Internal, "slot " + std::to_string(i) + " not indexed"};
-            if (s.state == SlotState::Loading || s.refs > 0 || s.wanted) ++busy;
+            if (!m->evictable(s)) ++busy; // loading, in use, wanted or pinned: trim() keeps it
         } else if (s.refs > 0) {
             return {ErrorCode::Internal, "slot " + std::to_string(i) + ": empty but referenced"};
         }

@@ -1,0 +1,266 @@
+// The expert cache under stress, driven directly (no forward pass): thousands of random layer
+// batches over a real container (qwen3moe: 4 MoE layers x 16 experts, int4 blobs) on both I/O
+// backends with queue depth >= 2, with prefetches of the next layer while a layer is open, budget
+// changes (grow, shrink, down to the minimum) and pin changes at random points, and an observer
+// thread reading telemetry, heat and consistency and changing the budget meanwhile (the GUI's
+// role). Every handed-out view must be the expert's stored blob, byte for byte (read
+// independently of the cache), also after budget shrinks and prefetches while it is held; the
+// slot table must stay consistent after every batch; the counters must add up at the end.
+// Also built and run under ThreadSanitizer (label tsan).
+#include "cache_test_util.h"
+
+#include <atomic>
+#include <random>
+#include <set>
+#include <thread>
+
+using namespace coli;
+using cache_test::CacheFixture;
+
+namespace {
+
+struct StressParam {
+    const char* name;
+    aio::IoBackend backend;
+    int depth;
+    bool direct;
+};
+
+std::ostream& operator<<(std::ostream& os, const StressParam& p) {
+    return os << p.name;
+}
+
+#if defined(__SANITIZE_THREAD__)
+constexpr int kBatches = 1500; // TSan is ~10x slower; still thousands of views checked
+#else
+constexpr int kBatches = 2500;
+#endif
+
+std::vector<int> distinctExperts(std::mt19937& rng, int nExperts, int k) {
+    std::vector<int> all(static_cast<size_t>(nExperts));
+    for (int e = 0; e < nExperts; ++e)
+        all[size_t(e)] = e;
+    std::shuffle(all.begin(), all.end(), rng);
+    all.resize(size_t(k));
+    return all;
+}
+
+class CacheStress : public ::testing::TestWithParam<StressParam> {};
+
+TEST_P(CacheStress, RandomBatchesKeepBytesAndConsistency) {
+    const StressParam& p = GetParam();
+    const CacheFixture& fx = CacheFixture::get("qwen3moe");
+    ASSERT_TRUE(fx.error.empty()) << fx.error;
+    const ModelConfig& cfg = fx.cfg;
+    ASSERT_EQ(cfg.nExperts, 16);
+    tiers::CacheOptions co;
+    co.pinShare = 0.5;
+    auto made = cache_test::makeCache(fx, p.backend, p.depth, p.direct, co);
+    if (!made && made.status().code() == ErrorCode::Unsupported)
+        GTEST_SKIP() << p.name << ": " << made.status().toString();
+    ASSERT_TRUE(made.isOk()) << made.status().toString();
+    tiers::ExpertCache& cache = **made;
+    ASSERT_EQ(cache.pool().backend(), p.backend);
+    ASSERT_EQ(cache.pool().queueDepth(), p.depth);
+    ASSERT_EQ(cache.pool().directIo(), p.direct);
+
+    const uint64_t slot = cache.slotBytes(), minimum = cache.minimumBudget();
+    const int nLayers = int(fx.sparseLayers.size());
+    const uint64_t everything = minimum + uint64_t(nLayers * cfg.nExperts) * slot;
+    ASSERT_EQ(minimum, uint64_t(cfg.topK + p.depth) * slot);
+    // Below the minimum is refused and changes nothing.
+    ASSERT_TRUE(cache.setBudget(0).isOk());
+    EXPECT_EQ(cache.setBudget(minimum - 1).code(), ErrorCode::InvalidArgument);
+    EXPECT_EQ(cache.budget(), minimum);
+
+    std::mt19937 rng(1234u + unsigned(p.depth) * 7u + unsigned(p.backend));
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    auto randomBudget = [&](std::mt19937& g) -> uint64_t {
+        switch (std::uniform_int_distribution<int>(0, 4)(g)) {
+        case 0:
+            return 0;
+        case 1:
+            return minimum;
+        case 2:
+            return minimum + uint64_t(std::uniform_int_distribution<int>(1, 8)(g)) * slot;
+        case 3:
+            return minimum + uint64_t(std::uniform_int_distribution<int>(1, 64)(g)) * slot + 100;
+        default:
+            return everything * 2;
+        }
+    };
+
+    // The observer: what the GUI and the engine's telemetry do while the compute thread works.
+    std::atomic<bool> stop{false};
+    std::atomic<int> observerErrors{0}, observerRounds{0};
+    std::string observerFirstError;
+    std::thread observerThread([&] {
+        std::mt19937 g(99);
+        while (!stop.load()) {
+            const tiers::TierTelemetry t = cache.telemetry();
+            const tiers::TierCounters& k = t.counters;
+            std::string err;
+            if (k.hitsPinned + k.hitsCache + k.misses != k.routed) err = "hits + misses != routed";
+            const Status st = cache.checkConsistency();
+            if (!st.isOk()) err = st.toString();
+            if (cache.heatSnapshot().size() != size_t(cfg.nLayers * cfg.nExperts))
+                err = "heat snapshot size";
+            (void)cache.pins();
+            (void)cache.pinCapacity();
+            if (std::uniform_int_distribution<int>(0, 9)(g) == 0) {
+                const Status b = cache.setBudget(randomBudget(g));
+                if (!b.isOk()) err = b.toString();
+            }
+            if (!err.empty() && observerErrors.fetch_add(1) == 0) observerFirstError = err;
+            observerRounds.fetch_add(1);
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+    });
+    // Joined on every exit (a failed ASSERT returns early).
+    struct Joiner {
+        std::atomic<bool>& stop;
+        std::thread& t;
+        ~Joiner() {
+            stop.store(true);
+            if (t.joinable()) t.join();
+        }
+    } joiner{stop, observerThread};
+
+    uint64_t routed = 0, viewsChecked = 0, aborted = 0;
+    int layerIdx = 0;
+    // O_DIRECT reads bypass the page cache: each is a real disk read, so fewer batches.
+    const int batches = p.direct ? kBatches / 2 : kBatches;
+    for (int batch = 0; batch < batches; ++batch) {
+        SCOPED_TRACE("batch " + std::to_string(batch));
+        // Mostly the forward pass's order (layer after layer), sometimes a jump.
+        layerIdx = pick(0, 9) == 0 ? pick(0, nLayers - 1) : (layerIdx + 1) % nLayers;
+        const int layer = fx.sparseLayers[size_t(layerIdx)];
+        const int nextLayer = fx.sparseLayers[size_t((layerIdx + 1) % nLayers)];
+        const int roll = pick(0, 9);
+        const int k = roll < 6   ? pick(1, cfg.topK)
+                      : roll < 9 ? pick(cfg.topK, 2 * cfg.topK)
+                                 : pick(1, cfg.nExperts);
+        const std::vector<int> experts = distinctExperts(rng, cfg.nExperts, k);
+        std::vector<int> counts;
+        if (pick(0, 1)) {
+            for (int i = 0; i < k; ++i)
+                counts.push_back(pick(1, 8));
+        }
+        if (pick(0, 4) == 0) {
+            const std::vector<int> early = distinctExperts(rng, cfg.nExperts, pick(1, 8));
+            cache.prefetch(layer, early); // before the layer opens: a lookahead that came early
+        }
+        ASSERT_TRUE(cache.beginLayer(layer, experts, counts).isOk());
+        routed += uint64_t(k);
+        if (pick(0, 2) != 0) {
+            const std::vector<int> look = distinctExperts(rng, cfg.nExperts, pick(1, 8));
+            cache.prefetch(nextLayer, look); // the router lookahead while this layer is open
+        }
+        std::set<int> handed;
+        const bool abortEarly = pick(0, 49) == 0;
+        for (;;) {
+            SwiGluView view;
+            Result<int> pos = cache.next(&view);
+            ASSERT_TRUE(pos.isOk()) << pos.status().toString();
+            if (*pos < 0) break;
+            ASSERT_LT(*pos, k);
+            ASSERT_TRUE(handed.insert(*pos).second) << "position " << *pos << " handed twice";
+            const tiers::ExpertId id{layer, experts[size_t(*pos)]};
+            ASSERT_EQ(fx.checkView(id, view), "");
+            ++viewsChecked;
+            // While the view is held: shrink/grow the budget, prefetch the next layer; the held
+            // slot must not be freed or reused.
+            const int act = pick(0, 9);
+            if (act == 0) {
+                ASSERT_TRUE(cache.setBudget(randomBudget(rng)).isOk());
+            } else if (act == 1) {
+                cache.prefetch(nextLayer, distinctExperts(rng, cfg.nExperts, pick(1, 16)));
+            }
+            if (act <= 1) {
+                ASSERT_EQ(fx.checkView(id, view), "") << "after a change while held";
+            }
+            cache.finished(*pos);
+            if (abortEarly && pick(0, 1) == 0) {
+                cache.abortLayer();
+                ++aborted;
+                break;
+            }
+        }
+        if (handed.size() != size_t(k)) {
+            ASSERT_TRUE(abortEarly) << handed.size() << " of " << k << " handed out";
+        }
+        // The layer is closed: next() says so without blocking.
+        SwiGluView none;
+        Result<int> after = cache.next(&none);
+        ASSERT_TRUE(after.isOk());
+        ASSERT_EQ(*after, -1);
+        ASSERT_TRUE(cache.checkConsistency().isOk()) << cache_test::state(cache);
+        if (layerIdx == nLayers - 1) cache.endTokens(pick(1, 32));
+
+        // Turn boundaries (no layer open): budget and pin changes.
+        const int turn = pick(0, 39);
+        if (turn == 0) {
+            ASSERT_TRUE(cache.setBudget(randomBudget(rng)).isOk());
+        } else if (turn == 1) {
+            cache.rebalancePins();
+        } else if (turn == 2) {
+            std::vector<tiers::ExpertId> pins;
+            for (int i = 0; i < 24; ++i)
+                pins.push_back(
+                    {fx.sparseLayers[size_t(pick(0, nLayers - 1))], pick(0, cfg.nExperts - 1)});
+            cache.setPins(pins);
+            EXPECT_LE(int(cache.pins().size()), cache.pinCapacity());
+        }
+        ASSERT_TRUE(cache.checkConsistency().isOk()) << cache_test::state(cache);
+    }
+    stop.store(true);
+    observerThread.join();
+    EXPECT_EQ(observerErrors.load(), 0) << observerFirstError;
+    EXPECT_GT(observerRounds.load(), 0);
+
+    cache.waitIdle();
+    ASSERT_TRUE(cache.checkConsistency().isOk()) << cache_test::state(cache);
+    const tiers::TierTelemetry t = cache.telemetry();
+    const tiers::TierCounters& c = t.counters;
+    cache_test::expectCoherent(c);
+    EXPECT_EQ(c.routed, routed);
+    EXPECT_EQ(c.failedReads, 0u);
+    // Every load started completed (idle now) and read one blob.
+    EXPECT_EQ(c.bytesRead, c.readsIssued * cache.source().readBytes());
+    const aio::IoStats io = cache.pool().stats();
+    EXPECT_EQ(io.reads, c.readsIssued * uint64_t(cache.source().readsPerExpert()));
+    EXPECT_EQ(io.failed, 0u);
+    EXPECT_LE(io.maxInFlight, p.depth);
+    // Placement really varied.
+    EXPECT_GT(c.misses, 0u);
+    EXPECT_GT(c.hitsCache + c.hitsPinned, 0u);
+    EXPECT_GT(c.evictions, 0u);
+    EXPECT_GT(c.prefetchIssued, 0u);
+    EXPECT_GT(c.prefetchUsed, 0u);
+    // Idle and closed: nothing busy, so the allocation is within the budget.
+    EXPECT_LE(t.residency.allocatedBytes, t.residency.budgetBytes);
+    EXPECT_EQ(t.residency.loadingExperts, 0);
+    std::printf("%-22s batches %d views %llu aborted %llu routed %llu hit pinned %llu cache %llu "
+                "(in flight %llu) miss %llu evict %llu prefetch %llu used %llu reads %llu "
+                "max in flight %d\n",
+                p.name, batches, (unsigned long long)viewsChecked, (unsigned long long)aborted,
+                (unsigned long long)c.routed, (unsigned long long)c.hitsPinned,
+                (unsigned long long)c.hitsCache, (unsigned long long)c.inFlightHits,
+                (unsigned long long)c.misses, (unsigned long long)c.evictions,
+                (unsigned long long)c.prefetchIssued, (unsigned long long)c.prefetchUsed,
+                (unsigned long long)io.reads, io.maxInFlight);
+}
+
+const StressParam kParams[] = {
+    {"uring_depth2", aio::IoBackend::Uring, 2, false},
+    {"uring_depth4_direct", aio::IoBackend::Uring, 4, true},
+    {"pread_depth2", aio::IoBackend::PreadThreads, 2, false},
+    {"pread_depth3_direct", aio::IoBackend::PreadThreads, 3, true},
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, CacheStress, ::testing::ValuesIn(kParams),
+                         [](const ::testing::TestParamInfo<StressParam>& i) {
+                             return std::string(i.param.name);
+                         });
+
+} // namespace

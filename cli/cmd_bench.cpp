@@ -1,6 +1,7 @@
 // coli bench kernels: the quantised-kernel benchmark (bench/kernel_bench.cpp) from the CLI:
 // measured memory read bandwidth and each kernel's weight bandwidth in one run, with their ratio
 // (docs/performance.md). A benchmark, never a test: nothing here asserts a speed.
+#include "cmd_bench_decode.h"
 #include "cmd_bench_io.h"
 #include "commands.h"
 #include "exit_codes.h"
@@ -67,8 +68,13 @@ Command addBenchCommand(CLI::App& root) {
                         "Regex over benchmark names (keep MemRead in it for the ratio)");
     kernels->add_option("-t,--threads", o->threads, "OpenMP threads (0 = all cores)")
         ->check(CLI::Range(0, 1024));
-    const Command io = addBenchIoCommand(*app); // coli bench io (cmd_bench_io.cpp)
-    return {app, [o, io] { return io.app->parsed() ? io.run() : runKernels(*o); }};
+    const Command io = addBenchIoCommand(*app);         // coli bench io (cmd_bench_io.cpp)
+    const Command decode = addBenchDecodeCommand(*app); // coli bench decode
+    return {app, [o, io, decode] {
+                if (io.app->parsed()) return io.run();
+                if (decode.app->parsed()) return decode.run();
+                return runKernels(*o);
+            }};
 }
 
 } // namespace coli::cli

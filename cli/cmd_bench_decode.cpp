@@ -1,0 +1,274 @@
+// coli bench decode MODEL_DIR: decode tokens/s with streamed experts at several RAM budgets, cold
+// and warm, with bytes read per token, hit rates per tier and the I/O pool's efficiency as a
+// ratio of the disk's bandwidth measured in the same run with the same request size and queue
+// depth (docs/performance.md, /work/shared/BENCHMARKING.md). A benchmark: nothing is asserted
+// about speed; the tokens are (every run must decode the same ones, else it stops with an error).
+#include "cmd_bench_decode.h"
+#include "exit_codes.h"
+#include "io_bench.h"
+
+#include "forward/model.h"
+#include "runtime/expert_budget.h"
+#include "tiers/expert_cache.h"
+#include "tokenizer/tokenizer.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace coli::cli {
+namespace {
+
+struct BenchDecodeOptions {
+    std::string model;
+    std::string prompt = "The GNU General Public License is a free, copyleft license for "
+                         "software and other kinds of works.";
+    int tokens = 32;
+    std::vector<std::string> budgets = {"0", "12.5%", "25%", "50%", "100%"};
+    std::vector<std::string> states = {"cold", "warm"};
+    int runs = 5;
+    int ioDepth = 4;
+    bool directIo = false;
+    int threads = 0;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string range(const std::vector<double>& v, const char* f) {
+    if (v.empty()) return "-";
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    return fmt::format(fmt::runtime(std::string(f) + "-" + f), *lo, *hi);
+}
+
+struct RunResult {
+    std::vector<int32_t> ids;
+    double decodeTokensPerSecond = 0;
+    tiers::TierCounters decode; // counters over the decode steps only
+    aio::IoStats io;            // the cache's pool over the whole run
+    uint64_t budgetBytes = 0;
+};
+
+tiers::TierCounters minus(const tiers::TierCounters& b, const tiers::TierCounters& a) {
+    tiers::TierCounters d;
+    d.routed = b.routed - a.routed;
+    d.hitsPinned = b.hitsPinned - a.hitsPinned;
+    d.hitsCache = b.hitsCache - a.hitsCache;
+    d.inFlightHits = b.inFlightHits - a.inFlightHits;
+    d.misses = b.misses - a.misses;
+    d.bytesRead = b.bytesRead - a.bytesRead;
+    d.ioWaitSeconds = b.ioWaitSeconds - a.ioWaitSeconds;
+    d.tokens = b.tokens - a.tokens;
+    return d;
+}
+
+// Budget text -> bytes: "0" (the working set), "N%" of every expert (plus the working set), or a
+// size in bytes. "resident": no streaming (returns false in *stream).
+Result<uint64_t> budgetBytes(const std::string& text, const tiers::ExpertCache& cache) {
+    const uint64_t all = uint64_t(cache.telemetry().residency.totalExperts) * cache.slotBytes();
+    if (text == "0") return uint64_t(0);
+    if (!text.empty() && text.back() == '%') {
+        const double pct = std::atof(text.c_str());
+        if (!(pct > 0 && pct <= 100))
+            return Status(ErrorCode::InvalidArgument, "--budgets: bad percentage '" + text + "'");
+        return cache.minimumBudget() +
+               uint64_t(std::llround(double(all) * pct / 100.0 / double(cache.slotBytes()))) *
+                   cache.slotBytes();
+    }
+    char* end = nullptr;
+    const unsigned long long b = std::strtoull(text.c_str(), &end, 10);
+    if (!end || *end != '\0')
+        return Status(ErrorCode::InvalidArgument,
+                      "--budgets: '" + text + "' is not 0, N% or a byte count");
+    return uint64_t(b);
+}
+
+// One measured run: fresh model (empty cache), prompt, `tokens` greedy decode steps.
+Result<RunResult> runOnce(const BenchDecodeOptions& o, const Tokenizer& tok, bool stream,
+                          const std::string& budget) {
+    ModelLoadOptions lo;
+    lo.threads = o.threads;
+    lo.tiers.stream = stream;
+    lo.tiers.ioQueueDepth = o.ioDepth;
+    lo.tiers.directIo = o.directIo;
+    auto model = Model::load(o.model, lo);
+    if (!model) return model.status();
+    Model& m = **model;
+    RunResult r;
+    tiers::ExpertCache* cache = m.expertCache();
+    if (cache) {
+        Result<uint64_t> b = budgetBytes(budget, *cache);
+        if (!b) return b.status();
+        COLI_RETURN_IF_ERROR(cache->setBudget(*b));
+        r.budgetBytes = cache->budget();
+    }
+    std::vector<int32_t> ids = tok.encode(o.prompt, true);
+    if (ids.empty()) return Status(ErrorCode::InvalidArgument, "the prompt gives no tokens");
+    KVCache kv;
+    std::vector<float> logits;
+    COLI_RETURN_IF_ERROR(m.forward(ids, kv, logits));
+    const tiers::TierCounters before = cache ? cache->telemetry().counters : tiers::TierCounters{};
+    const auto t0 = Clock::now();
+    for (int i = 0; i < o.tokens; ++i) {
+        const int32_t next =
+            int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        r.ids.push_back(next);
+        COLI_RETURN_IF_ERROR(m.forward(std::span<const int32_t>(&next, 1), kv, logits));
+    }
+    r.decodeTokensPerSecond = o.tokens / seconds(t0, Clock::now());
+    if (cache) {
+        cache->waitIdle();
+        r.decode = minus(cache->telemetry().counters, before);
+        r.io = cache->pool().stats();
+    }
+    return r;
+}
+
+struct Row {
+    std::string state, budget;
+    uint64_t budgetBytes = 0;
+    std::vector<double> tokps, waitShare, poolMBps, diskMBps, ratio;
+    tiers::TierCounters last; // decode counters of the last run (the runs read the same bytes)
+};
+
+int fail(const Status& s, int code) {
+    fmt::print(stderr, "coli: error: {}\n", s.toString());
+    return code;
+}
+
+int runBenchDecode(const BenchDecodeOptions& o) {
+    auto tok = Tokenizer::fromFile(o.model + "/tokenizer.json");
+    if (!tok) return fail(tok.status(), kExitModel);
+    std::optional<convert::Container> box;
+    if (convert::isContainerDir(o.model)) {
+        auto c = convert::openContainer(o.model);
+        if (!c) return fail(c.status(), kExitModel);
+        box = std::move(c.value());
+    }
+    // Correctness gate and the resident reference.
+    auto ref = runOnce(o, **tok, false, "");
+    if (!ref) return fail(ref.status(), kExitModel);
+    fmt::print("model:      {}\n", o.model);
+    fmt::print("decode:     {} greedy tokens after a {}-token prompt; {} measured runs after one "
+               "warm-up per row; threads {}\n",
+               o.tokens, (*tok)->encode(o.prompt, true).size(), o.runs,
+               o.threads > 0 ? std::to_string(o.threads) : std::string("all"));
+    fmt::print("resident:   {:.2f} tok/s (every expert in RAM, read at load)\n",
+               ref->decodeTokensPerSecond);
+    std::vector<Row> rows;
+    for (const std::string& state : o.states) {
+        const bool cold = state == "cold";
+        for (const std::string& budget : o.budgets) {
+            Row row{state, budget};
+            for (int run = -1; run < o.runs; ++run) {
+                if (cold && box) {
+                    const Status dropped = dropShardCaches(*box);
+                    if (!dropped.isOk()) return fail(dropped, kExitModel);
+                }
+                auto r = runOnce(o, **tok, true, budget);
+                if (!r) return fail(r.status(), kExitModel);
+                if (r->ids != ref->ids)
+                    return fail({ErrorCode::Internal,
+                                 fmt::format("budget {} ({}) decoded other tokens than the "
+                                             "resident model: placement changed the output",
+                                             budget, state)},
+                                kExitGeneration);
+                if (run < 0) continue; // warm-up
+                row.budgetBytes = r->budgetBytes;
+                row.last = r->decode;
+                row.tokps.push_back(r->decodeTokensPerSecond);
+                row.waitShare.push_back(r->decode.ioWaitSeconds * r->decodeTokensPerSecond /
+                                        o.tokens); // wait seconds / decode seconds
+                const double pool =
+                    r->io.busySeconds > 0 ? double(r->io.bytes) / r->io.busySeconds : 0;
+                row.poolMBps.push_back(pool / 1e6);
+                if (box) {
+                    // The disk's limit for this request size and queue depth, right after (A B).
+                    const uint64_t len = box->experts.front().length;
+                    auto reads = randomReads(*box, len, uint64_t(16 * o.ioDepth), uint32_t(run));
+                    if (!reads) return fail(reads.status(), kExitModel);
+                    (void)dropShardCaches(*box);
+                    aio::IoOptions io;
+                    io.queueDepth = o.ioDepth;
+                    io.directIo = true;
+                    auto disk = runReads(*box, ReadBatches{*reads}, io, false);
+                    if (!disk) return fail(disk.status(), kExitModel);
+                    row.diskMBps.push_back(disk->bytesPerSecond() / 1e6);
+                    if (pool > 0 && disk->bytesPerSecond() > 0)
+                        row.ratio.push_back(pool / disk->bytesPerSecond());
+                }
+            }
+            rows.push_back(row);
+        }
+    }
+    fmt::print("cache:      cold = POSIX_FADV_DONTNEED on every shard before each run{}; warm = "
+               "the page cache keeps what earlier runs read; the expert cache starts empty\n",
+               o.directIo ? " (and O_DIRECT reads)" : "");
+    fmt::print("{:<5} {:>7} {:>10} {:>9} {:>13} {:>10} {:>6} {:>6} {:>6} {:>6} {:>6} {:>9} {:>9} "
+               "{:>7}\n",
+               "state", "budget", "MiB", "tok/s", "tok/s_min-max", "MiB/token", "hit%", "pin%",
+               "fly%", "dem%", "wait%", "poolMB/s", "diskMB/s", "io/disk");
+    for (const Row& r : rows) {
+        const tiers::TierCounters& c = r.last;
+        const double routed = c.routed ? double(c.routed) : 1;
+        const double hits = double(c.hitsPinned + c.hitsCache - c.inFlightHits);
+        fmt::print("{:<5} {:>7} {:>10.1f} {:>9.2f} {:>13} {:>10.2f} {:>6.1f} {:>6.1f} {:>6.1f} "
+                   "{:>6.1f} {:>6.1f} {:>9.1f} {:>9.1f} {:>7.3f}\n",
+                   r.state, r.budget, double(r.budgetBytes) / (1 << 20), median(r.tokps),
+                   range(r.tokps, "{:.2f}"),
+                   c.tokens ? double(c.bytesRead) / double(c.tokens) / (1 << 20) : 0.0,
+                   100 * hits / routed, 100 * double(c.hitsPinned) / routed,
+                   100 * double(c.inFlightHits) / routed, 100 * double(c.misses) / routed,
+                   100 * median(r.waitShare), median(r.poolMBps), median(r.diskMBps),
+                   median(r.ratio));
+    }
+    fmt::print("hit% = ready in RAM when routed (pin% of them pinned), fly% = being read by a "
+               "prefetch, dem% = read on demand; wait% = compute thread waiting for reads; "
+               "poolMB/s = expert bytes / time the I/O pool was busy; diskMB/s = O_DIRECT random "
+               "reads of one expert's length at the same queue depth, measured after each run; "
+               "io/disk = their ratio (median; goal >= 0.8)\n");
+    return kExitOk;
+}
+
+} // namespace
+
+Command addBenchDecodeCommand(CLI::App& bench) {
+    auto o = std::make_shared<BenchDecodeOptions>();
+    auto* cmd = bench.add_subcommand(
+        "decode", "Decode tok/s with streamed experts at several RAM budgets, cold and warm");
+    cmd->add_option("MODEL_DIR", o->model, "Model folder (a colibri container for disk ratios)")
+        ->required();
+    cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
+    cmd->add_option("-n,--tokens", o->tokens, "Decode steps per run")->check(CLI::Range(1, 4096));
+    cmd->add_option("--budgets", o->budgets,
+                    "RAM budgets: 0 (working set), N% of the experts, or bytes")
+        ->delimiter(',');
+    cmd->add_option("--cache", o->states, "Page-cache states: cold, warm")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"cold", "warm"}));
+    cmd->add_option("--runs", o->runs, "Measured runs per row after one warm-up")
+        ->check(CLI::Range(1, 100));
+    cmd->add_option("--io-depth", o->ioDepth, "Expert reads in flight")->check(CLI::Range(1, 64));
+    cmd->add_flag("--direct-io", o->directIo, "Stream experts with O_DIRECT");
+    cmd->add_option("-t,--threads", o->threads, "CPU threads (0 = all cores)")
+        ->check(CLI::Range(0, 1024));
+    return {cmd, [o] { return runBenchDecode(*o); }};
+}
+
+} // namespace coli::cli

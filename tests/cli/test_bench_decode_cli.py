@@ -1,0 +1,66 @@
+#!/usr/bin/python3
+"""`coli bench decode` (docs/cli.md, docs/performance.md) on the default model converted to a
+colibri container: one row per (page-cache state, budget) with decode tok/s, bytes read per token,
+hit rates and the I/O pool's bandwidth as a ratio of the disk's; a bigger budget reads less per
+token and hits more. Speeds are printed, never asserted."""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import unittest
+
+ARGS = None
+
+
+class BenchDecode(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.container = os.path.join(ARGS.work, "tiny-int4")
+        shutil.rmtree(cls.container, ignore_errors=True)
+        r = subprocess.run([ARGS.coli, "convert", ARGS.model, cls.container], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+
+    def test_table(self):
+        r = subprocess.run([ARGS.coli, "bench", "decode", self.container, "--runs", "2", "-n", "6",
+                            "--budgets", "0,50%", "--cache", "cold,warm", "-t", "2"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"resident:\s+[\d.]+ tok/s")
+        rows = {}
+        for line in r.stdout.splitlines():
+            f = line.split()
+            if len(f) == 14 and f[0] in ("cold", "warm"):
+                rows[(f[0], f[1])] = f
+        self.assertEqual(set(rows), {("cold", "0"), ("cold", "50%"), ("warm", "0"), ("warm", "50%")},
+                         r.stdout)
+        for (state, budget), f in rows.items():
+            mib, tokps, per_token, hit, pin, fly, dem = map(float, [f[2], f[3], f[5], f[6], f[7], f[8], f[9]])
+            self.assertGreater(tokps, 0)
+            self.assertAlmostEqual(hit + fly + dem, 100.0, delta=0.3)
+            self.assertGreater(float(f[11]), 0)  # pool MB/s
+            self.assertGreater(float(f[12]), 0)  # disk MB/s
+            self.assertGreater(float(f[13]), 0)  # ratio
+        for state in ("cold", "warm"):
+            small, half = rows[(state, "0")], rows[(state, "50%")]
+            self.assertLess(float(small[2]), float(half[2]))   # budget MiB
+            self.assertGreater(float(small[5]), float(half[5]))  # MiB read per token
+            self.assertLess(float(small[6]), float(half[6]))   # hit rate
+
+    def test_bad_budget(self):
+        r = subprocess.run([ARGS.coli, "bench", "decode", self.container, "--budgets", "250%",
+                            "--runs", "1", "-n", "2"], capture_output=True, text=True, timeout=300)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("bad percentage '250%'", r.stderr)
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--coli", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--work", required=True)
+    ARGS, rest = p.parse_known_args()
+    os.makedirs(ARGS.work, exist_ok=True)
+    unittest.main(argv=[sys.argv[0]] + rest)

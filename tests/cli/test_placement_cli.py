@@ -94,6 +94,21 @@ class Placement(unittest.TestCase):
         third = generate("--ram-budget", "12MiB", "--usage-db", db)
         self.assertRegex(third.stderr, r"pinned 0\.0 %")
 
+    def test_locked_usage_database_is_a_warning(self):
+        import sqlite3
+        db = os.path.join(self.dir, "locked.db")
+        self.assertEqual(generate("--ram-budget", "0", "--usage-db", db).returncode, 0)
+        holder = sqlite3.connect(db, timeout=0, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")  # another process writing for a long time
+        try:
+            r = generate("--ram-budget", "0", "--usage-db", db)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stderr, r"usage (learning off|not saved).*locked")
+        self.assertIn("experts: hit rate", r.stderr)  # the run itself went on
+
     def test_broken_usage_database_is_a_warning(self):
         db = os.path.join(self.dir, "broken.db")
         with open(db, "wb") as f:

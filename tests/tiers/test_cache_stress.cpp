@@ -10,6 +10,7 @@
 #include "cache_test_util.h"
 
 #include <atomic>
+#include <functional>
 #include <random>
 #include <set>
 #include <thread>
@@ -262,5 +263,161 @@ INSTANTIATE_TEST_SUITE_P(Backends, CacheStress, ::testing::ValuesIn(kParams),
                          [](const ::testing::TestParamInfo<StressParam>& i) {
                              return std::string(i.param.name);
                          });
+
+// ---- prefetches racing evictions and slot reuse ----
+
+// Hands out every expert of the open layer, checking each view's bytes and, after each
+// finished(), the slot table. `whileHeld` runs while a view is held (its bytes checked again).
+void drainLayer(tiers::ExpertCache& cache, const CacheFixture& fx, int layer,
+                const std::vector<int>& experts, const std::function<void()>& whileHeld = {},
+                size_t handedBefore = 0) {
+    std::set<int> handed;
+    for (;;) {
+        SwiGluView view;
+        Result<int> pos = cache.next(&view);
+        ASSERT_TRUE(pos.isOk()) << pos.status().toString();
+        if (*pos < 0) break;
+        ASSERT_TRUE(handed.insert(*pos).second);
+        const tiers::ExpertId id{layer, experts[size_t(*pos)]};
+        ASSERT_EQ(fx.checkView(id, view), "");
+        if (whileHeld) {
+            whileHeld();
+            ASSERT_EQ(fx.checkView(id, view), "") << "changed while held";
+        }
+        cache.finished(*pos);
+        ASSERT_TRUE(cache.checkConsistency().isOk()) << cache_test::state(cache);
+    }
+    ASSERT_EQ(handed.size() + handedBefore, experts.size());
+}
+
+// At the minimum budget the open layer holds every slot it can; the lookahead asks for the whole
+// next layer meanwhile (it may only take slots that are free, finished or of earlier layers),
+// then that layer opens and finds some experts loading, some ready, some evicted again.
+TEST(CacheReuse, PrefetchWhileOpenLayerHoldsSlotsAtMinimumBudget) {
+    const CacheFixture& fx = CacheFixture::get("qwen3moe");
+    ASSERT_TRUE(fx.error.empty()) << fx.error;
+    auto made = cache_test::makeCache(fx, aio::IoBackend::Auto, 2, false);
+    ASSERT_TRUE(made.isOk()) << made.status().toString();
+    tiers::ExpertCache& cache = **made;
+    const int E = fx.cfg.nExperts, K = fx.cfg.topK, n = int(fx.sparseLayers.size());
+    std::mt19937 rng(7);
+    std::vector<int> all(static_cast<size_t>(E));
+    for (int e = 0; e < E; ++e)
+        all[size_t(e)] = e;
+    for (int i = 0; i < 400; ++i) {
+        SCOPED_TRACE("round " + std::to_string(i));
+        const int layer = fx.sparseLayers[size_t(i % n)];
+        const int next = fx.sparseLayers[size_t((i + 1) % n)];
+        const std::vector<int> a = distinctExperts(rng, E, K);
+        ASSERT_TRUE(cache.beginLayer(layer, a).isOk());
+        cache.prefetch(next, all);
+        drainLayer(cache, fx, layer, a, [&] {
+            cache.prefetch(next, distinctExperts(rng, E, K)); // may reuse finished slots
+            if (i % 5 == 0) {
+                ASSERT_TRUE(cache.setBudget(cache.minimumBudget() + 3 * cache.slotBytes()).isOk());
+                ASSERT_TRUE(cache.setBudget(0).isOk()); // frees what is not held
+            }
+        });
+        if (HasFatalFailure()) return;
+        const std::vector<int> b = distinctExperts(rng, E, i % 3 == 0 ? E : K);
+        ASSERT_TRUE(cache.beginLayer(next, b).isOk());
+        drainLayer(cache, fx, next, b);
+        if (HasFatalFailure()) return;
+        if (i % 7 == 0) cache.waitIdle();
+    }
+    cache.waitIdle();
+    ASSERT_TRUE(cache.checkConsistency().isOk()) << cache_test::state(cache);
+    const tiers::TierCounters c = cache.telemetry().counters;
+    cache_test::expectCoherent(c);
+    EXPECT_GT(c.prefetchIssued, 0u);
+    EXPECT_GT(c.prefetchUsed, 0u);
+    EXPECT_GT(c.inFlightHits, 0u);
+    EXPECT_GT(c.evictions, 0u);
+    EXPECT_EQ(c.bytesRead, c.readsIssued * cache.source().readBytes());
+    std::printf("min budget: routed %llu prefetch issued %llu used %llu in-flight hits %llu "
+                "evictions %llu\n",
+                (unsigned long long)c.routed, (unsigned long long)c.prefetchIssued,
+                (unsigned long long)c.prefetchUsed, (unsigned long long)c.inFlightHits,
+                (unsigned long long)c.evictions);
+}
+
+// An expert of an earlier layer is finished, then a prefetch reuses its slot while the same
+// expert is demanded again: it must be read again, never served from the reused slot.
+TEST(CacheReuse, FinishedSlotReusedByPrefetchThenDemandedAgain) {
+    const CacheFixture& fx = CacheFixture::get("qwen3moe");
+    ASSERT_TRUE(fx.error.empty()) << fx.error;
+    auto made = cache_test::makeCache(fx, aio::IoBackend::Auto, 2, false);
+    ASSERT_TRUE(made.isOk()) << made.status().toString();
+    tiers::ExpertCache& cache = **made;
+    const int E = fx.cfg.nExperts, K = fx.cfg.topK;
+    const int l0 = fx.sparseLayers[0], l1 = fx.sparseLayers[1];
+    for (int i = 0; i < 200; ++i) {
+        SCOPED_TRACE("round " + std::to_string(i));
+        std::vector<int> a;
+        for (int j = 0; j < K; ++j)
+            a.push_back((i + j) % E);
+        ASSERT_TRUE(cache.beginLayer(l0, a).isOk());
+        drainLayer(cache, fx, l0, a);
+        if (HasFatalFailure()) return;
+        // The whole next layer: every slot of layer l0 (an earlier layer) may be displaced.
+        std::vector<int> all;
+        for (int e = 0; e < E; ++e)
+            all.push_back((e + i) % E);
+        cache.prefetch(l1, all);
+        ASSERT_TRUE(cache.beginLayer(l0, a).isOk()); // demanded again, slots being reused
+        drainLayer(cache, fx, l0, a);
+        if (HasFatalFailure()) return;
+    }
+    cache.waitIdle();
+    ASSERT_TRUE(cache.checkConsistency().isOk()) << cache_test::state(cache);
+    cache_test::expectCoherent(cache.telemetry().counters);
+}
+
+// Loads for an expert the OPEN layer wants but whose read has not started yet (no slot was free):
+// a prefetch of the open layer itself, or a pin set meanwhile (setPins is callable from any
+// thread). The cache must not start a second read of it into another slot.
+void expectOneReadPerExpert(bool viaPins) {
+    const CacheFixture& fx = CacheFixture::get("qwen3moe");
+    ASSERT_TRUE(fx.error.empty()) << fx.error;
+    tiers::CacheOptions co;
+    co.pinShare = 1.0;
+    auto made = cache_test::makeCache(fx, aio::IoBackend::PreadThreads, 2, false, co);
+    ASSERT_TRUE(made.isOk()) << made.status().toString();
+    tiers::ExpertCache& cache = **made;
+    const int E = fx.cfg.nExperts, layer = fx.sparseLayers[0];
+    // Pins need room beyond the working set: 2 more slots, all of them for the hot-store.
+    ASSERT_TRUE(
+        cache.setBudget(viaPins ? cache.minimumBudget() + 2 * cache.slotBytes() : 0).isOk());
+    std::vector<int> experts, counts;
+    for (int e = 0; e < E; ++e) {
+        experts.push_back(e);
+        counts.push_back(e == E - 1 ? 100 : 1); // the last is hot: a prefetch may displace others
+    }
+    ASSERT_TRUE(cache.beginLayer(layer, experts, counts).isOk());
+    SwiGluView view;
+    Result<int> first = cache.next(&view);
+    ASSERT_TRUE(first.isOk() && *first >= 0);
+    ASSERT_EQ(fx.checkView({layer, experts[size_t(*first)]}, view), "");
+    cache.finished(*first); // its slot is now the only evictable one
+    const int hot = E - 1;  // wanted, not issued yet (the working set is smaller than E)
+    if (viaPins)
+        cache.setPins({{layer, hot}});
+    else
+        cache.prefetch(layer, std::vector<int>{hot});
+    ASSERT_TRUE(cache.checkConsistency().isOk()) << cache_test::state(cache);
+    drainLayer(cache, fx, layer, experts, {}, 1);
+    cache.waitIdle();
+    ASSERT_TRUE(cache.checkConsistency().isOk()) << cache_test::state(cache);
+    const tiers::TierCounters c = cache.telemetry().counters;
+    EXPECT_EQ(c.readsIssued, uint64_t(E)) << "an expert was read twice for one layer";
+}
+
+TEST(CacheReuse, PrefetchOfTheOpenLayerReadsEachExpertOnce) {
+    expectOneReadPerExpert(false);
+}
+
+TEST(CacheReuse, PinSetDuringAnOpenLayerReadsEachExpertOnce) {
+    expectOneReadPerExpert(true);
+}
 
 } // namespace

@@ -1,9 +1,9 @@
-// (label slow: ~1 min on 2 loaded cores.) A long prompt at the smallest budget: 3000 tokens (the
-// qwen3moe fixture's context is 40960) through forward() with ramBudgetBytes 0 (topK + queue depth
-// slots for 4 x 16 experts), prefetch on, as its checkpoint and as its container: completes, and
-// the final logits equal a resident model's bit for bit. One call of 3000 tokens (many prefill
-// chunks, each a batch-union), and the same tokens in calls of random sizes (1 .. 300: prefill and
-// decode steps mixed).
+// A long prompt at the smallest budget: 3000 tokens (the qwen3moe fixture's context is 40960)
+// through forward() with ramBudgetBytes 0 (topK + queue depth slots for 4 x 16 experts), prefetch
+// on, as its checkpoint and as its container: completes, and the final logits equal a resident
+// model's bit for bit. One call of 3000 tokens (many prefill chunks, each a batch-union), and the
+// same tokens in calls of random sizes (1 .. 300: prefill and decode steps mixed), each against
+// the resident model fed the same calls. Label slow (1-2.5 min on two loaded cores).
 #include "cache_test_util.h"
 #include "forward/model.h"
 

@@ -31,6 +31,9 @@ Result<int> PoolCore::openFile(const std::string& path) {
         return Status(ErrorCode::Io, path + ": cannot stat: " + std::strerror(e));
     }
     file->size = uint64_t(st.st_size);
+    // Whole-expert reads need no readahead: it would read past the blob (more disk bytes per
+    // expert) and leave the neighbours' pages cached, which DONTNEED of the range read misses.
+    (void)::posix_fadvise(file->fd, 0, 0, POSIX_FADV_RANDOM);
     if (m_directIo) {
         file->directFd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
         if (file->directFd < 0) {

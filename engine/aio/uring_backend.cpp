@@ -6,6 +6,7 @@
 
 #include <liburing.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <poll.h>
@@ -63,8 +64,10 @@ private:
     void prepRead(UringRead* op) {
         io_uring_sqe* sqe = io_uring_get_sqe(&m_ring);
         const ReadRequest& r = op->read.request;
+        // The SQE's length is 32 bits: a longer read goes in 1 GiB pieces (short-read path).
+        const uint64_t piece = std::min<uint64_t>(r.length - op->got, uint64_t(1) << 30);
         io_uring_prep_read(sqe, op->file.fd, static_cast<unsigned char*>(r.dst) + op->got,
-                           unsigned(r.length - op->got), r.offset + op->got);
+                           unsigned(piece), r.offset + op->got);
         io_uring_sqe_set_data(sqe, op);
     }
 

@@ -63,6 +63,7 @@ Result<AccessSequence> buildAccessSequence(std::span<const RoutingTraceFile> tra
     s.nLayers = first.nLayers;
     s.nExperts = first.nExperts;
     s.moeLayers = first.moeLayers;
+    s.topK = first.topK;
     s.routings.reserve(size_t(routings));
     std::vector<int64_t> seenInGroup(size_t(s.nLayers) * size_t(s.nExperts), -1);
     for (const auto& tr : traces) {

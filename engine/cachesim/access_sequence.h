@@ -22,6 +22,7 @@ struct AccessSequence {
     int nLayers = 0;  // model layers: the expert key is layer * nExperts + expert
     int nExperts = 0; // routed experts per layer
     std::vector<int> moeLayers;
+    int topK = 0;       // experts per token per MoE layer (the traces' top_k)
     int64_t tokens = 0; // tokens over all traces
     int64_t steps = 0;
 

@@ -48,8 +48,8 @@ struct Orders {
 
     tiers::ExpertId id(int32_t key) const { return {seq.layerOf(key), seq.expertOf(key)}; }
 
-    // True when `a` should be evicted before `b`.
-    bool first(int32_t a, int32_t b) const {
+    // True when `a` should be evicted before `b` while model layer `layer` is computed.
+    bool first(int32_t a, int32_t b, int layer) const {
         switch (policy) {
         case Policy::Lru:
             return lastAccess[size_t(a)] < lastAccess[size_t(b)];
@@ -59,7 +59,7 @@ struct Orders {
                 return lastRouted[size_t(a)] < lastRouted[size_t(b)];
             return a > b;
         case Policy::Lfru:
-            return heat.colder(id(a), id(b));
+            return heat.colder(id(a), id(b), layer, seq.topK);
         case Policy::Belady:
             if (nextOf[size_t(a)] != nextOf[size_t(b)])
                 return nextOf[size_t(a)] > nextOf[size_t(b)];
@@ -129,6 +129,9 @@ Result<SimResult> simulate(const AccessSequence& seq, const SimOptions& o) {
         }
         for (uint32_t i = g.accessBegin; i < g.accessEnd; ++i)
             groupOf[size_t(seq.accesses[i])] = int64_t(gi);
+        // A group is one layer of one step: its first access names the layer.
+        const int layer =
+            g.accessEnd > g.accessBegin ? seq.layerOf(seq.accesses[g.accessBegin]) : 0;
         for (uint32_t i = g.accessBegin; i < g.accessEnd; ++i) {
             const int32_t k = seq.accesses[i];
             ++r.accesses;
@@ -141,7 +144,7 @@ Result<SimResult> simulate(const AccessSequence& seq, const SimOptions& o) {
                 if (slots.size() >= capacity)
                     for (size_t s = 0; s < slots.size(); ++s)
                         if (groupOf[size_t(slots[s])] != int64_t(gi) &&
-                            (v == slots.size() || ord.first(slots[s], slots[v])))
+                            (v == slots.size() || ord.first(slots[s], slots[v], layer)))
                             v = s;
                 if (slots.size() < capacity || v < slots.size()) {
                     if (slots.size() >= capacity) {

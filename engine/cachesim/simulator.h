@@ -11,8 +11,11 @@
 // - Lru: least recently accessed (cache accesses).
 // - Lfu: fewest routings so far (plain counts, kept for evicted experts too: "perfect" LFU); ties:
 //   least recently routed, then the larger (layer, expert) (the tie rules of LFRU).
-// - Lfru: tiers::HeatTable::colder, the engine's order: decayed routing heat (half-life in
-//   tokens), ties least recently routed, then the larger (layer, expert).
+// - Lfru: tiers::HeatTable::colder(a, b, layer, topK), the engine's order, with `layer` the model
+//   layer of the current group and topK the traces' top_k: the latest expected next routing
+//   first, estimated from the expert's share of its layer's decayed routing heat (half-life in
+//   tokens) and the distance to its layer in the layer cycle; ties least recently routed, then
+//   the larger (layer, expert).
 // - Belady: the evictable resident expert whose next access is farthest in the future (never
 //   again counts as infinitely far; ties the smaller key). Belady 1966, "A study of replacement
 //   algorithms for a virtual-storage computer", IBM Systems Journal 5(2): optimal for demand

@@ -218,6 +218,81 @@ TEST(Simulator, LfruHandCheckedHeats) {
     EXPECT_EQ(sim(s, Policy::Lfru, 2).misses, 5);
 }
 
+TEST(HeatTableLayerCycle, ExpectedNextUseHandChecked) {
+    using coli::tiers::ExpertId;
+    using coli::tiers::HeatTable;
+    const double inf = std::numeric_limits<double>::infinity();
+    // 2 layers x 4 experts, no decay. Layer 0: (0,0) routed 3 times, (0,1) once (layer heat 4);
+    // layer 1: (1,0) and (1,1) once each (layer heat 2).
+    HeatTable h(2, 4, inf);
+    for (ExpertId id : {ExpertId{0, 0}, ExpertId{0, 0}, ExpertId{0, 0}, ExpertId{0, 1},
+                        ExpertId{1, 0}, ExpertId{1, 1}})
+        h.use(id);
+    EXPECT_DOUBLE_EQ(h.layerHeat(0), 4.0);
+    EXPECT_DOUBLE_EQ(h.layerHeat(1), 2.0);
+    // top-1, at layer 0: (0,0) p = 3/4, its layer is the current one, d = 2 (a whole token):
+    // 2 + 2 * (4/3 - 1) = 8/3; (0,1) p = 1/4: 2 + 2 * 3 = 8; (1,0) p = 1/2, d = 1: 1 + 2 * 1 = 3.
+    EXPECT_DOUBLE_EQ(h.expectedNextUse({0, 0}, 0, 1), 8.0 / 3.0);
+    EXPECT_DOUBLE_EQ(h.expectedNextUse({0, 1}, 0, 1), 8.0);
+    EXPECT_DOUBLE_EQ(h.expectedNextUse({1, 0}, 0, 1), 3.0);
+    // At layer 1 the distances swap: (0,0) 1 + 2/3, (1,0) 2 + 2; never used: +inf.
+    EXPECT_DOUBLE_EQ(h.expectedNextUse({0, 0}, 1, 1), 5.0 / 3.0);
+    EXPECT_DOUBLE_EQ(h.expectedNextUse({1, 0}, 1, 1), 4.0);
+    EXPECT_EQ(h.expectedNextUse({0, 2}, 0, 1), inf);
+    // (0,1) and (1,0) have the same heat (1): the plain order goes by recency ((0,1) used
+    // first), the layer-cycle order by the heat share: (0,1) has 1/4 of its layer, (1,0) 1/2.
+    EXPECT_TRUE(h.colder({0, 1}, {1, 0}));
+    EXPECT_TRUE(h.colder({0, 1}, {1, 0}, 0, 1));
+    EXPECT_FALSE(h.colder({1, 0}, {0, 1}, 0, 1));
+    // top-2: p = min(1, 2 * 3/4) = 1 for (0,0) and min(1, 2 * 1/2) = 1 for (1,0): both certain,
+    // the farther layer leaves first although its heat is 3 against 1.
+    EXPECT_DOUBLE_EQ(h.expectedNextUse({0, 0}, 0, 2), 2.0);
+    EXPECT_DOUBLE_EQ(h.expectedNextUse({1, 0}, 0, 2), 1.0);
+    EXPECT_TRUE(h.colder({0, 0}, {1, 0}, 0, 2));
+    EXPECT_FALSE(h.colder({1, 0}, {0, 0}, 0, 2));
+    EXPECT_TRUE(h.colder({1, 0}, {0, 0})); // the plain order: heat only
+    // Current layer taken modulo the layer count; the never-used expert is colder than all.
+    EXPECT_DOUBLE_EQ(h.expectedNextUse({1, 0}, -1, 1), h.expectedNextUse({1, 0}, 1, 1));
+    EXPECT_TRUE(h.colder({0, 2}, {0, 1}, 0, 1));
+}
+
+TEST(HeatTableLayerCycle, LayerHeatDecaysAndFollowsSetHeat) {
+    using coli::tiers::HeatTable;
+    HeatTable h(1, 3, 1.0);
+    h.use({0, 0});
+    h.advance(1);
+    h.use({0, 1});
+    EXPECT_DOUBLE_EQ(h.layerHeat(0), 1.5); // 1 * 2^-1 + 1
+    h.advance(2);
+    EXPECT_DOUBLE_EQ(h.layerHeat(0), 0.375);
+    h.setHeat({0, 2}, 2.0, h.now());
+    EXPECT_DOUBLE_EQ(h.layerHeat(0), 2.375);
+    h.setHeat({0, 2}, 0.0, h.now());
+    EXPECT_DOUBLE_EQ(h.layerHeat(0), 0.375);
+    // Moving the clock back: heats do not grow back (no decay before their stamp); the sum is
+    // recomputed from them.
+    h.setNow(0);
+    EXPECT_DOUBLE_EQ(h.layerHeat(0), h.heat({0, 0}) + h.heat({0, 1}) + h.heat({0, 2}));
+    EXPECT_DOUBLE_EQ(h.layerHeat(0), 2.0);
+}
+
+TEST(Simulator, LfruFollowsTheLayerCycle) {
+    // 3 MoE layers of 1 expert (A, B, C), top-1, every token routes all three: the cyclic
+    // pattern A B C A B C ..., 2 slots, 4 tokens. LRU misses every access (12). LFRU: every
+    // expert is certain (p = 1), so the victim is the one whose layer is farther:
+    //  t0: A, B miss; C miss at layer 2: A is 1 layer away, B 2 -> evict B.
+    //  t1: A hit; B miss at layer 1: A 2 away, C 1 -> evict A; C hit.
+    //  t2: A miss at layer 0: B 1 away, C 2 -> evict C; B hit; C miss: evict B (2 away).
+    //  t3: A hit; B miss: evict A; C hit.  Misses 3 + 1 + 2 + 1 = 7, as Belady's.
+    // With the plain heat order the heats tie and recency evicts as LRU: 12 misses.
+    std::vector<std::vector<std::vector<int32_t>>> tokens(4, {{0}, {0}, {0}});
+    auto s = build(makeTrace(3, 1, 1, tokens));
+    ASSERT_EQ(s.accesses.size(), 12u);
+    EXPECT_EQ(sim(s, Policy::Lru, 2).misses, 12);
+    EXPECT_EQ(sim(s, Policy::Lfru, 2, 16.0).misses, 7);
+    EXPECT_EQ(sim(s, Policy::Belady, 2).misses, 7);
+}
+
 TEST(Simulator, HeatCountsRoutingsNotAccesses) {
     // Prefill chunks of 3 tokens, 1 layer, top-1, 2 slots, no decay (half-life +inf):
     // chunk 1 routes A A B (accesses A, B; heat A 2, B 1); chunk 2 C C C: evict B (1 < 2);

@@ -400,10 +400,15 @@ void expectOneReadPerExpert(bool viaPins) {
     ASSERT_EQ(fx.checkView({layer, experts[size_t(*first)]}, view), "");
     cache.finished(*first); // its slot is now the only evictable one
     const int hot = E - 1;  // wanted, not issued yet (the working set is smaller than E)
+    const uint64_t issuedBefore = cache.telemetry().counters.readsIssued;
+    ASSERT_LT(issuedBefore, uint64_t(E)) << "every expert was issued at once";
     if (viaPins)
         cache.setPins({{layer, hot}});
     else
         cache.prefetch(layer, std::vector<int>{hot});
+    // The scenario: a read of `hot` started outside the layer's own issuing.
+    ASSERT_EQ(cache.telemetry().counters.readsIssued, issuedBefore + 1)
+        << "no read started for expert " << hot << ": " << cache_test::state(cache);
     ASSERT_TRUE(cache.checkConsistency().isOk()) << cache_test::state(cache);
     drainLayer(cache, fx, layer, experts, {}, 1);
     cache.waitIdle();

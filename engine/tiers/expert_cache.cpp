@@ -131,6 +131,15 @@ struct ExpertCache::Impl {
         ++loading;
         ++counters.readsIssued;
         out.push_back({s, id});
+        // A prefetch or pin of an expert the open layer still waits for is that layer's read:
+        // protect it now, or the layer's own reads could evict it before it is used.
+        if (id.layer == openLayer)
+            for (Want& w : wants)
+                if (w.expert == id.expert && !w.issued) {
+                    w.issued = true;
+                    sl.wanted = true;
+                    sl.prefetched = false;
+                }
     }
 
     // Starts reads for wanted experts not yet issued, in order, while slots allow.
@@ -138,6 +147,14 @@ struct ExpertCache::Impl {
         for (Want& w : wants) {
             if (w.issued) continue;
             const ExpertId id{openLayer, w.expert};
+            // A prefetch or a pin may have started reading it since beginLayer: share that read.
+            if (const int held = slotOf[key(id)]; held >= 0) {
+                Slot& sl = slots[size_t(held)];
+                sl.wanted = true;
+                sl.prefetched = false;
+                w.issued = true;
+                continue;
+            }
             const int s = takeSlot(false, id);
             if (s < 0) return;
             markLoading(s, id, false, out);

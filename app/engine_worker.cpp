@@ -1,6 +1,8 @@
 #include "engine_worker.h"
 
 #include "runtime/context_fit.h"
+#include "runtime/expert_budget.h"
+#include "tiers/expert_cache.h"
 
 #include "user_messages.h"
 
@@ -77,6 +79,9 @@ void EngineWorker::doLoad(const Command& c) {
     m_model.reset();
     ModelLoadOptions mo;
     mo.threads = m_opt.threads;
+    // Routed experts stream from disk through the expert cache (docs/tiers.md); its budget is
+    // set from MemAvailable once the dense weights are in.
+    mo.tiers.stream = true;
     // Progress callbacks are rare (per stage / per tensor group): each one is an event.
     auto progress = [&](const LoadProgress& p) {
         publish(EngineEvent::progress(c.id, p.stage, p.fraction));
@@ -98,6 +103,12 @@ void EngineWorker::doLoad(const Command& c) {
         return;
     }
     m_model = std::move(lm.value());
+    std::string budget;
+    if (tiers::ExpertCache* cache = m_model->model().expertCache()) {
+        Result<uint64_t> avail = memAvailableBytes();
+        (void)cache->setBudget(avail ? defaultExpertBudget(*cache, *avail) : 0); // >= minimum
+        budget = formatBytes(cache->budget());
+    }
     m_session = std::make_unique<Session>(*m_model);
     const std::string name = std::filesystem::path(c.dir).lexically_normal().filename().string();
     const ModelSummary sum = m_model->model().summary();
@@ -105,6 +116,7 @@ void EngineWorker::doLoad(const Command& c) {
     info.precision(3);
     info << m_model->model().config().architecture << " · " << double(sum.totalParams) / 1e6
          << " M params · " << sum.expertsPerLayer << " experts/layer";
+    if (!budget.empty()) info << " · experts streamed, " << budget << " RAM";
     EngineEvent ev = EngineEvent::make(EventKind::Loaded, c.id, name.empty() ? c.dir : name);
     ev.info = info.str();
     ev.contextLength = m_model->model().config().maxPositions;

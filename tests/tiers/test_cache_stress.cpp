@@ -1,12 +1,13 @@
 // The expert cache under stress, driven directly (no forward pass): thousands of random layer
 // batches over a real container (qwen3moe: 4 MoE layers x 16 experts, int4 blobs) on both I/O
 // backends with queue depth >= 2, with prefetches of the next layer while a layer is open, budget
-// changes (grow, shrink, down to the minimum) and pin changes at random points, and an observer
-// thread reading telemetry, heat and consistency and changing the budget meanwhile (the GUI's
-// role). Every handed-out view must be the expert's stored blob, byte for byte (read
-// independently of the cache), also after budget shrinks and prefetches while it is held; the
-// slot table must stay consistent after every batch; the counters must add up at the end.
-// Also built and run under ThreadSanitizer (label tsan).
+// changes (grow, shrink, down to the minimum) and pin changes at random points (prefetches and
+// pins of the open layer's own experts included), and an observer thread reading telemetry, heat
+// and consistency and changing the budget and pins meanwhile (the GUI's role). Every handed-out
+// view must be the expert's stored blob, byte for byte (read independently of the cache), also
+// after budget shrinks and prefetches while it is held; the slot table must stay consistent after
+// every batch; the counters must add up at the end. Also built and run under ThreadSanitizer (label
+// tsan).
 #include "cache_test_util.h"
 
 #include <atomic>
@@ -108,9 +109,12 @@ TEST_P(CacheStress, RandomBatchesKeepBytesAndConsistency) {
                 err = "heat snapshot size";
             (void)cache.pins();
             (void)cache.pinCapacity();
-            if (std::uniform_int_distribution<int>(0, 9)(g) == 0) {
+            const int act = std::uniform_int_distribution<int>(0, 19)(g);
+            if (act <= 1) {
                 const Status b = cache.setBudget(randomBudget(g));
                 if (!b.isOk()) err = b.toString();
+            } else if (act == 2) {
+                cache.rebalancePins(); // pins may change while a layer is open
             }
             if (!err.empty() && observerErrors.fetch_add(1) == 0) observerFirstError = err;
             observerRounds.fetch_add(1);
@@ -171,13 +175,21 @@ TEST_P(CacheStress, RandomBatchesKeepBytesAndConsistency) {
             ++viewsChecked;
             // While the view is held: shrink/grow the budget, prefetch the next layer; the held
             // slot must not be freed or reused.
-            const int act = pick(0, 9);
+            // Also a prefetch or pins naming the open layer's own experts, some not issued yet.
+            const int act = pick(0, 19);
             if (act == 0) {
                 ASSERT_TRUE(cache.setBudget(randomBudget(rng)).isOk());
-            } else if (act == 1) {
+            } else if (act <= 2) {
                 cache.prefetch(nextLayer, distinctExperts(rng, cfg.nExperts, pick(1, 16)));
+            } else if (act == 3) {
+                cache.prefetch(layer, distinctExperts(rng, cfg.nExperts, pick(1, 16)));
+            } else if (act == 4) {
+                std::vector<tiers::ExpertId> pins;
+                for (int e : distinctExperts(rng, cfg.nExperts, 4))
+                    pins.push_back({layer, e});
+                cache.setPins(pins);
             }
-            if (act <= 1) {
+            if (act <= 4) {
                 ASSERT_EQ(fx.checkView(id, view), "") << "after a change while held";
             }
             cache.finished(*pos);

@@ -9,8 +9,9 @@
 //     succeeds or fails cleanly, and retrying reproduces the resident logits bit for bit;
 //   - a prefetch-only read (issued, failed and freed before its layer is demanded) never fails
 //     the forward.
-// Driven directly (no Model): a prefetch whose read fails before the layer opens is read again
-// on demand; a read that fails while demanded is reported by next() and leaves the cache usable.
+// Driven directly (no Model): a demand read that fails is reported by next() and leaves the cache
+// usable; a failed prefetch read never fails its layer, whether it failed before the layer opened
+// or while the open layer waited for it (the latter FAILS at present: see the test).
 #include "cache_test_util.h"
 #include "forward/model.h"
 
@@ -287,17 +288,18 @@ TEST(CacheFailureDirect, DemandedReadFailureIsReportedAndRecovered) {
     }
 }
 
-// Driven directly: prefetch reads that fail before their layer opens are freed; the layer then
-// misses and reads them on demand. A prefetch read still in flight when its layer opens and then
-// failing is a demanded read (next() reports it); the count of those is printed.
-TEST(CacheFailureDirect, FailedPrefetchIsReadAgainOnDemand) {
+// Driven directly: a prefetch read fails, either before its layer opens (settle: the failure has
+// landed, the slot is freed and the layer misses) or after (the layer opens at once and finds the
+// read in flight: an in-flight hit). Either way a failed prefetch must not fail the layer: the
+// expert is read again on demand. *reported: the rounds whose layer reported an error.
+void prefetchFailureRounds(bool settle, int* reported) {
     const CacheFixture& fx = CacheFixture::get("qwen3moe");
     ASSERT_TRUE(fx.error.empty()) << fx.error;
     auto made = cache_test::makeCache(fx, aio::IoBackend::Auto, 4, false);
     ASSERT_TRUE(made.isOk()) << made.status().toString();
     tiers::ExpertCache& cache = **made;
     const int l0 = fx.sparseLayers[0], l1 = fx.sparseLayers[1];
-    int inFlightFailures = 0;
+    *reported = 0;
     for (int round = 0; round < 100; ++round) {
         SCOPED_TRACE("round " + std::to_string(round));
         std::vector<int> want;
@@ -324,7 +326,6 @@ TEST(CacheFailureDirect, FailedPrefetchIsReadAgainOnDemand) {
         cache.prefetch(l1, want);
         const bool issued = cache.telemetry().counters.prefetchIssued > before.prefetchIssued;
         ASSERT_TRUE(issued) << "no prefetch read started";
-        const bool settle = round % 2 == 0; // odd rounds: open the layer at once (read in flight)
         if (settle) cache.waitIdle();
         ASSERT_TRUE(cache.beginLayer(l1, want).isOk());
         int handed = 0;
@@ -345,19 +346,30 @@ TEST(CacheFailureDirect, FailedPrefetchIsReadAgainOnDemand) {
         cache.waitIdle();
         ASSERT_TRUE(cache.checkConsistency().isOk()) << cache_test::state(cache);
         const uint64_t failedNow = cache.telemetry().counters.failedReads;
-        if (settle) {
-            // The prefetch's failure landed before the layer opened: it must not be reported.
-            ASSERT_TRUE(failure.isOk()) << failure.toString();
-            EXPECT_EQ(handed, fx.cfg.topK);
-            EXPECT_EQ(failedNow, failedBefore + 1);
-        } else if (!failure.isOk()) {
+        EXPECT_EQ(failedNow, failedBefore + 1);
+        if (!failure.isOk()) {
             EXPECT_EQ(failure.code(), ErrorCode::Io);
-            ++inFlightFailures;
+            ++*reported;
+        } else {
+            EXPECT_EQ(handed, fx.cfg.topK);
         }
     }
-    std::printf("prefetch reads failing while their layer waited (reported by next()): %d of 50\n",
-                inFlightFailures);
     cache_test::expectCoherent(cache.telemetry().counters);
+}
+
+TEST(CacheFailureDirect, FailedPrefetchIsReadAgainOnDemand) {
+    int reported = -1;
+    prefetchFailureRounds(true, &reported);
+    EXPECT_EQ(reported, 0);
+}
+
+// Fails at present: ExpertCache::Impl::onLoaded records the failure for any slot the open layer
+// wants (`if (sl.wanted) failed[...] = st`), so a prefetch read that fails after beginLayer found
+// it in flight fails next() with Io, although a demand read of the expert would succeed.
+TEST(CacheFailureDirect, FailedInFlightPrefetchIsReadAgainOnDemand) {
+    int reported = -1;
+    prefetchFailureRounds(false, &reported);
+    EXPECT_EQ(reported, 0) << reported << " of 100 layers failed because a prefetch read failed";
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <sys/mman.h>
 
 namespace coli::tiers {
 
@@ -18,7 +19,20 @@ struct Slot {
     int refs = 0;            // handed out by next() and not yet finished()
     bool wanted = false;     // needed by the open layer: not evictable until finished
     bool prefetched = false; // loaded by prefetch() and not demanded since
+    bool demandRead = false; // the read in flight was started for the open layer (not a prefetch
+                             // or a pin): only its failure is the layer's error
 };
+
+// Slot memory is its own anonymous mapping (page-aligned, so O_DIRECT-aligned): freeing it
+// returns it to the system at once. Slots from malloc would stay in glibc's heap after free (the
+// mmap threshold grows with freed chunks), so a lowered budget would not lower the RSS.
+void* allocSlot(uint64_t bytes) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+}
+void freeSlot(uint8_t* p, uint64_t bytes) {
+    if (p) ::munmap(p, bytes);
+}
 
 std::string mibText(uint64_t bytes) {
     char buf[48];
@@ -57,6 +71,9 @@ struct ExpertCache::Impl {
     std::vector<std::vector<uint64_t>> routedBits;
     std::vector<std::vector<int>> predicted; // [n_layers] the lookahead's last prediction
     int openLayer = -1;
+    // The LFRU order's position in the layer cycle: the open layer, or the next one between
+    // layers (HeatTable::colder(a, b, currentLayer, topK)).
+    int cycleLayer = 0;
     ExpertCache::TokenObserver observer;
     std::vector<Want> wants;
     int loading = 0;
@@ -76,6 +93,9 @@ struct ExpertCache::Impl {
         return s.mem && s.state == SlotState::Ready && s.refs == 0 && !s.wanted &&
                !pinned[key(s.id)];
     }
+    // The eviction order (docs/perf-cache-policy.md): the expected time to the next routing, from
+    // the eviction heat's share of its layer and the distance to the layer in the layer cycle.
+    bool colder(ExpertId a, ExpertId b) const { return recent.colder(a, b, cycleLayer, cfg.topK); }
     int pinCapacity() const { return std::max(0, int(double(maxSlots - working) * opt.pinShare)); }
 
     // A slot for a new read: an allocated empty one, a new allocation within the budget, or the
@@ -87,7 +107,7 @@ struct ExpertCache::Impl {
             if (!slots[i].mem && unallocated < 0) unallocated = int(i);
         }
         if (allocated() < maxSlots) {
-            void* p = std::aligned_alloc(kSlotAlign, slotBytes);
+            void* p = allocSlot(slotBytes);
             if (p) {
                 if (unallocated < 0) {
                     slots.emplace_back();
@@ -101,14 +121,14 @@ struct ExpertCache::Impl {
         int victim = -1;
         for (size_t i = 0; i < slots.size(); ++i)
             if (evictable(slots[i]) &&
-                (victim < 0 || recent.colder(slots[i].id, slots[size_t(victim)].id)))
+                (victim < 0 || colder(slots[i].id, slots[size_t(victim)].id)))
                 victim = int(i);
         if (victim < 0) return -1;
         Slot& v = slots[size_t(victim)];
         // A prefetch may displace an expert colder than the one it wants, or one of an earlier
         // layer (already computed for this batch: not needed before the next batch, while the
         // lookahead's expert is needed one layer from now).
-        if (forPrefetch && !recent.colder(v.id, target) && v.id.layer >= target.layer) return -1;
+        if (forPrefetch && !colder(v.id, target) && v.id.layer >= target.layer) return -1;
         slotOf[key(v.id)] = -1;
         v.state = SlotState::Empty;
         v.prefetched = false;
@@ -127,6 +147,7 @@ struct ExpertCache::Impl {
         sl.refs = 0;
         sl.wanted = false;
         sl.prefetched = prefetched;
+        sl.demandRead = false;
         slotOf[key(id)] = s;
         ++loading;
         ++counters.readsIssued;
@@ -159,6 +180,7 @@ struct ExpertCache::Impl {
             if (s < 0) return;
             markLoading(s, id, false, out);
             slots[size_t(s)].wanted = true;
+            slots[size_t(s)].demandRead = true;
             w.issued = true;
         }
     }
@@ -168,7 +190,7 @@ struct ExpertCache::Impl {
         int n = allocated();
         for (Slot& s : slots)
             if (n > maxSlots && s.mem && s.state == SlotState::Empty) {
-                std::free(s.mem);
+                freeSlot(s.mem, slotBytes);
                 s.mem = nullptr;
                 --n;
             }
@@ -176,12 +198,12 @@ struct ExpertCache::Impl {
             int victim = -1;
             for (size_t i = 0; i < slots.size(); ++i)
                 if (evictable(slots[i]) &&
-                    (victim < 0 || recent.colder(slots[i].id, slots[size_t(victim)].id)))
+                    (victim < 0 || colder(slots[i].id, slots[size_t(victim)].id)))
                     victim = int(i);
             if (victim < 0) return; // busy slots: freed when released
             Slot& v = slots[size_t(victim)];
             slotOf[key(v.id)] = -1;
-            std::free(v.mem);
+            freeSlot(v.mem, slotBytes);
             v = Slot{};
             ++counters.evictions;
             --n;
@@ -200,6 +222,7 @@ struct ExpertCache::Impl {
         for (const Want& w : wants)
             failed.erase(key({openLayer, w.expert}));
         wants.clear();
+        cycleLayer = (openLayer + 1) % cfg.nLayers;
         openLayer = -1;
         trim();
     }
@@ -213,7 +236,9 @@ struct ExpertCache::Impl {
             counters.bytesRead += source->readBytes();
         } else {
             ++counters.failedReads;
-            if (sl.wanted) failed[key(id)] = st;
+            // A failed prefetch or pin read is read again on demand (next() re-issues wants whose
+            // slot vanished); a failed demand read is the layer's error.
+            if (sl.wanted && sl.demandRead) failed[key(id)] = st;
             sl.state = SlotState::Empty;
             sl.wanted = false;
             sl.prefetched = false;
@@ -235,7 +260,7 @@ ExpertCache::~ExpertCache() {
     if (!m) return;
     waitIdle();
     for (Slot& s : m->slots)
-        std::free(s.mem);
+        freeSlot(s.mem, m->slotBytes);
 }
 
 Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::unique_ptr<aio::IoPool> pool,
@@ -325,6 +350,7 @@ Status ExpertCache::beginLayer(int layer, std::span<const int> experts,
                 return {ErrorCode::InvalidArgument,
                         "expert cache: expert " + std::to_string(e) + " out of range"};
         m->openLayer = layer;
+        m->cycleLayer = layer;
         m->wants.clear();
         std::vector<uint64_t>& bits = m->routedBits[size_t(layer)];
         std::fill(bits.begin(), bits.end(), 0);

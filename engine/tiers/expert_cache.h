@@ -3,8 +3,10 @@
 // under ONE byte budget (slots being read included), holding
 //   - the pinned hot-store: experts chosen from learned heat (setPins, rebalancePins), never
 //     evicted while pinned;
-//   - the LFRU cache: every other resident expert; the victim is the coldest ready, unreferenced,
-//     unpinned slot by HeatTable::colder (decayed heat first, recency breaks ties);
+//   - the LFRU cache: every other resident expert; the victim is the ready, unreferenced, unpinned
+//     slot expected to be routed last: HeatTable::colder(a, b, currentLayer, topK) (the eviction
+//     heat's share of its layer gives a per-token routing chance, the layer cycle the distance;
+//     frequency first, recency breaks ties; docs/perf-cache-policy.md);
 // and reading everything else from disk through an ExpertSource on an aio::IoPool.
 // Slot safety (DESIGN.md "Threading contract" 7): a slot is empty, loading or ready, with a
 // reference count; only ready, unreferenced, unpinned slots that the current layer does not

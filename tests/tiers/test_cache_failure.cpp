@@ -11,7 +11,7 @@
 //     the forward.
 // Driven directly (no Model): a demand read that fails is reported by next() and leaves the cache
 // usable; a failed prefetch read never fails its layer, whether it failed before the layer opened
-// or while the open layer waited for it (the latter FAILS at present: see the test).
+// or while the open layer waited for it (an in-flight hit).
 #include "cache_test_util.h"
 #include "forward/model.h"
 
@@ -363,9 +363,8 @@ TEST(CacheFailureDirect, FailedPrefetchIsReadAgainOnDemand) {
     EXPECT_EQ(reported, 0);
 }
 
-// Fails at present: ExpertCache::Impl::onLoaded records the failure for any slot the open layer
-// wants (`if (sl.wanted) failed[...] = st`), so a prefetch read that fails after beginLayer found
-// it in flight fails next() with Io, although a demand read of the expert would succeed.
+// The open layer found the prefetch read in flight (an in-flight hit), then it failed: the layer
+// must read the expert again, not fail (recording every wanted slot's failure failed 100 of 100).
 TEST(CacheFailureDirect, FailedInFlightPrefetchIsReadAgainOnDemand) {
     int reported = -1;
     prefetchFailureRounds(false, &reported);

@@ -66,7 +66,6 @@ private:
 
 Result<ReadBatches> replayBatches(const convert::Container& c,
                                   const cachesim::RoutingTraceFile& trace, int64_t maxTokens) {
-    std::vector<int> shardOf; // by Container::shards order
     auto shardIndex = [&](const std::string& file) {
         for (size_t i = 0; i < c.shards.size(); ++i)
             if (c.shards[i].file == file) return int(i);

@@ -94,6 +94,28 @@ class Placement(unittest.TestCase):
         third = generate("--ram-budget", "12MiB", "--usage-db", db)
         self.assertRegex(third.stderr, r"pinned 0\.0 %")
 
+    def test_chat_saves_heat_at_each_turn_end(self):
+        import sqlite3
+        db = os.path.join(self.dir, "chat.db")
+        env = dict(os.environ, XDG_DATA_HOME=os.path.join(ARGS.work, "xdg"))
+        r = subprocess.run([ARGS.coli, "chat", ARGS.model, "-n", "8", "--temp", "0", "-t", "2",
+                            "--ram-budget", "0", "--usage-db", db],
+                           input="Tell me a fortune.\n", capture_output=True, text=True,
+                           timeout=300, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with sqlite3.connect(db) as c:
+            rows, clock = c.execute("SELECT COUNT(*), MAX(last_seen) FROM expert_usage").fetchone()
+        self.assertGreater(rows, 0)           # saved when the turn ended
+        self.assertGreater(clock, 8)          # the token clock: prompt + answer tokens
+        r2 = subprocess.run([ARGS.coli, "chat", ARGS.model, "-n", "8", "--temp", "0", "-t", "2",
+                             "--ram-budget", "0", "--usage-db", db],
+                            input="Tell me a fortune.\nAnd another.\n", capture_output=True,
+                            text=True, timeout=300, env=env)
+        self.assertEqual(r2.returncode, 0, r2.stderr)
+        with sqlite3.connect(db) as c:
+            clock2 = c.execute("SELECT MAX(last_seen) FROM expert_usage").fetchone()[0]
+        self.assertGreater(clock2, clock)     # continued from the saved clock over two turns
+
     def test_locked_usage_database_is_a_warning(self):
         import sqlite3
         db = os.path.join(self.dir, "locked.db")

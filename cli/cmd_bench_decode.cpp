@@ -175,14 +175,19 @@ int runBenchDecode(const BenchDecodeOptions& o) {
     for (const std::string& state : o.states) {
         const bool cold = state == "cold";
         for (const std::string& budget : o.budgets) {
-            Row row{state, budget};
+            Row row;
+            row.state = state;
+            row.budget = budget;
             for (int run = -1; run < o.runs; ++run) {
                 if (cold && box) {
                     const Status dropped = dropShardCaches(*box);
                     if (!dropped.isOk()) return fail(dropped, kExitModel);
                 }
                 auto r = runOnce(o, **tok, true, budget);
-                if (!r) return fail(r.status(), kExitModel);
+                if (!r)
+                    return fail(r.status(), r.status().code() == ErrorCode::InvalidArgument
+                                                ? kExitUsage
+                                                : kExitModel);
                 if (r->ids != ref->ids)
                     return fail({ErrorCode::Internal,
                                  fmt::format("budget {} ({}) decoded other tokens than the "
@@ -258,6 +263,20 @@ Command addBenchDecodeCommand(CLI::App& bench) {
     cmd->add_option("-n,--tokens", o->tokens, "Decode steps per run")->check(CLI::Range(1, 4096));
     cmd->add_option("--budgets", o->budgets,
                     "RAM budgets: 0 (working set), N% of the experts, or bytes")
+        ->check(CLI::Validator(
+            [](std::string& t) -> std::string {
+                if (!t.empty() && t.back() == '%') {
+                    char* end = nullptr;
+                    const double pct = std::strtod(t.c_str(), &end);
+                    if (end != t.c_str() + t.size() - 1 || !(pct > 0 && pct <= 100))
+                        return "bad percentage '" + t + "' (0 < N <= 100)";
+                    return {};
+                }
+                if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
+                    return "'" + t + "' is not 0, N% or a byte count";
+                return {};
+            },
+            "BUDGET"))
         ->delimiter(',');
     cmd->add_option("--cache", o->states, "Page-cache states: cold, warm")
         ->delimiter(',')

@@ -71,12 +71,19 @@ void addQuantiseOption(CLI::App& cmd, ModelOptions& o) {
 
 void addPlacementOptions(CLI::App& cmd, ModelOptions& o) {
     o.placement = true;
-    cmd.add_option("--ram-budget", o.ramBudget,
-                   "RAM for routed experts, reads in flight included (e.g. 2GiB, 512MiB; 0 = "
-                   "only the working set; default: MemAvailable minus a safety margin)")
-        ->transform(CLI::AsSizeValue(false));
+    CLI::Option* budget =
+        cmd.add_option("--ram-budget", o.ramBudget,
+                       "RAM for routed experts, reads in flight included (e.g. 2GiB, 512MiB; 0 = "
+                       "only the working set; default: MemAvailable minus a safety margin)")
+            ->check(CLI::Validator(
+                [](std::string& t) -> std::string {
+                    return t.find('-') != std::string::npos ? "a size cannot be negative" : "";
+                },
+                "SIZE"))
+            ->transform(CLI::AsSizeValue(false));
     cmd.add_flag("--resident", o.resident,
-                 "Read every expert at load and keep it in RAM (no streaming)");
+                 "Read every expert at load and keep it in RAM (no streaming)")
+        ->excludes(budget);
     cmd.add_flag("--direct-io", o.directIo, "Read experts with O_DIRECT (bypass the page cache)");
     cmd.add_flag("--no-prefetch", o.noPrefetch, "Turn off the router-lookahead prefetch");
     cmd.add_option("--io-depth", o.ioDepth, "Expert reads in flight (1..64)")
@@ -276,6 +283,9 @@ std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode) {
             return nullptr;
         }
         fmt::print(stderr, "{}\n", describeTiers(*cache));
+    } else if (o.placement) {
+        fmt::print(stderr, "experts: resident (every expert read at load{})\n",
+                   o.resident ? "" : ": --quantise experts=... needs them in RAM");
     }
     exitCode = kExitOk;
     return std::move(lm.value());

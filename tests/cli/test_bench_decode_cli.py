@@ -50,10 +50,14 @@ class BenchDecode(unittest.TestCase):
             self.assertLess(float(small[6]), float(half[6]))   # hit rate
 
     def test_bad_budget(self):
-        r = subprocess.run([ARGS.coli, "bench", "decode", self.container, "--budgets", "250%",
-                            "--runs", "1", "-n", "2"], capture_output=True, text=True, timeout=300)
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn("bad percentage '250%'", r.stderr)
+        for budget, message in (("250%", "bad percentage '250%'"),
+                                ("1MiB", "'1MiB' is not 0, N% or a byte count")):
+            r = subprocess.run([ARGS.coli, "bench", "decode", self.container, "--budgets", budget,
+                                "--runs", "1", "-n", "2"], capture_output=True, text=True,
+                               timeout=300)
+            self.assertEqual(r.returncode, 2, r.stderr)  # a usage error, before any model loads
+            self.assertIn(message, r.stderr)
+            self.assertEqual(r.stdout, "")
 
 
 if __name__ == "__main__":

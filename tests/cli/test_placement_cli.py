@@ -36,7 +36,8 @@ class Placement(unittest.TestCase):
     def test_placements_give_the_same_text(self):
         want = generate("--resident", "--no-learn")
         self.assertEqual(want.returncode, 0, want.stderr)
-        self.assertNotIn("experts:", want.stderr)  # resident: no tiers
+        self.assertIn("experts: resident", want.stderr)  # resident: no tiers
+        self.assertNotIn("streamed", want.stderr)
         for flags in (["--ram-budget", "0"], ["--ram-budget", "0", "--no-prefetch"],
                       ["--ram-budget", "0", "--direct-io"], ["--ram-budget", "0", "--io-backend", "pread"],
                       ["--ram-budget", "6MiB", "--io-depth", "1"], []):
@@ -53,6 +54,14 @@ class Placement(unittest.TestCase):
                     self.assertIn("O_DIRECT", r.stderr)
                 if "pread" in flags:
                     self.assertIn("pread-threads", r.stderr)
+
+    def test_bad_flag_combinations_are_refused(self):
+        for flags, message in ((["--ram-budget", "-5"], "cannot be negative"),
+                               (["--resident", "--ram-budget", "20MiB"], "excludes")):
+            with self.subTest(flags=flags):
+                r = generate("--no-learn", *flags)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(message, r.stderr)
 
     def test_budget_below_the_working_set_is_refused(self):
         r = generate("--no-learn", "--ram-budget", "1MiB")

@@ -4,6 +4,7 @@
 // depth (docs/performance.md, /work/shared/BENCHMARKING.md). A benchmark: nothing is asserted
 // about speed; the tokens are (every run must decode the same ones, else it stops with an error).
 #include "cmd_bench_decode.h"
+#include "bench_stats.h"
 #include "exit_codes.h"
 #include "io_bench.h"
 
@@ -42,13 +43,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
-}
-
-double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 std::string range(const std::vector<double>& v, const char* f) {

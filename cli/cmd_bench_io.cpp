@@ -3,6 +3,7 @@
 // figures in docs/perf-io.md). A benchmark, never a test: nothing here asserts a speed.
 #include "cmd_bench_io.h"
 
+#include "bench_stats.h"
 #include "exit_codes.h"
 #include "io_bench.h"
 
@@ -40,12 +41,6 @@ struct Row {
     std::vector<double> bytesPerSecond; // one per measured run
     IoRunResult last;
 };
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 uint64_t countBytes(const ReadBatches& b) {
     uint64_t n = 0;

@@ -3,6 +3,7 @@
 #include "convert/sha256.h"
 #include "convert/source_reader.h"
 #include "core/file_text.h"
+#include "core/strings.h"
 #include "io/safetensors.h"
 #include "model/config.h"
 
@@ -66,12 +67,6 @@ std::string optionsKey(const PlanOptions& o) {
     return std::string("experts=") + storedFormatName(o.experts) +
            " dense=" + storedFormatName(o.dense) + " embed=" + storedFormatName(o.embed) +
            " shard=" + std::to_string(o.maxShardBytes);
-}
-
-std::string mib(uint64_t b) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / (1024.0 * 1024.0));
-    return buf;
 }
 
 // Writes through a WritableFile while hashing and counting.
@@ -348,8 +343,8 @@ private:
         if (!freeBytes) return dest(freeBytes.status());
         if (freeBytes.value() < need)
             return dest({ErrorCode::Io, "not enough free space in " + m_dstArg +
-                                            ": the container needs " + mib(need) + " more, " +
-                                            mib(freeBytes.value()) + " free"});
+                                            ": the container needs " + mibString(need) + " more, " +
+                                            mibString(freeBytes.value()) + " free"});
         return {};
     }
 

@@ -1,5 +1,7 @@
 #include "core/strings.h"
 
+#include <cstdio>
+
 namespace coli {
 
 void replaceAll(std::string& s, std::string_view from, std::string_view to) {
@@ -31,6 +33,12 @@ void appendUtf8(std::string& out, char32_t cp) {
         out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
         out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
     }
+}
+
+std::string mibString(uint64_t bytes, int decimals) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.*f MiB", decimals, double(bytes) / (1024.0 * 1024.0));
+    return buf;
 }
 
 } // namespace coli

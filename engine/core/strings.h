@@ -1,5 +1,6 @@
 #pragma once
 // Small string helpers shared by the engine's parts. Pure functions, thread-safe.
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -12,5 +13,8 @@ void replaceAll(std::string& s, std::string_view from, std::string_view to);
 // Appends the UTF-8 encoding (1 to 4 bytes, RFC 3629) of cp to out. cp should be a Unicode
 // scalar value (<= U+10FFFF, not a surrogate); others are encoded by the same bit pattern.
 void appendUtf8(std::string& out, char32_t cp);
+
+// bytes in mebibytes for messages: "3.0 MiB" (decimals 1) or "3.38 MiB" (decimals 2).
+std::string mibString(uint64_t bytes, int decimals = 1);
 
 } // namespace coli

@@ -1,5 +1,7 @@
 #include "runtime/expert_budget.h"
 
+#include "core/strings.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -40,7 +42,7 @@ std::string formatBytes(uint64_t bytes) {
     if (bytes >= (uint64_t(1) << 30))
         std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(uint64_t(1) << 30));
     else if (bytes >= (uint64_t(1) << 20))
-        std::snprintf(buf, sizeof buf, "%.2f MiB", double(bytes) / double(1 << 20));
+        return mibString(bytes, 2);
     else if (bytes >= 1024)
         std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024.0);
     else

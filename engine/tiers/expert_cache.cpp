@@ -1,4 +1,5 @@
 #include "tiers/expert_cache.h"
+#include "core/strings.h"
 
 #include <algorithm>
 #include <chrono>
@@ -32,12 +33,6 @@ void* allocSlot(uint64_t bytes) {
 }
 void freeSlot(uint8_t* p, uint64_t bytes) {
     if (p) ::munmap(p, bytes);
-}
-
-std::string mibText(uint64_t bytes) {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / (1024.0 * 1024.0));
-    return buf;
 }
 
 struct Want {
@@ -97,6 +92,30 @@ struct ExpertCache::Impl {
     // the eviction heat's share of its layer and the distance to the layer in the layer cycle.
     bool colder(ExpertId a, ExpertId b) const { return recent.colder(a, b, cycleLayer, cfg.topK); }
     int pinCapacity() const { return std::max(0, int(double(maxSlots - working) * opt.pinShare)); }
+    ExpertId idOf(size_t k) const { return {int(k / cfg.nExperts), int(k % cfg.nExperts)}; }
+    std::vector<ExpertId> pinnedIds() const {
+        std::vector<ExpertId> out;
+        for (size_t k = 0; k < pinned.size(); ++k)
+            if (pinned[k]) out.push_back(idOf(k));
+        return out;
+    }
+
+    // The LFRU victim among the evictable slots; -1 when every slot is busy, pinned or empty.
+    int coldestEvictable() const {
+        int victim = -1;
+        for (size_t i = 0; i < slots.size(); ++i)
+            if (evictable(slots[i]) &&
+                (victim < 0 || colder(slots[i].id, slots[size_t(victim)].id)))
+                victim = int(i);
+        return victim;
+    }
+    // Drops a ready slot's expert (its memory stays allocated).
+    void evict(Slot& v) {
+        slotOf[key(v.id)] = -1;
+        v.state = SlotState::Empty;
+        v.prefetched = false;
+        ++counters.evictions;
+    }
 
     // A slot for a new read: an allocated empty one, a new allocation within the budget, or the
     // LFRU victim (for a prefetch only if colder than `target`). -1 when none.
@@ -118,21 +137,14 @@ struct ExpertCache::Impl {
                 return unallocated;
             }
         }
-        int victim = -1;
-        for (size_t i = 0; i < slots.size(); ++i)
-            if (evictable(slots[i]) &&
-                (victim < 0 || colder(slots[i].id, slots[size_t(victim)].id)))
-                victim = int(i);
+        const int victim = coldestEvictable();
         if (victim < 0) return -1;
         Slot& v = slots[size_t(victim)];
         // A prefetch may displace an expert colder than the one it wants, or one of an earlier
         // layer (already computed for this batch: not needed before the next batch, while the
         // lookahead's expert is needed one layer from now).
         if (forPrefetch && !colder(v.id, target) && v.id.layer >= target.layer) return -1;
-        slotOf[key(v.id)] = -1;
-        v.state = SlotState::Empty;
-        v.prefetched = false;
-        ++counters.evictions;
+        evict(v);
         return victim;
     }
 
@@ -178,10 +190,8 @@ struct ExpertCache::Impl {
             }
             const int s = takeSlot(false, id);
             if (s < 0) return;
-            markLoading(s, id, false, out);
-            slots[size_t(s)].wanted = true;
+            markLoading(s, id, false, out); // marks the want issued and the slot wanted
             slots[size_t(s)].demandRead = true;
-            w.issued = true;
         }
     }
 
@@ -195,17 +205,12 @@ struct ExpertCache::Impl {
                 --n;
             }
         while (n > maxSlots) {
-            int victim = -1;
-            for (size_t i = 0; i < slots.size(); ++i)
-                if (evictable(slots[i]) &&
-                    (victim < 0 || colder(slots[i].id, slots[size_t(victim)].id)))
-                    victim = int(i);
+            const int victim = coldestEvictable();
             if (victim < 0) return; // busy slots: freed when released
             Slot& v = slots[size_t(victim)];
-            slotOf[key(v.id)] = -1;
+            evict(v);
             freeSlot(v.mem, slotBytes);
             v = Slot{};
-            ++counters.evictions;
             --n;
         }
     }
@@ -300,9 +305,9 @@ Status ExpertCache::setBudget(uint64_t bytes) {
     const uint64_t minimum = minimumBudget();
     if (bytes != 0 && bytes < minimum)
         return {ErrorCode::InvalidArgument,
-                "RAM budget " + std::to_string(bytes) + " bytes (" + mibText(bytes) +
+                "RAM budget " + std::to_string(bytes) + " bytes (" + mibString(bytes) +
                     ") is below the minimum working set of " + std::to_string(minimum) +
-                    " bytes (" + mibText(minimum) + ": " + std::to_string(m->working) +
+                    " bytes (" + mibString(minimum) + ": " + std::to_string(m->working) +
                     " expert slots = top-k + I/O queue depth, " + std::to_string(m->slotBytes) +
                     " bytes each); use 0 for the minimum"};
     std::lock_guard<std::mutex> lock(m->mutex);
@@ -312,9 +317,7 @@ Status ExpertCache::setBudget(uint64_t bytes) {
     m->maxSlots = int(std::min<uint64_t>(slots, total + uint64_t(m->working)));
     m->opt.budgetBytes = bytes;
     // Unpin the coldest pins beyond the new hot-store size.
-    std::vector<ExpertId> pins;
-    for (size_t k = 0; k < m->pinned.size(); ++k)
-        if (m->pinned[k]) pins.push_back({int(k / m->cfg.nExperts), int(k % m->cfg.nExperts)});
+    std::vector<ExpertId> pins = m->pinnedIds();
     std::sort(pins.begin(), pins.end(),
               [&](ExpertId a, ExpertId b) { return m->heat.colder(a, b); });
     for (size_t i = 0; int(pins.size() - i) > m->pinCapacity(); ++i)
@@ -590,10 +593,7 @@ int ExpertCache::rebalancePins() {
 
 std::vector<ExpertId> ExpertCache::pins() const {
     std::lock_guard<std::mutex> lock(m->mutex);
-    std::vector<ExpertId> out;
-    for (size_t k = 0; k < m->pinned.size(); ++k)
-        if (m->pinned[k]) out.push_back({int(k / m->cfg.nExperts), int(k % m->cfg.nExperts)});
-    return out;
+    return m->pinnedIds();
 }
 
 std::vector<double> ExpertCache::heatSnapshot() const {

@@ -2,6 +2,7 @@
 
 #include "convert/manifest.h"
 #include "convert/stored_format.h"
+#include "core/strings.h"
 #include "io/dtype.h"
 #include "io/safetensors.h"
 
@@ -21,12 +22,6 @@ uint64_t alignUp(uint64_t n, uint64_t a) {
 }
 uint64_t alignDown(uint64_t n, uint64_t a) {
     return n / a * a;
-}
-
-std::string mib(uint64_t bytes) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f MiB", double(bytes) / (1024.0 * 1024.0));
-    return buf;
 }
 
 // ---- container: one read of the blob, views into it ----
@@ -78,8 +73,8 @@ public:
         return v;
     }
     std::string describe() const override {
-        return "colibri container, 1 read of " + mib(m_slotBytes) + " per expert (" + m_formats +
-               ")";
+        return "colibri container, 1 read of " + mibString(m_slotBytes, 2) + " per expert (" +
+               m_formats + ")";
     }
 
 private:
@@ -200,7 +195,7 @@ public:
         return v;
     }
     std::string describe() const override {
-        return "checkpoint, 3 reads (" + mib(m_readBytes) + ") per expert, widened to f32";
+        return "checkpoint, 3 reads (" + mibString(m_readBytes, 2) + ") per expert, widened to f32";
     }
 
 private:

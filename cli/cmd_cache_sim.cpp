@@ -15,7 +15,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -176,12 +175,7 @@ int runCacheSim(const CacheSimOptions& o) {
                                   {"half_life_tokens", o.halfLife},
                                   {"bytes_per_expert", o.bytesPerExpert},
                                   {"results", rows}};
-        std::ofstream out(o.jsonOut, std::ios::binary | std::ios::trunc);
-        out << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-        if (!out) {
-            printError(fmt::format("--json {}: cannot write", o.jsonOut));
-            return kExitUsage;
-        }
+        if (const int rc = writeJsonOption(o.jsonOut, j); rc != kExitOk) return rc;
     }
     return kExitOk;
 }

@@ -238,12 +238,7 @@ int runRouteStats(const RouteStatsOptions& o) {
                                    {{"experts_counted", counted},
                                     {"specialists", specialists},
                                     {"specialists_per_layer", perLayer}}}};
-        std::ofstream out(o.jsonOut, std::ios::binary | std::ios::trunc);
-        out << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-        if (!out.flush()) {
-            printError(fmt::format("--json {}: cannot write", o.jsonOut));
-            return kExitUsage;
-        }
+        if (const int rc = writeJsonOption(o.jsonOut, j); rc != kExitOk) return rc;
     }
     return kExitOk;
 }

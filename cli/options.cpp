@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <unistd.h>
 
@@ -217,6 +218,16 @@ std::string describeSampling(const SamplerParams& p) {
                        "(last {}), seed {}",
                        p.temperature, p.topK, p.topP, p.minP, p.repeatPenalty, p.repeatLastN,
                        p.seed);
+}
+
+int writeJsonOption(const std::string& path, const nlohmann::json& j) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    if (!out.flush()) {
+        printError(fmt::format("--json {}: cannot write", path));
+        return kExitUsage;
+    }
+    return kExitOk;
 }
 
 void printError(const std::string& msg) {

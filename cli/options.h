@@ -5,6 +5,7 @@
 #include "runtime/session.h"
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <optional>
@@ -80,6 +81,9 @@ std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode);
 
 // Prints "coli: error: <msg>" to stderr.
 void printError(const std::string& msg);
+// A --json report: j (indent 1, invalid UTF-8 replaced) and a newline written to path.
+// kExitOk, or kExitUsage after printing "--json PATH: cannot write".
+int writeJsonOption(const std::string& path, const nlohmann::json& j);
 // Prints "coli: warning: <msg>" to stderr.
 void printWarning(const std::string& msg);
 

@@ -3,6 +3,7 @@
 #include "convert/sha256.h"
 #include "convert/source_reader.h"
 #include "core/file_text.h"
+#include "core/regular_file.h"
 #include "core/strings.h"
 #include "io/safetensors.h"
 #include "model/config.h"
@@ -142,6 +143,7 @@ private:
 
     Status checkPaths() {
         std::error_code ec;
+        COLI_RETURN_IF_ERROR(symbolicLinkProblem(m_srcArg));
         if (!fs::is_directory(m_srcArg, ec))
             return {ErrorCode::NotFound, m_srcArg + ": not a directory (expected a checkpoint)"};
         m_src = fs::canonical(m_srcArg, ec).string();

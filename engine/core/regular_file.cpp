@@ -51,6 +51,18 @@ Status openError(const std::string& path, int err) {
 
 } // namespace
 
+Status symbolicLinkProblem(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) return Status::ok();
+    const int err = errno;
+    if (err == ELOOP) return openError(path, err);
+    if (err == ENOENT) {
+        Status s = openError(path, err);
+        if (s.message().find("dangling") != std::string::npos) return s;
+    }
+    return Status::ok();
+}
+
 Result<int> openRegularFile(const std::string& path, uint64_t* size) {
     int fd = -1;
     do {

@@ -19,6 +19,12 @@ namespace coli {
 // link loop, permission denied, other open/fstat failures).
 Result<int> openRegularFile(const std::string& path, uint64_t* size = nullptr);
 
+// For a path that cannot be followed because of a symbolic link: NotFound "dangling symbolic link
+// (its target '...' does not exist)" or Io "symbolic link loop (...)", naming path; an OK Status
+// otherwise (the path resolves, or is simply absent). For folder checks, whose own message
+// ("no such model directory") would hide the link.
+Status symbolicLinkProblem(const std::string& path);
+
 // "a named pipe", "a directory", "a socket", "a character device", "a block device", "a symbolic
 // link", "a regular file" for a stat st_mode.
 const char* fileTypeName(unsigned mode);

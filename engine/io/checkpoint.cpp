@@ -1,4 +1,5 @@
 #include "core/file_text.h"
+#include "core/regular_file.h"
 #include "io/dtype.h"
 #include "io/file_io.h"
 #include "io/safetensors.h"
@@ -47,6 +48,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
     std::unique_ptr<Checkpoint> ck(new Checkpoint());
     ck->m_dir = dir;
     std::error_code ec;
+    COLI_RETURN_IF_ERROR(symbolicLinkProblem(dir));
     if (!fs::is_directory(dir, ec)) {
         return {ErrorCode::NotFound, dir + ": not a directory (expected a checkpoint folder)"};
     }

@@ -1,4 +1,5 @@
 #include "core/file_text.h"
+#include "core/regular_file.h"
 #include "runtime/session.h"
 
 #include <nlohmann/json.hpp>
@@ -60,6 +61,7 @@ Result<std::unique_ptr<LoadedModel>> LoadedModel::load(const std::string& dir,
         if (progress) progress(LoadProgress{stage, fraction});
     };
     std::error_code ec;
+    COLI_RETURN_IF_ERROR(symbolicLinkProblem(dir));
     if (!std::filesystem::exists(dir, ec))
         return Status(ErrorCode::NotFound, dir + ": no such model directory");
     if (!std::filesystem::is_directory(dir, ec))

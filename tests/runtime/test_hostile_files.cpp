@@ -135,3 +135,22 @@ TEST(HostileFiles, NoChatTemplateKeyIsNoWarning) {
     ASSERT_TRUE(lm.isOk()) << lm.status().message();
     EXPECT_TRUE(lm.value()->warnings().empty());
 }
+
+TEST(HostileFiles, NamedPipeInPlaceOfAContainerManifest) {
+    // Not taken for a Hugging Face checkpoint (which the folder otherwise looks like).
+    const std::string dir = withFifo("colibri.json", "fifo-manifest");
+    expectNaming(loadStatus(dir), "colibri.json", "a named pipe");
+}
+
+TEST(HostileFiles, ModelFolderThatIsABrokenLink) {
+    const fs::path base = fs::path(copyFixture(kFixture, "folder-links")).parent_path();
+    const std::string loop = (base / "loop-a").string(), dangling = (base / "dangling").string();
+    fs::remove(loop);
+    fs::remove(base / "loop-b");
+    fs::remove(dangling);
+    fs::create_symlink("loop-b", loop);
+    fs::create_symlink("loop-a", base / "loop-b");
+    fs::create_symlink("/nonexistent/model", dangling);
+    expectNaming(loadStatus(loop), loop, "symbolic link loop");
+    expectNaming(loadStatus(dangling), dangling, "dangling symbolic link");
+}

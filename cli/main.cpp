@@ -1,6 +1,7 @@
 // coli: the command-line face of the engine. See docs/cli.md.
 #include "commands.h"
 #include "exit_codes.h"
+#include "startup/omp_defaults.h"
 
 #include <fmt/core.h>
 
@@ -45,6 +46,7 @@ void printParseError(const CLI::App& root, const CLI::ParseError& e,
 } // namespace
 
 int main(int argc, char** argv) {
+    coli::startup::applyOmpDefaults(argv); // before OpenMP starts (omp_defaults.h)
     using namespace coli::cli;
     try {
         CLI::App app{"coli: run Mixture-of-Experts language models from Hugging Face checkpoints",

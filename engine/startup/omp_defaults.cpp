@@ -10,6 +10,9 @@ void applyOmpDefaults(char** argv) {
     if (std::getenv(kOmpWaitPolicyVar) || std::getenv("GOMP_SPINCOUNT") ||
         std::getenv(kOmpDefaultsMarker))
         return; // the user's choice (or ours, already in effect) stands
+    // Under valgrind the re-executed program would run outside the tool (unless
+    // --trace-children=yes): stay, with libgomp's own default.
+    if (std::getenv("VALGRIND_LAUNCHER")) return;
     if (setenv(kOmpWaitPolicyVar, kOmpWaitPolicyDefault, 0) != 0 ||
         setenv(kOmpDefaultsMarker, "1", 1) != 0)
         return;

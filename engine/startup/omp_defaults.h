@@ -18,10 +18,11 @@ inline constexpr const char* kOmpWaitPolicyDefault = "passive";
 // Set in the re-executed process, so that it never re-executes again.
 inline constexpr const char* kOmpDefaultsMarker = "COLI_OMP_DEFAULTS_APPLIED";
 
-// Call first in main(), before any thread starts and before anything reads the environment's
-// copy. When OpenMP is part of the program, neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set and
-// the marker is absent: sets OMP_WAIT_POLICY=passive and the marker, then execv()s
-// /proc/self/exe with the same argv (open files, the terminal and the process id stay the same).
+// Call first in main(), before any thread starts. When OpenMP is part of the program, neither
+// OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, the marker is absent and the program does not run
+// under valgrind (VALGRIND_LAUNCHER; the new image would leave the tool): sets
+// OMP_WAIT_POLICY=passive and the marker, then execv()s /proc/self/exe with the same argv (open
+// files, the terminal, signal dispositions set to ignore, and the process id stay the same).
 // Returns when nothing needed doing, or when the exec failed (e.g. no /proc): the program then
 // runs on with libgomp's own default. Never exits. Not thread-safe (setenv); argv as main's.
 void applyOmpDefaults(char** argv);

@@ -22,7 +22,8 @@ LIBGOMP_DEFAULT_SPIN = 300000  # libgomp's own default when nothing is set
 def effective(cmd, **env_over):
     """libgomp's (policy, spin count) in the process that ran to the end, from OMP_DISPLAY_ENV."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "COLI_OMP_DEFAULTS_APPLIED")}
+           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "COLI_OMP_DEFAULTS_APPLIED",
+                        "VALGRIND_LAUNCHER")}
     env.update(env_over)
     env["OMP_DISPLAY_ENV"] = "verbose"
     env["QT_QPA_PLATFORM"] = "offscreen"
@@ -54,6 +55,13 @@ class OmpDefaults(unittest.TestCase):
             with self.subTest(cmd[0]):
                 _, spin, _ = effective(cmd, GOMP_SPINCOUNT="12345")
                 self.assertEqual(spin, 12345)
+
+    def test_not_under_valgrind(self):
+        # valgrind sets VALGRIND_LAUNCHER; a re-executed program would run outside the tool.
+        for cmd in PROGRAMS:
+            with self.subTest(cmd[0]):
+                _, spin, _ = effective(cmd, VALGRIND_LAUNCHER="/usr/bin/valgrind")
+                self.assertEqual(spin, LIBGOMP_DEFAULT_SPIN)
 
     def test_output_unchanged(self):
         # The re-executed program still gets its arguments: same stdout as with the policy given.

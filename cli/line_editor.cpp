@@ -1,4 +1,5 @@
 #include "line_editor.h"
+#include "signals.h"
 
 #include <fmt/core.h>
 
@@ -112,8 +113,10 @@ QuietControlEcho::QuietControlEcho() {
     termios t{};
     if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &t) != 0) return;
     m_lflag = t.c_lflag;
+    rememberTerminal(t); // a second Ctrl+C exits at once: it restores the echo first
     t.c_lflag &= ~static_cast<tcflag_t>(ECHOCTL);
     m_changed = tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0;
+    if (!m_changed) forgetTerminal();
 }
 
 QuietControlEcho::~QuietControlEcho() {
@@ -121,6 +124,7 @@ QuietControlEcho::~QuietControlEcho() {
     if (!m_changed || tcgetattr(STDIN_FILENO, &t) != 0) return;
     t.c_lflag = static_cast<tcflag_t>(m_lflag);
     tcsetattr(STDIN_FILENO, TCSANOW, &t);
+    forgetTerminal();
 }
 
 } // namespace coli::cli

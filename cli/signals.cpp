@@ -1,6 +1,7 @@
 #include "signals.h"
 
 #include <csignal>
+#include <termios.h>
 #include <unistd.h>
 
 namespace coli::cli {
@@ -9,8 +10,14 @@ namespace {
 std::atomic<bool> g_interrupt{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "signal handler needs a lock-free flag");
 
+// Written before g_restoreTerminal is set, read by the handler only after it saw the flag.
+termios g_savedTerminal{};
+std::atomic<bool> g_restoreTerminal{false};
+
 extern "C" void onSigint(int) {
-    if (g_interrupt.exchange(true)) _exit(130);
+    if (!g_interrupt.exchange(true)) return;
+    if (g_restoreTerminal.load()) tcsetattr(STDIN_FILENO, TCSANOW, &g_savedTerminal);
+    _exit(130);
 }
 
 } // namespace
@@ -29,6 +36,16 @@ void installSigintHandler() {
 
 void clearInterrupt() {
     g_interrupt.store(false);
+}
+
+void rememberTerminal(const termios& saved) {
+    g_restoreTerminal.store(false);
+    g_savedTerminal = saved;
+    g_restoreTerminal.store(true);
+}
+
+void forgetTerminal() {
+    g_restoreTerminal.store(false);
 }
 
 } // namespace coli::cli

@@ -5,6 +5,8 @@
 // left. The handler is installed without SA_RESTART, so a blocking read() returns EINTR.
 #include <atomic>
 
+struct termios;
+
 namespace coli::cli {
 
 // Set by the handler; the engine polls it between tokens (Session::generate's cancel flag).
@@ -12,5 +14,9 @@ std::atomic<bool>& interruptFlag();
 void installSigintHandler();
 // Clears a pending Ctrl+C (e.g. before a new chat turn).
 void clearInterrupt();
+// The terminal settings on stdin that the second Ctrl+C's _exit restores first (tcsetattr is
+// async-signal-safe): set while a mode is changed (QuietControlEcho), cleared when restored.
+void rememberTerminal(const struct termios& saved);
+void forgetTerminal();
 
 } // namespace coli::cli

@@ -69,9 +69,8 @@ public:
     // within microseconds with Cancelled. usage (may be null) receives what the render used,
     // also when it failed.
     Result<std::string> render(const std::vector<ChatMessage>& messages, bool addGenerationPrompt,
-                               std::optional<bool> enableThinking,
-                               const std::atomic<bool>* cancel, const RenderLimits& limits = {},
-                               RenderUsage* usage = nullptr) const;
+                               std::optional<bool> enableThinking, const std::atomic<bool>* cancel,
+                               const RenderLimits& limits = {}, RenderUsage* usage = nullptr) const;
 
     // "" when the config has no such token (the template then sees it as undefined).
     const std::string& bosToken() const;

@@ -45,9 +45,10 @@ void refundBytes(size_t n);
 void checkBytes(size_t n);
 // Operations (see RenderLimits::maxOperations); also polls the cancel flag.
 void chargeOps(uint64_t n = 1);
-// One operation per KiB of text: the cost of a built-in scanning `bytes` of text.
+// One operation per 64 bytes of text: the cost of a built-in scanning (or decoding) `bytes` of
+// text, which takes about as long as a loop iteration.
 inline void chargeText(size_t bytes) {
-    if (bytes >= 1024) chargeOps(bytes / 1024);
+    if (bytes >= 64) chargeOps(bytes / 64);
 }
 
 // What one string value costs: its bytes plus a fixed share for the allocation.

@@ -731,8 +731,7 @@ Value applyFilter(const std::string& name, const Value& input, const CallArgs& a
         bool first = true;
         for (const Value& v : iterate(input)) {
             // The items may be one large string many times over: check before growing.
-            if (v.isString())
-                checkBytes(stringCost(out.size() + sep.size() + v.asString().size()));
+            if (v.isString()) checkBytes(stringCost(out.size() + sep.size() + v.asString().size()));
             if (!first) out += sep;
             first = false;
             out += toStr(v);

@@ -101,8 +101,8 @@ Value binaryOp(const std::string& op, const Value& a, const Value& b) {
             int64_t times = a.isList() ? b.asInt() : a.asInt();
             if (list.isGenerator()) badOperands(op, a, b);
             if (times > 0) {
-                checkBytes(sizeProduct(sizeProduct(list.asList().size(), size_t(times)),
-                                       sizeof(Value)));
+                checkBytes(
+                    sizeProduct(sizeProduct(list.asList().size(), size_t(times)), sizeof(Value)));
                 chargeOps(uint64_t(times) / 1024);
             }
             ValueList l;
@@ -343,7 +343,9 @@ private:
             // The loop object belongs to the interpreter, not to the template's values: built
             // without charging the memory budget (a long loop is the operation budget's business).
             auto loop = std::make_shared<ValueDict>();
-            auto put = [&](const char* key, Value v) { loop->items.emplace_back(key, std::move(v)); };
+            auto put = [&](const char* key, Value v) {
+                loop->items.emplace_back(key, std::move(v));
+            };
             put("index", Value(i + 1));
             put("index0", Value(i));
             put("revindex", Value(n - i));
@@ -356,12 +358,12 @@ private:
             if (i > 0) put("previtem", items[size_t(i - 1)]);
             if (i + 1 < n) put("nextitem", items[size_t(i + 1)]);
             put("cycle", Value(std::make_shared<const Callable>(
-                                   Callable{"loop.cycle", [i](const CallArgs& a) {
-                                                if (a.args.empty())
-                                                    fail(ErrorCode::Malformed,
-                                                         "loop.cycle() needs at least one value");
-                                                return a.args[size_t(i) % a.args.size()];
-                                            }})));
+                             Callable{"loop.cycle", [i](const CallArgs& a) {
+                                          if (a.args.empty())
+                                              fail(ErrorCode::Malformed,
+                                                   "loop.cycle() needs at least one value");
+                                          return a.args[size_t(i) % a.args.size()];
+                                      }})));
             m_scopes.emplace_back();
             m_scopes.back()["loop"] = Value(loop);
             Flow f;

@@ -26,8 +26,8 @@ namespace {
 constexpr int kNamespaceDepth = kMaxNesting / 2;
 
 [[noreturn]] void tooDeep() {
-    fail(ErrorCode::InvalidArgument, "lists or dicts nested more than " +
-                                         std::to_string(kMaxNesting) + " levels deep");
+    fail(ErrorCode::InvalidArgument,
+         "lists or dicts nested more than " + std::to_string(kMaxNesting) + " levels deep");
 }
 
 std::shared_ptr<const ListBox> makeList(ValueList l, ListBox::Flavor flavor, std::string view) {

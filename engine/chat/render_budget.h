@@ -17,9 +17,9 @@ struct RenderLimits {
     // it is InvalidArgument, naming the template's line and the limit.
     size_t maxBytes = size_t(64) << 20;
     // Operations: one per statement executed, expression evaluated and loop iteration; one per
-    // list item that a comparison, `in` or iteration walks; one per KiB of text a filter, test,
-    // method or operator receives; one per KiB of values built. So the time a render takes is
-    // bounded too (about 10 s for the default on a 2020s CPU; real templates use far less).
+    // list item that a comparison, `in` or iteration walks; one per 64 bytes of text a filter,
+    // test, method or operator receives; one per KiB of values built. So the time a render takes
+    // is bounded too (a few seconds for the default; real templates use a thousandth of it).
     // Exceeding it is InvalidArgument.
     uint64_t maxOperations = 10'000'000;
 };

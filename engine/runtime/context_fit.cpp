@@ -35,7 +35,8 @@ Result<FittedPrompt> fitChatToContext(const LoadedModel& model,
     auto tokens = [&](const std::vector<ChatMessage>& m) -> Result<std::vector<int32_t>> {
         // Encoding a long prompt takes a while too: look at the flag before each attempt.
         if (cancel && cancel->load(std::memory_order_relaxed))
-            return Status(ErrorCode::Cancelled, "fitting the conversation to the context cancelled");
+            return Status(ErrorCode::Cancelled,
+                          "fitting the conversation to the context cancelled");
         auto text = model.renderChat(m, /*addGenerationPrompt=*/true, cancel);
         if (!text.isOk()) return text.status();
         return model.tokenizer().encode(text.value(), false);

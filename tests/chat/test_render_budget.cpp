@@ -57,18 +57,19 @@ Rendered render(const std::string& templ, const RenderLimits& limits = {},
 }
 
 // Every hostile template below doubles a value 64 times (2^64 bytes if nothing stopped it); each
-// must fail at the line of the doubling, naming the memory budget and its limit, within a
-// second and without taking much more memory than the budget.
-void expectMemoryError(const std::string& name, const std::string& templ, int line) {
+// must fail at the line of the doubling, naming the memory budget and its limit, quickly and
+// without taking much more memory than the budget.
+void expectMemoryError(const std::string& name, const std::string& templ, int line,
+                       const RenderLimits& limits = {}, const char* limitText = "64 MiB") {
     SCOPED_TRACE(name + ": " + templ);
-    Rendered r = render(templ);
+    Rendered r = render(templ, limits);
     ASSERT_FALSE(r.result.isOk()) << "rendered " << r.result.value().size() << " bytes";
     const std::string msg = r.result.status().message();
     EXPECT_EQ(r.result.status().code(), ErrorCode::InvalidArgument) << msg;
     EXPECT_NE(msg.find("hostile.jinja:" + std::to_string(line) + ":"), std::string::npos) << msg;
     EXPECT_NE(msg.find("memory budget"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("64 MiB"), std::string::npos) << msg;
-    EXPECT_LT(r.seconds, 2.0) << msg;
+    EXPECT_NE(msg.find(limitText), std::string::npos) << msg;
+    EXPECT_LT(r.seconds, 5.0) << msg; // well under a second on an idle machine
     EXPECT_LT(r.rssGrowth, size_t(512) << 20) << msg;
 }
 
@@ -81,50 +82,62 @@ std::string doubling(const char* ns, const std::string& step, const std::string&
     return std::string(ns) + kLoop + step + kEnd + after;
 }
 
+RenderLimits fourMiB() {
+    RenderLimits l;
+    l.maxBytes = size_t(4) << 20;
+    return l;
+}
+
 TEST(RenderBudget, StringDoublingIsStoppedByTheMemoryBudget) {
     expectMemoryError("~", doubling(kStrNs, "{% set ns.s = ns.s ~ ns.s %}"), 2);
     expectMemoryError("+ on strings", doubling(kStrNs, "{% set ns.s = ns.s + ns.s %}"), 2);
-    expectMemoryError("* 2", doubling(kStrNs, "{% set ns.s = ns.s * 2 %}"), 2);
     expectMemoryError("join filter", doubling(kStrNs, "{% set ns.s = [ns.s, ns.s]|join %}"), 2);
-    expectMemoryError("str.join", doubling(kStrNs, "{% set ns.s = ''.join([ns.s, ns.s]) %}"), 2);
-    expectMemoryError("replace filter",
-                      doubling(kStrNs, "{% set ns.s = ns.s|replace('x', 'xx') %}"), 2);
-    expectMemoryError("str.replace", doubling(kStrNs, "{% set ns.s = ns.s.replace('x', 'xx') %}"),
-                      2);
-    expectMemoryError("slice of a concatenation",
-                      doubling(kStrNs, "{% set ns.s = (ns.s ~ ns.s)[:] %}"), 2);
-    expectMemoryError("tojson of a string",
-                      doubling(kStrNs, "{% set ns.s = [ns.s, ns.s]|tojson %}"), 2);
-    expectMemoryError("string of a list",
-                      doubling(kStrNs, "{% set ns.s = [ns.s, ns.s]|string %}"), 2);
-    expectMemoryError("output", doubling(kStrNs, "{{ ns.s }}{% set ns.s = ns.s ~ ns.s %}"), 2);
-    expectMemoryError("set block", doubling(kStrNs, "{% set b %}{{ ns.s }}{{ ns.s }}{% endset %}"
-                                                    "{% set ns.s = b %}"),
-                      2);
+    // The same with the other value-building operations, under a 4 MiB budget (the walk to
+    // 64 MiB only makes the test slower).
+    const RenderLimits small = fourMiB();
+    for (const auto& [name, step] : std::vector<std::pair<std::string, std::string>>{
+             {"* 2", "{% set ns.s = ns.s * 2 %}"},
+             {"str.join", "{% set ns.s = ''.join([ns.s, ns.s]) %}"},
+             {"replace filter", "{% set ns.s = ns.s|replace('x', 'xx') %}"},
+             {"str.replace", "{% set ns.s = ns.s.replace('x', 'xx') %}"},
+             {"slice of a concatenation", "{% set ns.s = (ns.s ~ ns.s)[:] %}"},
+             {"tojson of a list", "{% set ns.s = [ns.s, ns.s]|tojson %}"},
+             {"string of a list", "{% set ns.s = [ns.s, ns.s]|string %}"},
+             {"output", "{{ ns.s }}{% set ns.s = ns.s ~ ns.s %}"},
+             {"set block", "{% set b %}{{ ns.s }}{{ ns.s }}{% endset %}{% set ns.s = b %}"},
+             {"dict of strings", "{% set ns.s = dict(a=ns.s, b=ns.s)|tojson %}"}})
+        expectMemoryError(name, doubling(kStrNs, step), 2, small, "4 MiB");
 }
 
 TEST(RenderBudget, ListDoublingIsStoppedByTheMemoryBudget) {
     expectMemoryError("+ on lists", doubling(kListNs, "{% set ns.l = ns.l + ns.l %}"), 2);
-    expectMemoryError("* 2 on lists", doubling(kListNs, "{% set ns.l = ns.l * 2 %}"), 2);
+    const RenderLimits small = fourMiB();
+    expectMemoryError("* 2 on lists", doubling(kListNs, "{% set ns.l = ns.l * 2 %}"), 2, small,
+                      "4 MiB");
     expectMemoryError("list of a joined string",
-                      doubling(kListNs, "{% set ns.l = (ns.l|join ~ ns.l|join)|list %}"), 2);
+                      doubling(kListNs, "{% set ns.l = (ns.l|join ~ ns.l|join)|list %}"), 2, small,
+                      "4 MiB");
     expectMemoryError("select | list",
-                      doubling(kListNs, "{% set ns.l = (ns.l + ns.l)|select|list %}"), 2);
+                      doubling(kListNs, "{% set ns.l = (ns.l + ns.l)|select|list %}"), 2, small,
+                      "4 MiB");
 }
 
 // Nesting shares instead of copying: [l, l] costs two items, but printing it doubles the text.
-// The printing is checked before the text is built.
+// The printing is checked as the text grows. (A 4 MiB budget: the walk to 64 MiB of short items
+// only makes the test slower.)
 TEST(RenderBudget, PrintingSharedNestedValuesIsStoppedByTheMemoryBudget) {
+    const RenderLimits small = fourMiB();
     const std::string nest = doubling(kListNs, "{% set ns.l = [ns.l, ns.l] %}", "\n");
-    expectMemoryError("print", nest + "{{ ns.l }}", 3);
-    expectMemoryError("tojson", nest + "{{ ns.l|tojson }}", 3);
-    expectMemoryError("tojson indent", nest + "{{ ns.l|tojson(indent=2) }}", 3);
-    expectMemoryError("join", nest + "{{ ns.l|join }}", 3);
-    expectMemoryError("string", nest + "{% set s = ns.l|string %}", 3);
+    expectMemoryError("print", nest + "{{ ns.l }}", 3, small, "4 MiB");
+    expectMemoryError("tojson", nest + "{{ ns.l|tojson }}", 3, small, "4 MiB");
+    expectMemoryError("tojson indent", nest + "{{ ns.l|tojson(indent=2) }}", 3, small, "4 MiB");
+    expectMemoryError("join", nest + "{{ ns.l|join }}", 3, small, "4 MiB");
+    expectMemoryError("string", nest + "{% set s = ns.l|string %}", 3, small, "4 MiB");
     const std::string dicts = "{% set ns = namespace(d={}) %}\n" + std::string(kLoop) +
                               "{% set ns.d = dict(a=ns.d, b=ns.d) %}" + kEnd + "\n";
-    expectMemoryError("dict tojson", dicts + "{{ ns.d|tojson }}", 3);
-    expectMemoryError("dict print", dicts + "{{ ns.d }}", 3);
+    expectMemoryError("dict tojson", dicts + "{{ ns.d|tojson }}", 3, small, "4 MiB");
+    expectMemoryError("dict print", dicts + "{{ ns.d }}", 3, small, "4 MiB");
+    expectMemoryError("print, default budget", nest + "{{ ns.l }}", 3);
     expectMemoryError("huge indent", "\n\n{{ [1]|tojson(indent=100000000000) }}", 3);
     expectMemoryError("huge repetition", "\n{{ 'ab' * 1000000000000 }}", 2);
 }
@@ -241,11 +254,11 @@ std::vector<ChatMessage> longConversation(bool withSystem) {
         std::string user = "Question " + std::to_string(i) + ": ";
         for (int k = 0; k < 2 + i % 5; ++k)
             user += para;
-        std::string answer = (i % 3 == 0) ? "<think>\nLet me think about " +
-                                                std::to_string(i) + ".\n</think>\n\n"
-                                          : "";
-        answer += "Here is the answer:\n```python\ndef f(x):\n    return x * " +
-                  std::to_string(i) + "\n```\n";
+        std::string answer =
+            (i % 3 == 0) ? "<think>\nLet me think about " + std::to_string(i) + ".\n</think>\n\n"
+                         : "";
+        answer += "Here is the answer:\n```python\ndef f(x):\n    return x * " + std::to_string(i) +
+                  "\n```\n";
         for (int k = 0; k < 10 + i % 20; ++k)
             answer += "- " + para + "\n";
         m.push_back({"user", "  " + user + "\n"});
@@ -276,8 +289,8 @@ std::vector<RealTemplate> realTemplates() {
         auto t = ChatTemplate::fromTokenizerConfig(cfg.string());
         EXPECT_TRUE(t.isOk()) << t.status().toString();
         if (t.isOk())
-            out.push_back({e.path().filename().string() + "/tokenizer_config.json",
-                           std::move(t.value())});
+            out.push_back(
+                {e.path().filename().string() + "/tokenizer_config.json", std::move(t.value())});
     }
     return out;
 }

@@ -2,6 +2,8 @@
 
 #include "user_messages.h"
 
+#include "core/number_text.h"
+
 #include <QDir>
 #include <QFileInfo>
 
@@ -10,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <thread>
 
 namespace coli::app {
@@ -79,48 +82,50 @@ AppOptions parseAppOptions(const QStringList& args) {
         return o;
     }
 
-    auto toInt = [&](const QCommandLineOption& opt, int* out) {
-        bool ok = false;
-        const int v = p.value(opt).toInt(&ok);
-        if (!ok)
+    // The same parsers and messages as coli's flags (core/number_text.h): a value out of range is
+    // refused by name, never wrapped ("--seed: 18446744073709551616 is out of range (0 to ...)").
+    // The first problem wins.
+    auto fail = [&](const QCommandLineOption& opt, const std::string& why) {
+        if (o.error.isEmpty())
             o.error =
-                QStringLiteral("--%1: not an integer: %2").arg(opt.names().last(), p.value(opt));
-        else
-            *out = v;
+                QStringLiteral("--%1: %2").arg(opt.names().last(), QString::fromStdString(why));
     };
-    auto toFloat = [&](const QCommandLineOption& opt, float* out) {
-        bool ok = false;
-        const float v = p.value(opt).toFloat(&ok);
-        if (!ok)
-            o.error =
-                QStringLiteral("--%1: not a number: %2").arg(opt.names().last(), p.value(opt));
+    auto toInt = [&](const QCommandLineOption& opt, int lo, int hi, int* out) {
+        int64_t v = 0;
+        const std::string why = parseInteger(p.value(opt).toStdString(), lo, hi, &v);
+        if (why.empty())
+            *out = int(v);
         else
-            *out = v;
+            fail(opt, why);
     };
-    toInt(threads, &o.threads);
-    toInt(maxTokens, &o.params.maxNewTokens);
     auto optFloat = [&](const QCommandLineOption& opt, std::optional<float>* out) {
         if (!p.isSet(opt)) return;
-        float v = 0;
-        toFloat(opt, &v);
-        *out = v;
+        double v = 0;
+        const std::string why =
+            parseDecimal(p.value(opt).toStdString(), -std::numeric_limits<double>::infinity(),
+                         std::numeric_limits<double>::infinity(), &v);
+        if (why.empty())
+            *out = float(v); // beyond float's range: inf, refused by validate() below
+        else
+            fail(opt, why);
     };
+    toInt(threads, 0, 4096, &o.threads);
+    toInt(maxTokens, 1, 100000000, &o.params.maxNewTokens);
     optFloat(temp, &o.sampling.temperature);
     if (p.isSet(topK)) {
         int k = 0;
-        toInt(topK, &k);
+        toInt(topK, 0, std::numeric_limits<int>::max(), &k);
         o.sampling.topK = k;
     }
     optFloat(topP, &o.sampling.topP);
     optFloat(minP, &o.sampling.minP);
     optFloat(repeat, &o.sampling.repeatPenalty);
-    bool ok = false;
-    const qulonglong s = p.value(seed).toULongLong(&ok);
-    if (!ok) o.error = QStringLiteral("--seed: not a non-negative integer: %1").arg(p.value(seed));
+    uint64_t s = 0;
+    if (const std::string why =
+            parseUnsigned(p.value(seed).toStdString(), 0, std::numeric_limits<uint64_t>::max(), &s);
+        !why.empty())
+        fail(seed, why);
     o.sampling.seed = s;
-    if (o.error.isEmpty() && o.params.maxNewTokens < 1)
-        o.error = QStringLiteral("--max-tokens: must be >= 1");
-    if (o.error.isEmpty() && o.threads < 0) o.error = QStringLiteral("--threads: must be >= 0");
     if (o.error.isEmpty()) {
         // Range checks now (the model's defaults are merged in when a model is loaded).
         const Status st = validate(resolveSampling(o.sampling, GenerationConfig{}));

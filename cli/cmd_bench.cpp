@@ -5,6 +5,7 @@
 #include "cmd_bench_io.h"
 #include "commands.h"
 #include "exit_codes.h"
+#include "options.h"
 
 #include <fmt/core.h>
 
@@ -61,13 +62,18 @@ Command addBenchCommand(CLI::App& root) {
         "kernels", "Quantised matmul kernels: weight GB/s vs measured memory read GB/s");
     auto o = std::make_shared<BenchOptions>();
     kernels->add_option("--repetitions", o->repetitions, "Repetitions per benchmark (median)")
-        ->check(CLI::Range(1, 100));
+        ->type_name("N")
+        ->check(integerIn(1, 100));
     kernels->add_option("--min-time", o->minTime, "Seconds per repetition (default: GBench's)")
-        ->check(CLI::Range(0.0, 60.0));
-    kernels->add_option("--filter", o->filter,
-                        "Regex over benchmark names (keep MemRead in it for the ratio)");
+        ->type_name("SECONDS")
+        ->check(numberIn(0, 60));
+    kernels
+        ->add_option("--filter", o->filter,
+                     "Regex over benchmark names (keep MemRead in it for the ratio)")
+        ->type_name("REGEX");
     kernels->add_option("-t,--threads", o->threads, "OpenMP threads (0 = all cores)")
-        ->check(CLI::Range(0, 1024));
+        ->type_name("N")
+        ->check(integerIn(0, 1024));
     const Command io = addBenchIoCommand(*app);         // coli bench io (cmd_bench_io.cpp)
     const Command decode = addBenchDecodeCommand(*app); // coli bench decode
     return {app, [o, io, decode] {

@@ -7,7 +7,9 @@
 #include "bench_stats.h"
 #include "exit_codes.h"
 #include "io_bench.h"
+#include "options.h"
 
+#include "core/number_text.h"
 #include "forward/model.h"
 #include "runtime/expert_budget.h"
 #include "tiers/expert_cache.h"
@@ -18,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,25 +75,35 @@ tiers::TierCounters minus(const tiers::TierCounters& b, const tiers::TierCounter
     return d;
 }
 
+// A --budgets item: "N%" of every expert (0 < N <= 100) into *percent, else a plain byte count
+// (0 = the working set; no unit suffix, docs/cli.md) into *bytes. Returns "" or the problem.
+std::string parseBudget(const std::string& text, std::optional<double>* percent, uint64_t* bytes) {
+    if (!text.empty() && text.back() == '%') {
+        double pct = 0;
+        const std::string num = text.substr(0, text.size() - 1);
+        if (!parseDecimal(num, 0, 100, &pct).empty() || pct <= 0)
+            return "bad percentage '" + text + "' (0 < N <= 100)";
+        *percent = pct;
+        return {};
+    }
+    *percent = std::nullopt;
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+        return "'" + text + "' is not 0, N% or a byte count";
+    return parseUnsigned(text, 0, std::numeric_limits<uint64_t>::max(), bytes);
+}
+
 // Budget text -> bytes: "0" (the working set), "N%" of every expert (plus the working set), or a
-// size in bytes. "resident": no streaming (returns false in *stream).
+// size in bytes.
 Result<uint64_t> budgetBytes(const std::string& text, const tiers::ExpertCache& cache) {
     const uint64_t all = uint64_t(cache.telemetry().residency.totalExperts) * cache.slotBytes();
-    if (text == "0") return uint64_t(0);
-    if (!text.empty() && text.back() == '%') {
-        const double pct = std::atof(text.c_str());
-        if (!(pct > 0 && pct <= 100))
-            return Status(ErrorCode::InvalidArgument, "--budgets: bad percentage '" + text + "'");
-        return cache.minimumBudget() +
-               uint64_t(std::llround(double(all) * pct / 100.0 / double(cache.slotBytes()))) *
-                   cache.slotBytes();
-    }
-    char* end = nullptr;
-    const unsigned long long b = std::strtoull(text.c_str(), &end, 10);
-    if (!end || *end != '\0')
-        return Status(ErrorCode::InvalidArgument,
-                      "--budgets: '" + text + "' is not 0, N% or a byte count");
-    return uint64_t(b);
+    std::optional<double> pct;
+    uint64_t bytes = 0;
+    if (std::string e = parseBudget(text, &pct, &bytes); !e.empty())
+        return Status(ErrorCode::InvalidArgument, "--budgets: " + e);
+    if (!pct) return bytes;
+    return cache.minimumBudget() +
+           uint64_t(std::llround(double(all) * *pct / 100.0 / double(cache.slotBytes()))) *
+               cache.slotBytes();
 }
 
 // One measured run: fresh model (empty cache), prompt, `tokens` greedy decode steps.
@@ -142,7 +155,7 @@ struct Row {
 };
 
 int fail(const Status& s, int code) {
-    fmt::print(stderr, "coli: error: {}\n", s.toString());
+    fmt::print(stderr, "coli: error: {}\n", s.message());
     return code;
 }
 
@@ -252,35 +265,37 @@ Command addBenchDecodeCommand(CLI::App& bench) {
     auto* cmd = bench.add_subcommand(
         "decode", "Decode tok/s with streamed experts at several RAM budgets, cold and warm");
     cmd->add_option("MODEL_DIR", o->model, "Model folder (a colibri container for disk ratios)")
+        ->type_name("")
         ->required();
-    cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
-    cmd->add_option("-n,--tokens", o->tokens, "Decode steps per run")->check(CLI::Range(1, 4096));
+    cmd->add_option("-p,--prompt", o->prompt, "Prompt text")->type_name("TEXT");
+    cmd->add_option("-n,--tokens", o->tokens, "Decode steps per run")
+        ->type_name("N")
+        ->check(integerIn(1, 4096));
     cmd->add_option("--budgets", o->budgets,
                     "RAM budgets: 0 (working set), N% of the experts, or bytes")
+        ->type_name("BUDGET,...")
         ->check(CLI::Validator(
-            [](std::string& t) -> std::string {
-                if (!t.empty() && t.back() == '%') {
-                    char* end = nullptr;
-                    const double pct = std::strtod(t.c_str(), &end);
-                    if (end != t.c_str() + t.size() - 1 || !(pct > 0 && pct <= 100))
-                        return "bad percentage '" + t + "' (0 < N <= 100)";
-                    return {};
-                }
-                if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
-                    return "'" + t + "' is not 0, N% or a byte count";
-                return {};
+            [](std::string& t) {
+                std::optional<double> pct;
+                uint64_t bytes = 0;
+                return parseBudget(t, &pct, &bytes);
             },
-            "BUDGET"))
+            ""))
         ->delimiter(',');
     cmd->add_option("--cache", o->states, "Page-cache states: cold, warm")
+        ->type_name("STATE,...")
         ->delimiter(',')
         ->check(CLI::IsMember({"cold", "warm"}));
     cmd->add_option("--runs", o->runs, "Measured runs per row after one warm-up")
-        ->check(CLI::Range(1, 100));
-    cmd->add_option("--io-depth", o->ioDepth, "Expert reads in flight")->check(CLI::Range(1, 64));
+        ->type_name("N")
+        ->check(integerIn(1, 100));
+    cmd->add_option("--io-depth", o->ioDepth, "Expert reads in flight")
+        ->type_name("N")
+        ->check(integerIn(1, 64));
     cmd->add_flag("--direct-io", o->directIo, "Stream experts with O_DIRECT");
     cmd->add_option("-t,--threads", o->threads, "CPU threads (0 = all cores)")
-        ->check(CLI::Range(0, 1024));
+        ->type_name("N")
+        ->check(integerIn(0, 1024));
     return {cmd, [o] { return runBenchDecode(*o); }};
 }
 

@@ -6,6 +6,7 @@
 #include "bench_stats.h"
 #include "exit_codes.h"
 #include "io_bench.h"
+#include "options.h"
 
 #include <fmt/core.h>
 
@@ -58,7 +59,7 @@ uint64_t countReads(const ReadBatches& b) {
 }
 
 int fail(const Status& s, int code) {
-    fmt::print(stderr, "coli: error: {}\n", s.toString());
+    fmt::print(stderr, "coli: error: {}\n", s.message());
     return code;
 }
 
@@ -178,25 +179,33 @@ Command addBenchIoCommand(CLI::App& bench) {
         "io", "Expert reads of a container through the I/O pool vs the disk's bandwidth");
     auto o = std::make_shared<BenchIoOptions>();
     io->add_option("CONTAINER", o->container, "A colibri container (coli convert's output)")
+        ->type_name("")
         ->required();
     io->add_option("--trace", o->trace, "A routing trace of the same model (coli trace -o FILE)")
+        ->type_name("FILE")
         ->required();
     io->add_option("--queue-depth", o->queueDepth, "Reads in flight at most (1..64)")
-        ->check(CLI::Range(1, 64));
+        ->type_name("N")
+        ->check(integerIn(1, 64));
     io->add_flag("--direct-io,!--buffered", o->directIo,
                  "Replay reads with O_DIRECT (default: buffered, DONTNEED after each read)");
     io->add_option("--backend", o->backend, "I/O backend: auto, io_uring, pread")
+        ->type_name("NAME")
         ->check(CLI::IsMember({"auto", "io_uring", "pread"}));
     io->add_option("--runs", o->runs, "Measured runs per test after one warm-up (median, min-max)")
-        ->check(CLI::Range(1, 100));
+        ->type_name("N")
+        ->check(integerIn(1, 100));
     io->add_option("--tokens", o->tokens, "Replay only the trace's first N tokens (0 = all)")
-        ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
+        ->type_name("N")
+        ->check(integerIn(0, int64_t(1) << 40));
     io->add_option("--sequential-mib", o->sequentialMib,
                    "Request size of the sequential reference, MiB")
-        ->check(CLI::Range(1, 256));
+        ->type_name("MIB")
+        ->check(integerIn(1, 256));
     io->add_option("--disk-mib", o->diskMib,
                    "Bytes per disk run at least (MiB; else the replay's bytes)")
-        ->check(CLI::Range(1, 1 << 20));
+        ->type_name("MIB")
+        ->check(integerIn(1, 1 << 20));
     return {io, [o] { return runBenchIo(*o); }};
 }
 

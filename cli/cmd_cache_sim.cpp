@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -190,26 +191,33 @@ Command addCacheSimCommand(CLI::App& root) {
     cmd->footer(std::string("Semantics: docs/cli.md \"coli cache-sim\".\n") + kExitCodesHelp);
     cmd->add_option("traces", o->traces,
                     "Trace files (JSON lines from coli trace), replayed in order")
+        ->type_name("")
         ->required();
     cmd->add_option("--capacity", o->capacities,
                     "Cache sizes: percentages of all routed experts and/or expert counts, "
-                    "comma-separated (default 10%,25%,50%)");
+                    "comma-separated (default 10%,25%,50%)")
+        ->type_name("SIZE,...");
     cmd->add_option("--policy", o->policies,
                     "Policies, comma-separated (default lru,lfu,lfru,belady; belady is always "
-                    "computed)");
+                    "computed)")
+        ->type_name("NAME,...");
     cmd->add_option("--chunk", o->chunk,
                     "Prompt tokens per prefill step (default 1: every token its own step)")
-        ->check(integerText())
-        ->check(CLI::Range(1, 1000000));
+        ->type_name("N")
+        ->check(integerIn(1, 1000000));
     cmd->add_option("--half-life", o->halfLife,
                     "LFRU heat half-life in tokens (default 16, the engine's eviction heat)")
-        ->check(numberText())
-        ->check(CLI::PositiveNumber);
+        ->type_name("TOKENS")
+        ->check(numberIn(0, std::numeric_limits<double>::max()))
+        ->check(CLI::Validator(
+            [](std::string& s) { return std::stod(s) > 0 ? "" : s + " is not above 0"; }, ""));
     cmd->add_option("--bytes-per-expert", o->bytesPerExpert,
                     "Bytes of one expert read (coli info); adds MiB read per token")
-        ->check(integerText())
-        ->check(CLI::NonNegativeNumber);
-    cmd->add_option("--json", o->jsonOut, "Also write every result as JSON here");
+        ->type_name("BYTES")
+        ->check(integerIn(0, std::numeric_limits<int64_t>::max()));
+    cmd->add_option("--json", o->jsonOut, "Also write every result as JSON here")
+        ->type_name("FILE")
+        ->check(nonEmptyPath());
     return {cmd, [o] { return runCacheSim(*o); }};
 }
 

@@ -46,7 +46,7 @@ int runChat(const ChatOptions& o) {
     if (!lm->chatTemplate()) {
         // Render once to get the reason (names tokenizer_config.json).
         auto r = lm->renderChat({{"user", "x"}}, true);
-        printError(fmt::format("chat needs the model's chat template: {}", r.status().toString()));
+        printError(fmt::format("chat needs the model's chat template: {}", r.status().message()));
         return kExitModel;
     }
 
@@ -104,7 +104,7 @@ int runChat(const ChatOptions& o) {
             if (fitted.status().code() == ErrorCode::Cancelled)
                 fmt::print(stderr, "[interrupted while rendering the chat template]\n");
             else
-                printError(fitted.status().toString());
+                printError(fitted.status().message());
             continue;
         }
         if (const int dropped = fitted.value().droppedMessages; dropped > 0)
@@ -118,14 +118,17 @@ int runChat(const ChatOptions& o) {
         if (learning) learning->endTurn(); // heat and pins saved at every turn's end
         if (!r) {
             messages.pop_back();
-            printError(fmt::format("generation failed: {}", r.status().toString()));
+            printError(fmt::format("generation failed: {}", r.status().message()));
             continue;
         }
         // The answer as shown (a cancelled answer is kept as far as it went).
         messages.push_back({"assistant", writer.text()});
         printTurnStats(r.value());
         if (r.value().stopReason == StopReason::ContextFull)
-            printError("the context is full; /reset starts a new conversation");
+            fmt::print(stderr,
+                       "[the answer was cut off at the end of the {}-token context; the chat goes "
+                       "on with the oldest exchanges left out of the next prompt]\n",
+                       fitted.value().contextTokens);
     }
 }
 
@@ -142,11 +145,12 @@ Command addChatCommand(CLI::App& root) {
     addModelOptions(*cmd, o->model);
     addPlacementOptions(*cmd, o->model);
     addQuantiseOption(*cmd, o->model);
-    o->systemFlag = cmd->add_option(
-        "--system", o->system, "System message for the conversation (\"\" gives an empty one)");
+    o->systemFlag = cmd->add_option("--system", o->system,
+                                    "System message for the conversation (\"\" gives an empty one)")
+                        ->type_name("TEXT");
     cmd->add_option("-n,--max-tokens", o->maxNewTokens, "Maximum tokens per answer")
-        ->check(integerText())
-        ->check(CLI::Range(1, 100000000));
+        ->type_name("N")
+        ->check(integerIn(1, 100000000));
     cmd->add_flag("--ignore-eos", o->ignoreEos, "Keep generating past end-of-sequence tokens");
     addSamplingOptions(*cmd, o->sampling);
     return {cmd, [o] { return runChat(*o); }};

@@ -98,7 +98,7 @@ int runConvert(const ConvertCliOptions& o) {
             fmt::print(stderr, "coli: interrupted; run the same command again to resume\n");
             return kExitInterrupted;
         }
-        printError(fmt::format("cannot convert {}: {}", o.src, s.toString()));
+        printError(fmt::format("cannot convert {}: {}", o.src, s.message()));
         if (side == convert::FailureSide::Destination)
             return s.code() == ErrorCode::InvalidArgument ? kExitUsage : kExitWrite;
         return s.code() == ErrorCode::Internal ? kExitInternal : kExitModel;
@@ -122,12 +122,12 @@ int runConvert(const ConvertCliOptions& o) {
 int printContainerInfo(const std::string& dir, bool json) {
     auto box = convert::openContainer(dir);
     if (!box) {
-        printError(fmt::format("cannot load model {}: {}", dir, box.status().toString()));
+        printError(fmt::format("cannot load model {}: {}", dir, box.status().message()));
         return kExitModel;
     }
     auto cfg = loadConfig(dir);
     if (!cfg) {
-        printError(fmt::format("cannot load model {}: {}", dir, cfg.status().toString()));
+        printError(fmt::format("cannot load model {}: {}", dir, cfg.status().message()));
         return kExitModel;
     }
     const convert::Container& c = box.value();
@@ -183,17 +183,24 @@ Command addConvertCommand(CLI::App& root) {
         "convert", "Convert a Hugging Face checkpoint into a quantised colibri container");
     cmd->footer(std::string(kExitCodesHelp) + " convert: 5 = writing the destination failed "
                                               "(disk full, not enough free space).");
-    cmd->add_option("SRC_DIR", o->src, "Hugging Face checkpoint directory")->required();
-    cmd->add_option("DST_DIR", o->dst, "New (or empty) folder for the container")->required();
+    cmd->add_option("SRC_DIR", o->src, "Hugging Face checkpoint directory")
+        ->type_name("")
+        ->required();
+    cmd->add_option("DST_DIR", o->dst, "New (or empty) folder for the container")
+        ->type_name("")
+        ->required();
     cmd->add_option("--experts", o->experts, "Routed experts: int4-g64 (default), int4-g32, int8")
+        ->type_name("FORMAT")
         ->check(CLI::IsMember({"int4-g64", "int4-g32", "int8", "int8-g64", "int8-g32"}));
     cmd->add_option("--dense", o->dense, "Attention, shared and dense MLP weights: int8, bf16")
+        ->type_name("FORMAT")
         ->check(CLI::IsMember({"int8", "bf16"}));
     cmd->add_option("--embed", o->embed, "Embeddings and LM head: int8, bf16")
+        ->type_name("FORMAT")
         ->check(CLI::IsMember({"int8", "bf16"}));
     cmd->add_option("--shard-size", o->shardMiB, "Largest shard in MiB (default 4096)")
-        ->check(integerText())
-        ->check(CLI::Range(1, 1 << 20));
+        ->type_name("MIB")
+        ->check(integerIn(1, 1 << 20));
     cmd->add_flag("--force", o->force, "Write into a non-empty destination folder");
     return {cmd, [o] { return runConvert(*o); }};
 }

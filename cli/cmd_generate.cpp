@@ -76,12 +76,18 @@ int runGenerate(GenerateOptions o) {
             return kExitInterrupted;
         }
         if (!text) {
-            printError(fmt::format("--chat: {}", text.status().toString()));
+            printError(fmt::format("--chat: {}", text.status().message()));
             return kExitModel;
         }
         ids = lm->tokenizer().encode(text.value(), /*addSpecial=*/false);
     } else {
         ids = lm->tokenizer().encode(o.prompt, /*addSpecial=*/true);
+    }
+    if (ids.empty() && o.chat) {
+        // -p was given: the template (not the user) produced nothing to run.
+        printError(fmt::format("the chat template of {} rendered an empty prompt (no tokens)",
+                               lm->chatTemplate()->sourceName()));
+        return kExitModel;
     }
     if (ids.empty()) {
         printError("the prompt is empty (no tokens); give some text with -p");
@@ -119,7 +125,7 @@ int runGenerate(GenerateOptions o) {
     if (!writer.endsWithNewline() && isatty(STDERR_FILENO) && isatty(STDOUT_FILENO))
         fmt::print(stderr, "\n"); // keep the report off the text's last line on a terminal
     if (!r) {
-        printError(fmt::format("generation failed: {}", r.status().toString()));
+        printError(fmt::format("generation failed: {}", r.status().message()));
         if (learning) learning->endTurn();
         return kExitGeneration;
     }
@@ -154,18 +160,22 @@ Command addGenerateCommand(CLI::App& root) {
     cmd->add_option("-p,--prompt", o->prompt,
                     "Prompt text, encoded as given (\"-\" reads stdin); no chat template unless "
                     "--chat")
+        ->type_name("TEXT")
         ->required();
     cmd->add_option("-n,--max-tokens", o->maxNewTokens, "Maximum tokens to generate")
-        ->check(integerText())
-        ->check(CLI::Range(1, 100000000));
+        ->type_name("N")
+        ->check(integerIn(1, 100000000));
     cmd->add_flag("--chat", o->chat,
                   "Wrap the prompt as a user message in the model's chat template");
     o->systemFlag = cmd->add_option("--system", o->system,
-                                    "System message (implies --chat; \"\" gives an empty one)");
+                                    "System message (implies --chat; \"\" gives an empty one)")
+                        ->type_name("TEXT");
     cmd->add_flag("--ignore-eos", o->ignoreEos, "Keep generating past end-of-sequence tokens");
-    cmd->add_option("--stop", o->stops, "Stop before this text (repeatable)");
+    cmd->add_option("--stop", o->stops, "Stop before this text (repeatable)")->type_name("TEXT");
     cmd->add_option("--tier-log", o->tierLog,
-                    "Write the expert tiers' per-token telemetry to FILE (JSON lines)");
+                    "Write the expert tiers' per-token telemetry to FILE (JSON lines)")
+        ->type_name("FILE")
+        ->check(nonEmptyPath());
     addSamplingOptions(*cmd, o->sampling);
     return {cmd, [o] { return runGenerate(*o); }};
 }

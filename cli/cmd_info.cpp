@@ -72,7 +72,7 @@ int runInfo(const InfoOptions& o) {
     opt.threads = o.model.threads;
     auto m = Model::load(o.model.dir, opt);
     if (!m) {
-        printError(fmt::format("cannot load model {}: {}", o.model.dir, m.status().toString()));
+        printError(fmt::format("cannot load model {}: {}", o.model.dir, m.status().message()));
         return kExitModel;
     }
     const ModelConfig& c = m.value()->config();

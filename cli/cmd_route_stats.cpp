@@ -118,7 +118,7 @@ int runRouteStats(const RouteStatsOptions& o) {
             kv.clear();
             if (Status s = model.forward({ids.data() + at, n}, kv, logits, false, &r); !s.isOk()) {
                 printError(fmt::format("--domain {}: forward failed at token {}: {}", d.name, at,
-                                       s.toString()));
+                                       s.message()));
                 return kExitGeneration;
             }
             if (moeLayers.empty()) moeLayers = r.moeLayers;
@@ -256,17 +256,21 @@ Command addRouteStatsCommand(CLI::App& root) {
                 kExitCodesHelp);
     addModelOptions(*cmd, o->model);
     addPlacementOptions(*cmd, o->model);
-    cmd->add_option("--domain", o->domains, "NAME=FILE: a domain's text (repeatable)")->required();
+    cmd->add_option("--domain", o->domains, "NAME=FILE: a domain's text (repeatable)")
+        ->type_name("NAME=FILE")
+        ->required();
     cmd->add_option("--max-tokens", o->maxTokens,
                     "Tokens to use from each domain's file (default 0: all)")
-        ->check(integerText())
-        ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
+        ->type_name("N")
+        ->check(integerIn(int64_t(0), int64_t(1) << 40));
     cmd->add_option("--window", o->window,
                     "Tokens per forward pass, each from an empty cache (default min(context, "
                     "256))")
-        ->check(integerText())
-        ->check(CLI::Range(1, 1 << 30));
-    cmd->add_option("--json", o->jsonOut, "Write the full table (per layer, domain, expert) here");
+        ->type_name("N")
+        ->check(integerIn(1, 1 << 30));
+    cmd->add_option("--json", o->jsonOut, "Write the full table (per layer, domain, expert) here")
+        ->type_name("FILE")
+        ->check(nonEmptyPath());
     return {cmd, [o] { return runRouteStats(*o); }};
 }
 

@@ -80,7 +80,7 @@ int runTrace(const TraceOptions& o) {
     std::vector<float> logits;
     RoutingTrace r;
     if (Status s = model.forward(ids, kv, logits, false, &r); !s.isOk()) {
-        printError(fmt::format("forward failed: {}", s.toString()));
+        printError(fmt::format("forward failed: {}", s.message()));
         return kExitGeneration;
     }
     out << dumpLine({{"format", "coli-routing-trace"},
@@ -110,7 +110,7 @@ int runTrace(const TraceOptions& o) {
         const int32_t next = argmax(logits);
         const int pos = kv.size();
         if (Status s = model.forward({&next, 1}, kv, logits, false, &r); !s.isOk()) {
-            printError(fmt::format("forward failed at position {}: {}", pos, s.toString()));
+            printError(fmt::format("forward failed at position {}: {}", pos, s.message()));
             return kExitGeneration;
         }
         out << dumpLine(tokenRecord(r, 0, pos, next, true, lm->tokenizer()));
@@ -143,12 +143,14 @@ Command addTraceCommand(CLI::App& root) {
                 kExitCodesHelp);
     addModelOptions(*cmd, o->model);
     addPlacementOptions(*cmd, o->model);
-    cmd->add_option("-p,--prompt", o->prompt, "Prompt text")->required();
+    cmd->add_option("-p,--prompt", o->prompt, "Prompt text")->type_name("TEXT")->required();
     cmd->add_option("-n,--max-tokens", o->maxNewTokens,
                     "Greedy tokens to generate after the prompt (default 0)")
-        ->check(integerText())
-        ->check(CLI::Range(0, 100000000));
-    cmd->add_option("-o,--output", o->output, "Output file (default stdout)");
+        ->type_name("N")
+        ->check(integerIn(0, 100000000));
+    cmd->add_option("-o,--output", o->output, "Output file (default stdout)")
+        ->type_name("FILE")
+        ->check(nonEmptyPath("leave the option out for stdout"));
     return {cmd, [o] { return runTrace(*o); }};
 }
 

@@ -2,6 +2,7 @@
 // issue 5's learned pins read: where it is, and forgetting what it learned.
 #include "commands.h"
 #include "exit_codes.h"
+#include "options.h"
 
 #include "storage/database.h"
 #include "storage/location.h"
@@ -85,12 +86,18 @@ Command addUsageCommand(CLI::App& root) {
     app->require_subcommand(1);
     auto o = std::make_shared<UsageOptions>();
     auto* path = app->add_subcommand("path", "Print where the usage database is");
-    path->add_option("--db", o->db, "A database file instead of the default location");
+    path->add_option("--db", o->db, "A database file instead of the default location")
+        ->type_name("PATH")
+        ->check(nonEmptyPath("leave the option out for the default database"));
     auto* reset = app->add_subcommand(
         "reset", "Forget the learned usage (heat and pins) of one model, or of every model");
-    reset->add_option("MODEL_DIR", o->modelDir,
-                      "Only this model (a checkpoint or its colibri container)");
-    reset->add_option("--db", o->db, "A database file instead of the default location");
+    reset
+        ->add_option("MODEL_DIR", o->modelDir,
+                     "Only this model (a checkpoint or its colibri container)")
+        ->type_name("");
+    reset->add_option("--db", o->db, "A database file instead of the default location")
+        ->type_name("PATH")
+        ->check(nonEmptyPath("leave the option out for the default database"));
     return {app, [o, path] { return path->parsed() ? runPath(*o) : runReset(*o); }};
 }
 

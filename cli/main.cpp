@@ -1,6 +1,7 @@
 // coli: the command-line face of the engine. See docs/cli.md.
 #include "commands.h"
 #include "exit_codes.h"
+#include "options.h"
 
 #include <fmt/core.h>
 
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
     try {
         CLI::App app{"coli: run Mixture-of-Experts language models from Hugging Face checkpoints",
                      "coli"};
+        useReadableHelp(app); // before the subcommands: they copy the root's formatter
         app.set_version_flag("--version", std::string("coli ") + COLI_VERSION);
         app.require_subcommand(1);
         app.footer(kExitCodesHelp);

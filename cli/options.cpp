@@ -3,6 +3,7 @@
 #include "exit_codes.h"
 #include "signals.h"
 
+#include "core/number_text.h"
 #include "runtime/expert_budget.h"
 #include "tiers/expert_cache.h"
 
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <unistd.h>
 
@@ -21,10 +23,11 @@ namespace coli::cli {
 
 void addModelOptions(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("MODEL_DIR", o.dir, "Hugging Face checkpoint directory (config.json, ...)")
+        ->type_name("")
         ->required();
     cmd.add_option("-t,--threads", o.threads, "CPU threads for the forward pass (0 = all cores)")
-        ->check(integerText())
-        ->check(CLI::Range(0, 4096));
+        ->type_name("N")
+        ->check(integerIn(0, 4096));
 }
 
 std::string parseQuantise(const std::string& text, WeightQuantisation* out) {
@@ -62,6 +65,7 @@ void addQuantiseOption(CLI::App& cmd, ModelOptions& o) {
                    "Quantise a Hugging Face checkpoint in memory: CLASS=FORMAT,... with classes "
                    "experts, dense, embed, lm_head and formats int4-g64, int4-g32, int8-g64 "
                    "(int8), int8-g32 (a colibri container is quantised already)")
+        ->type_name("CLASS=FORMAT,...")
         ->check(CLI::Validator(
             [](std::string& s) {
                 WeightQuantisation q;
@@ -76,82 +80,134 @@ void addPlacementOptions(CLI::App& cmd, ModelOptions& o) {
         cmd.add_option("--ram-budget", o.ramBudget,
                        "RAM for routed experts, reads in flight included (e.g. 2GiB, 512MiB; 0 = "
                        "only the working set; default: MemAvailable minus a safety margin)")
-            ->check(CLI::Validator(
-                [](std::string& t) -> std::string {
-                    return t.find('-') != std::string::npos ? "a size cannot be negative" : "";
-                },
-                "SIZE"))
-            ->transform(CLI::AsSizeValue(false));
+            ->type_name("SIZE")
+            ->transform(byteSize());
     cmd.add_flag("--resident", o.resident,
                  "Read every expert at load and keep it in RAM (no streaming)")
         ->excludes(budget);
     cmd.add_flag("--direct-io", o.directIo, "Read experts with O_DIRECT (bypass the page cache)");
     cmd.add_flag("--no-prefetch", o.noPrefetch, "Turn off the router-lookahead prefetch");
     cmd.add_option("--io-depth", o.ioDepth, "Expert reads in flight (1..64)")
-        ->check(integerText())
-        ->check(CLI::Range(1, 64));
+        ->type_name("N")
+        ->check(integerIn(1, 64));
     cmd.add_option("--io-backend", o.ioBackend, "Expert read backend: auto, io_uring, pread")
+        ->type_name("NAME")
         ->check(CLI::IsMember({"auto", "io_uring", "pread"}));
     cmd.add_flag("--no-learn", o.noLearn,
                  "Neither load nor save expert usage (heat, pins) in the usage database");
     cmd.add_option("--usage-db", o.usageDb,
-                   "Usage database file (default: $XDG_DATA_HOME/colibri/colibri.db)");
+                   "Usage database file (default: $XDG_DATA_HOME/colibri/colibri.db)")
+        ->type_name("PATH")
+        ->check(nonEmptyPath("leave the option out for the default database"));
+}
+
+CLI::Validator integerIn(int64_t lo, int64_t hi) {
+    return CLI::Validator(
+        [lo, hi](std::string& s) {
+            int64_t v = 0;
+            return parseInteger(s, lo, hi, &v);
+        },
+        "");
+}
+
+CLI::Validator unsignedIn(uint64_t lo, uint64_t hi) {
+    return CLI::Validator(
+        [lo, hi](std::string& s) {
+            uint64_t v = 0;
+            return parseUnsigned(s, lo, hi, &v);
+        },
+        "");
+}
+
+CLI::Validator numberIn(double lo, double hi) {
+    return CLI::Validator(
+        [lo, hi](std::string& s) {
+            double v = 0;
+            return parseDecimal(s, lo, hi, &v);
+        },
+        "");
+}
+
+const CLI::Validator& numberText() {
+    static const CLI::Validator v =
+        numberIn(-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity());
+    return v;
+}
+
+CLI::Validator nonEmptyPath(const std::string& hint) {
+    return CLI::Validator(
+        [hint](std::string& s) {
+            if (!s.empty()) return std::string();
+            return "the path is empty" + (hint.empty() ? std::string() : " (" + hint + ")");
+        },
+        "");
+}
+
+CLI::Validator byteSize() {
+    CLI::Validator v(
+        [](std::string& s) {
+            uint64_t bytes = 0;
+            std::string e = parseByteSize(s, &bytes);
+            if (e.empty()) s = std::to_string(bytes);
+            return e;
+        },
+        "");
+    v.non_modifying(false);
+    return v;
 }
 
 namespace {
 
-CLI::Validator textCheck(bool (*ok)(const std::string&), const char* what, const char* desc) {
-    return CLI::Validator(
-        [ok, what](std::string& s) {
-            return ok(s) ? std::string() : fmt::format("'{}' is not {}", s, what);
-        },
-        desc);
-}
-
-bool isDigits(const std::string& s) {
-    return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
-}
+// CLI11's option text without its validator descriptions: " N", " PATH ... REQUIRED".
+class ReadableHelp : public CLI::Formatter {
+public:
+    std::string make_option_opts(const CLI::Option* opt) const override {
+        if (!opt->get_option_text().empty()) return " " + opt->get_option_text();
+        std::string out;
+        if (opt->get_type_size() != 0) {
+            const std::string type = opt->get_type_name();
+            const std::string name = type.substr(0, type.find(':'));
+            if (!name.empty()) out += " " + name;
+            // Repeatable: "TEXT ..."; a comma list names itself ("BUDGET,...").
+            if (opt->get_expected_max() == CLI::detail::expected_max_vector_size &&
+                opt->get_delimiter() == '\0')
+                out += " ...";
+            if (opt->get_required()) out += " (required)";
+        }
+        for (const CLI::Option* other : opt->get_excludes())
+            out += " (not with " + other->get_name() + ")";
+        return out;
+    }
+};
 
 } // namespace
 
-const CLI::Validator& integerText() {
-    static const CLI::Validator v = textCheck(
-        [](const std::string& s) { return isDigits(s[0] == '-' || s[0] == '+' ? s.substr(1) : s); },
-        "an integer", "INT");
-    return v;
-}
-
-const CLI::Validator& nonNegativeText() {
-    static const CLI::Validator v = textCheck([](const std::string& s) { return isDigits(s); },
-                                              "a non-negative integer", "UINT");
-    return v;
-}
-
-const CLI::Validator& numberText() {
-    static const CLI::Validator v = textCheck(
-        [](const std::string& s) {
-            double x = 0;
-            auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
-            return ec == std::errc() && end == s.data() + s.size() && std::isfinite(x);
-        },
-        "a number", "NUM");
-    return v;
+void useReadableHelp(CLI::App& app) {
+    app.formatter(std::make_shared<ReadableHelp>());
 }
 
 void addSamplingOptions(CLI::App& cmd, SamplingOptions& o) {
     cmd.add_option("--temp", o.temperature, "Temperature, 0..100 (0 = greedy)")
+        ->type_name("T")
         ->check(numberText());
     cmd.add_option("--top-k", o.topK, "Keep the K most likely tokens (0 = off)")
-        ->check(integerText());
-    cmd.add_option("--top-p", o.topP, "Nucleus sampling, (0, 1] (1 = off)")->check(numberText());
+        ->type_name("K")
+        ->check(integerIn(0, std::numeric_limits<int>::max()));
+    cmd.add_option("--top-p", o.topP, "Nucleus sampling, (0, 1] (1 = off)")
+        ->type_name("P")
+        ->check(numberText());
     cmd.add_option("--min-p", o.minP, "Drop tokens below P x the top probability, [0, 1)")
+        ->type_name("P")
         ->check(numberText());
     cmd.add_option("--repeat-penalty", o.repeatPenalty, "Repetition penalty, (0, 10] (1 = off)")
+        ->type_name("R")
         ->check(numberText());
     cmd.add_option("--repeat-last-n", o.repeatLastN, "Tokens of history the penalty looks at")
-        ->check(integerText());
+        ->type_name("N")
+        ->check(integerIn(0, std::numeric_limits<int>::max()));
     cmd.add_option("-s,--seed", o.seed, "Random seed, >= 0 (default: random, printed on stderr)")
-        ->check(nonNegativeText());
+        ->type_name("S")
+        ->check(unsignedIn(0, std::numeric_limits<uint64_t>::max()));
 }
 
 std::string withFlagNames(std::string msg) {
@@ -273,7 +329,7 @@ std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode) {
             fmt::print(stderr, "coli: interrupted while loading {}\n", o.dir);
         } else {
             exitCode = kExitModel;
-            printError(fmt::format("cannot load model {}: {}", o.dir, lm.status().toString()));
+            printError(fmt::format("cannot load model {}: {}", o.dir, lm.status().message()));
         }
         return nullptr;
     }
@@ -285,7 +341,7 @@ std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode) {
             budget = *o.ramBudget;
         } else {
             Result<uint64_t> avail = memAvailableBytes();
-            if (!avail) printWarning(avail.status().toString() + "; using the minimum budget");
+            if (!avail) printWarning(avail.status().message() + "; using the minimum budget");
             budget = avail ? defaultExpertBudget(*cache, *avail) : 0;
         }
         if (Status st = cache->setBudget(budget); !st.isOk()) {

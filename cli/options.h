@@ -47,11 +47,27 @@ void addPlacementOptions(CLI::App& cmd, ModelOptions& o);
 // Parses a --quantise value into *out; returns "" or what is wrong ("unknown class 'x'", ...).
 std::string parseQuantise(const std::string& text, WeightQuantisation* out);
 
-// Checks an option's text before CLI11 converts it, so that a bad value gets a plain message:
-// "--max-tokens: 'abc' is not an integer". Attach first, before any Range check.
-const CLI::Validator& integerText();     // optional sign and digits
-const CLI::Validator& nonNegativeText(); // digits only (e.g. --seed: "-1" would wrap to 2^64-1)
-const CLI::Validator& numberText();      // a finite decimal number
+// Check an option's text before CLI11 converts it (core/number_text.h), so that a bad value gets
+// a plain message naming the flag and is never wrapped or saturated by the conversion:
+// "--max-tokens: 'abc' is not an integer", "--seed: 18446744073709551616 is out of range (0 to
+// 18446744073709551615)". Use one per numeric option, with the range its type can hold at most.
+// They have no description, so --help shows only the option's value name.
+CLI::Validator integerIn(int64_t lo, int64_t hi);
+CLI::Validator unsignedIn(uint64_t lo, uint64_t hi);
+CLI::Validator numberIn(double lo, double hi); // a finite decimal number in [lo, hi]
+const CLI::Validator& numberText();            // any finite decimal number (checked later)
+// Refuses an empty path ("--usage-db: the path is empty"), which would otherwise read as the
+// option left out; hint (may be "") follows in parentheses, e.g. "leave the option out for the
+// default database".
+CLI::Validator nonEmptyPath(const std::string& hint = "");
+// A transform: a byte count with an optional unit (parseByteSize: 2GiB, 512MiB, 1500000) -> the
+// number of bytes as digits, for an integer option.
+CLI::Validator byteSize();
+
+// --help for people: an option shows its value name (set with ->type_name("N"), "PATH", ...)
+// and nothing of CLI11's annotations (validator descriptions such as "in [0 - 4096]").
+// Call on the root App before adding subcommands (they copy its formatter).
+void useReadableHelp(CLI::App& app);
 void addSamplingOptions(CLI::App& cmd, SamplingOptions& o);
 
 // The sampler's messages name its fields ("topP must be in (0, 1] (got 2)"); this names the flag

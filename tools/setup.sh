@@ -87,14 +87,14 @@ cmd_test() {
     configure_and_build "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCOLI_BUILD_APP=ON --
     log "running the test suite (Release)"
     local rc=0
-    (cd "$BUILD" && ctest --output-on-failure -j "$JOBS" --timeout 900) || rc=$?
+    (cd "$BUILD" && ctest --output-on-failure -j "$JOBS" -LE soak --timeout 900) || rc=$?
     if [ "${COLI_SKIP_ASAN:-0}" != 1 ]; then
         # The Qt-free libraries' tests again under AddressSanitizer + UBSan.
         configure_and_build "$ASAN_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLI_BUILD_APP=OFF -DCOLI_BUILD_BENCH=OFF \
             -DCOLI_SANITIZE=ON -DCOLI_FIXTURE_DIR="$BUILD/fixtures" --
         log "running the fast tests under ASan/UBSan"
         (cd "$ASAN_BUILD" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
-            UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j "$JOBS" -L fast --timeout 900) || rc=$?
+            UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j "$JOBS" -L fast -LE soak --timeout 900) || rc=$?
     fi
     if [ "${COLI_SKIP_TSAN:-0}" != 1 ]; then
         # The concurrency tests (label tsan) under ThreadSanitizer; only their targets are built.
@@ -102,7 +102,7 @@ cmd_test() {
             -DCOLI_OPENMP=OFF -DCOLI_TSAN=ON -DCOLI_FIXTURE_DIR="$BUILD/fixtures" -- coli_tsan_tests
         log "running the concurrency tests under ThreadSanitizer"
         (cd "$TSAN_BUILD" && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-            ctest --output-on-failure -j "$JOBS" -L tsan --timeout 900) || rc=$?
+            ctest --output-on-failure -j "$JOBS" -L tsan -LE soak --timeout 900) || rc=$?
     fi
     log "test command finished in $((SECONDS - start)) s with status $rc"
     return $rc

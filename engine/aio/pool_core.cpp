@@ -1,5 +1,7 @@
 #include "aio/pool_core.h"
 
+#include "core/regular_file.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -18,19 +20,9 @@ PoolCore::~PoolCore() {
 Result<int> PoolCore::openFile(const std::string& path) {
     auto file = std::make_unique<OpenedFile>();
     file->path = path;
-    file->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (file->fd < 0) {
-        const int e = errno;
-        return Status(e == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
-                      path + ": cannot open: " + std::strerror(e));
-    }
-    struct stat st {};
-    if (::fstat(file->fd, &st) != 0) {
-        const int e = errno;
-        ::close(file->fd);
-        return Status(ErrorCode::Io, path + ": cannot stat: " + std::strerror(e));
-    }
-    file->size = uint64_t(st.st_size);
+    Result<int> fd = openRegularFile(path, &file->size); // never blocks on a named pipe
+    if (!fd) return fd.status();
+    file->fd = fd.value();
     // Whole-expert reads need no readahead: it would read past the blob (more disk bytes per
     // expert) and leave the neighbours' pages cached, which DONTNEED of the range read misses.
     (void)::posix_fadvise(file->fd, 0, 0, POSIX_FADV_RANDOM);

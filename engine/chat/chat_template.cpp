@@ -71,13 +71,12 @@ Result<std::unique_ptr<ChatTemplate>> ChatTemplate::fromTokenizerConfig(const st
         // transformers >= 4.43 may save the template beside the config instead.
         std::filesystem::path side =
             std::filesystem::path(path).parent_path() / "chat_template.jinja";
-        std::error_code ec;
-        if (!std::filesystem::exists(side, ec))
+        auto sideText = readOptionalFile(side.string());
+        if (!sideText) return sideText.status();
+        if (!sideText.value())
             return Status(ErrorCode::NotFound,
                           path + ": no 'chat_template' key (and no chat_template.jinja beside it)");
-        Result<std::string> sideText = readTextFile(side.string());
-        if (!sideText) return sideText.status();
-        templ = std::move(sideText.value());
+        templ = std::move(*sideText.value());
         source = side.string();
     } else if (it->is_string()) {
         templ = it->get<std::string>();

@@ -1,5 +1,6 @@
 #include "convert/container_weights.h"
 
+#include "core/regular_file.h"
 #include "io/dtype.h"
 #include "io/file_io.h"
 #include "model/weight_plan.h"
@@ -109,10 +110,9 @@ public:
                 const std::string& what) {
         auto it = m_fds.find(file);
         if (it == m_fds.end()) {
-            const int fd = ::open(path(file).c_str(), O_RDONLY | O_CLOEXEC);
-            if (fd < 0)
-                return {ErrorCode::Io, path(file) + ": cannot open: " + std::strerror(errno)};
-            it = m_fds.emplace(file, fd).first;
+            Result<int> fd = openRegularFile(path(file));
+            if (!fd) return fd.status();
+            it = m_fds.emplace(file, fd.value()).first;
         }
         return io_detail::preadAll(it->second, offset, n, dst, path(file) + " (" + what + ")");
     }

@@ -3,6 +3,7 @@
 #include "convert/sha256.h"
 #include "convert/source_reader.h"
 #include "core/file_text.h"
+#include "core/regular_file.h"
 #include "core/strings.h"
 #include "io/safetensors.h"
 #include "model/config.h"
@@ -142,6 +143,7 @@ private:
 
     Status checkPaths() {
         std::error_code ec;
+        COLI_RETURN_IF_ERROR(symbolicLinkProblem(m_srcArg));
         if (!fs::is_directory(m_srcArg, ec))
             return {ErrorCode::NotFound, m_srcArg + ": not a directory (expected a checkpoint)"};
         m_src = fs::canonical(m_srcArg, ec).string();
@@ -230,10 +232,10 @@ private:
     // with these options; fills m_finished and the source hashes.
     bool loadState() {
         auto text = readOptionalFile(statePath());
-        if (!text || text.value().empty()) return false;
+        if (!text || !text.value() || text.value()->empty()) return false;
         json j;
         try {
-            j = json::parse(text.value());
+            j = json::parse(*text.value());
             if (j.value("fingerprint", json()) != fingerprint()) return false;
             for (auto& [file, sha] : j.at("finished").items())
                 m_finished[file] = sha.get<std::string>();
@@ -413,9 +415,9 @@ private:
 
     std::string modelId() const {
         auto text = readOptionalFile((fs::path(m_src) / "config.json").string());
-        if (text) {
+        if (text && text.value()) {
             try {
-                const json j = json::parse(text.value());
+                const json j = json::parse(*text.value());
                 if (j.contains("_name_or_path") && j["_name_or_path"].is_string() &&
                     !j["_name_or_path"].get<std::string>().empty())
                     return j["_name_or_path"].get<std::string>();

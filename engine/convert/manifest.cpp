@@ -302,8 +302,10 @@ Result<Container> parseManifest(const std::string& text, const std::string& src)
 }
 
 bool isContainerDir(const std::string& dir) {
+    // Any entry of that name: a named pipe or broken link there is then refused by name when
+    // opened, not taken for a Hugging Face checkpoint.
     std::error_code ec;
-    return fs::is_regular_file(fs::path(dir) / kManifestName, ec);
+    return fs::exists(fs::symlink_status(fs::path(dir) / kManifestName, ec));
 }
 
 Result<Container> openContainer(const std::string& dir) {

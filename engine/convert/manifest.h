@@ -79,7 +79,8 @@ std::string manifestToJson(const Container& c);
 // Unsupported (a newer format_version).
 Result<Container> parseManifest(const std::string& text, const std::string& sourceName);
 
-// True when `dir` holds a colibri.json (a container, not a Hugging Face checkpoint).
+// True when `dir` holds an entry named colibri.json (a container, not a Hugging Face checkpoint),
+// of any type: openContainer refuses one that is not a regular file, naming it.
 bool isContainerDir(const std::string& dir);
 // Reads <dir>/colibri.json (parseManifest), then checks that every shard exists with the size the
 // manifest gives (no hashing: cheap enough for every start). Errors: NotFound (no manifest, a

@@ -1,5 +1,7 @@
 #include "convert/sha256.h"
 
+#include "core/regular_file.h"
+
 #include <openssl/evp.h>
 
 #include <cerrno>
@@ -41,12 +43,9 @@ std::string Sha256::finishHex() {
 }
 
 Result<std::string> sha256File(const std::string& path, void (*onBytes)(void*, size_t), void* ctx) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        const int err = errno;
-        return {err == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
-                path + ": cannot open: " + std::strerror(err)};
-    }
+    Result<int> opened = openRegularFile(path);
+    if (!opened) return opened.status();
+    const int fd = opened.value();
     Sha256 h;
     std::vector<unsigned char> buf(size_t(4) << 20);
     for (;;) {

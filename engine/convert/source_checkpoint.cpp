@@ -1,6 +1,7 @@
 #include "convert/source_checkpoint.h"
 
 #include "core/file_text.h"
+#include "core/regular_file.h"
 #include "io/dtype.h"
 #include "io/file_io.h"
 
@@ -121,15 +122,12 @@ Result<std::unique_ptr<SourceCheckpoint>> SourceCheckpoint::open(const std::stri
 }
 
 Status SourceCheckpoint::parseShard(const std::string& path, int shard) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return {errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
-                path + ": cannot open: " + std::strerror(errno)};
+    uint64_t size = 0;
+    Result<int> opened = openRegularFile(path, &size);
+    if (!opened) return opened.status();
+    const int fd = opened.value();
     m_fds.push_back(fd);
     m_paths.push_back(path);
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) return {ErrorCode::Io, path + ": fstat failed"};
-    const uint64_t size = uint64_t(st.st_size);
     unsigned char len[8];
     if (size < 8) return {ErrorCode::Malformed, path + ": shorter than 8 bytes"};
     COLI_RETURN_IF_ERROR(io_detail::preadAll(fd, 0, 8, len, path));

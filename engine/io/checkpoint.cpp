@@ -1,3 +1,5 @@
+#include "core/file_text.h"
+#include "core/regular_file.h"
 #include "io/dtype.h"
 #include "io/file_io.h"
 #include "io/safetensors.h"
@@ -24,27 +26,11 @@ using nlohmann::json;
 constexpr const char* kIndexName = "model.safetensors.index.json";
 constexpr uint64_t kMaxIndexBytes = uint64_t(100) << 20;
 
-// Reads a whole (small) text file with pread. Errors: NotFound, Io, Malformed (too large).
-Status readSmallFile(const std::string& path, std::string& out) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        const int err = errno;
-        return {err == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
-                path + ": cannot open: " + std::strerror(err)};
-    }
+// No directory entry of that name at all (a dangling symbolic link or a loop is an entry: opening
+// it names the problem).
+bool absent(const fs::path& p) {
     struct stat st {};
-    Status s;
-    if (::fstat(fd, &st) != 0) {
-        s = Status(ErrorCode::Io, path + ": fstat: " + std::strerror(errno));
-    } else if (uint64_t(st.st_size) > kMaxIndexBytes) {
-        s = Status(ErrorCode::Malformed, path + ": " + std::to_string(st.st_size) +
-                                             " bytes is absurdly large for an index");
-    } else {
-        out.assign(size_t(st.st_size), '\0');
-        s = io_detail::preadAll(fd, 0, uint64_t(st.st_size), out.data(), path);
-    }
-    ::close(fd);
-    return s;
+    return ::lstat(p.c_str(), &st) != 0 && errno == ENOENT;
 }
 
 // A shard name from the index must stay inside the checkpoint directory.
@@ -62,6 +48,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
     std::unique_ptr<Checkpoint> ck(new Checkpoint());
     ck->m_dir = dir;
     std::error_code ec;
+    COLI_RETURN_IF_ERROR(symbolicLinkProblem(dir));
     if (!fs::is_directory(dir, ec)) {
         return {ErrorCode::NotFound, dir + ": not a directory (expected a checkpoint folder)"};
     }
@@ -69,12 +56,12 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
     const std::string indexPath = (fs::path(dir) / kIndexName).string();
     std::vector<std::string> shardNames;
     std::map<std::string, std::string> weightMap; // tensor -> shard file name (index only)
-    if (fs::exists(indexPath, ec)) {
-        std::string text;
-        COLI_RETURN_IF_ERROR(readSmallFile(indexPath, text));
+    if (!absent(indexPath)) {
+        auto text = readTextFile(indexPath, kMaxIndexBytes);
+        if (!text) return text.status();
         json root;
         try {
-            root = json::parse(text);
+            root = json::parse(text.value());
         } catch (const json::exception& e) {
             return {ErrorCode::Malformed, indexPath + ": not valid JSON: " + e.what()};
         }
@@ -102,7 +89,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
         // here, naming what is missing, not midway through loading.
         for (const std::string& s : shardNames) {
             const fs::path p = fs::path(dir) / s;
-            if (!fs::exists(p, ec)) {
+            if (absent(p)) {
                 std::string firstTensor;
                 for (const auto& [t, sh] : weightMap) {
                     if (sh == s) {
@@ -116,8 +103,11 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
             }
         }
     } else {
+        // Every *.safetensors entry but a folder: a named pipe, device or broken link of that
+        // name is refused by name when opened, not skipped in silence.
         for (const auto& e : fs::directory_iterator(dir, ec)) {
-            if (e.path().extension() == ".safetensors" && e.is_regular_file(ec))
+            std::error_code typeEc;
+            if (e.path().extension() == ".safetensors" && !e.is_directory(typeEc))
                 shardNames.push_back(e.path().filename().string());
         }
         if (ec) return {ErrorCode::Io, dir + ": cannot list directory: " + ec.message()};

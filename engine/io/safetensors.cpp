@@ -1,5 +1,6 @@
 #include "io/safetensors.h"
 
+#include "core/regular_file.h"
 #include "io/file_io.h"
 
 #include <nlohmann/json.hpp>
@@ -165,16 +166,10 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
     f->m_path = path;
     const std::string& P = path;
 
-    f->m_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (f->m_fd < 0) {
-        const int err = errno;
-        return {err == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
-                P + ": cannot open: " + std::strerror(err)};
-    }
-    struct stat st {};
-    if (::fstat(f->m_fd, &st) != 0) return {ErrorCode::Io, P + ": fstat: " + std::strerror(errno)};
-    if (!S_ISREG(st.st_mode)) return {ErrorCode::Malformed, P + ": not a regular file"};
-    f->m_fileSize = uint64_t(st.st_size);
+    // A named pipe in a shard's place would block open() itself: refused by name instead.
+    Result<int> fd = openRegularFile(path, &f->m_fileSize);
+    if (!fd) return fd.status();
+    f->m_fd = fd.value();
     const uint64_t fileSize = f->m_fileSize;
 
     // --- header length ---

@@ -177,7 +177,7 @@ Result<GenerationConfig> loadGenerationConfig(const std::string& dir) {
     if (!g) return g.status();
     auto c = readOptionalFile(cfgPath);
     if (!c) return c.status();
-    return parseGenerationConfig(g.value(), c.value(), genPath);
+    return parseGenerationConfig(g.value().value_or(""), c.value().value_or(""), genPath);
 }
 
 } // namespace coli

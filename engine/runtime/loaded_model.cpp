@@ -1,4 +1,5 @@
 #include "core/file_text.h"
+#include "core/regular_file.h"
 #include "runtime/session.h"
 
 #include <nlohmann/json.hpp>
@@ -45,6 +46,7 @@ struct LoadedModel::Impl {
     std::unique_ptr<Tokenizer> tokenizer;
     std::unique_ptr<ChatTemplate> chatTemplate;
     Status templateStatus; // why chatTemplate is null
+    std::vector<std::string> warnings;
     GenerationConfig generation;
 };
 
@@ -59,6 +61,7 @@ Result<std::unique_ptr<LoadedModel>> LoadedModel::load(const std::string& dir,
         if (progress) progress(LoadProgress{stage, fraction});
     };
     std::error_code ec;
+    COLI_RETURN_IF_ERROR(symbolicLinkProblem(dir));
     if (!std::filesystem::exists(dir, ec))
         return Status(ErrorCode::NotFound, dir + ": no such model directory");
     if (!std::filesystem::is_directory(dir, ec))
@@ -90,25 +93,36 @@ Result<std::unique_ptr<LoadedModel>> LoadedModel::load(const std::string& dir,
 
     report("chat template", 0.96);
     const std::string tcPath = dir + "/tokenizer_config.json";
-    auto tcText = readOptionalFile(tcPath);
-    if (!tcText) return tcText.status();
-    if (tcText.value().empty()) {
+    auto tcFile = readOptionalFile(tcPath);
+    if (!tcFile) return tcFile.status();
+    const std::string tcText = tcFile.value().value_or("");
+    if (!tcFile.value()) {
         d.templateStatus =
             Status(ErrorCode::NotFound, tcPath + ": file not found (no chat template)");
+    } else if (tcText.find_first_not_of(" \t\r\n") == std::string::npos) {
+        // Not "not found": the file is there, and the user should look at it.
+        d.templateStatus = Status(ErrorCode::Malformed, tcPath + ": the file is empty");
+        d.warnings.push_back(d.templateStatus.message() + " (no chat template)");
     } else {
         auto ct = ChatTemplate::fromTokenizerConfig(tcPath);
-        if (ct)
+        if (ct) {
             d.chatTemplate = std::move(ct.value());
-        else
+        } else {
             d.templateStatus = nameFile(ct.status(), tcPath);
+            // A checkpoint without a template is normal (a base model); a broken one is worth
+            // saying at load, not only when a chat is attempted.
+            if (d.templateStatus.code() != ErrorCode::NotFound)
+                d.warnings.push_back(d.templateStatus.message() + " (no chat template)");
+        }
     }
 
     auto gen = loadGenerationConfig(dir);
     if (!gen) return gen.status();
     d.generation = std::move(gen.value());
-    if (d.generation.eosIds.empty() && !tcText.value().empty()) {
+    d.warnings.insert(d.warnings.end(), d.generation.warnings.begin(), d.generation.warnings.end());
+    if (d.generation.eosIds.empty() && !tcText.empty()) {
         // Last resort: the tokenizer's declared eos token.
-        const std::string eos = eosTokenText(tcText.value());
+        const std::string eos = eosTokenText(tcText);
         if (!eos.empty())
             if (auto id = d.tokenizer->tokenId(eos)) d.generation.eosIds.push_back(*id);
     }
@@ -138,7 +152,7 @@ const GenerationConfig& LoadedModel::generationConfig() const {
     return m_impl->generation;
 }
 const std::vector<std::string>& LoadedModel::warnings() const {
-    return m_impl->generation.warnings;
+    return m_impl->warnings;
 }
 
 Result<std::string> LoadedModel::renderChat(const std::vector<ChatMessage>& messages,

@@ -30,8 +30,9 @@ namespace coli {
 class LoadedModel {
 public:
     // Loads config.json + weights (Model::load), tokenizer.json, tokenizer_config.json (chat
-    // template, optional: its absence or a template we cannot parse is reported only when
-    // renderChat is called) and generation_config.json (optional).
+    // template, optional: a template we cannot load is a warning (warnings()) and renderChat's
+    // error, not a load error) and generation_config.json (optional). Every file must be a
+    // regular file (a named pipe in its place is refused, never waited on; core/file_text.h).
     // progress: stages "config" (0), the model's weight stages (scaled into [0.02, 0.92]),
     // "tokenizer" (0.92), "chat template" (0.96), "ready" (1.0); called on the calling thread.
     // Errors: as Model::load and Tokenizer::fromFile, each naming the file; Malformed for a bad
@@ -45,8 +46,10 @@ public:
     const Tokenizer& tokenizer() const;
     const ChatTemplate* chatTemplate() const; // nullptr when none could be loaded
     const GenerationConfig& generationConfig() const;
-    // Problems that did not stop the load, one message each naming the file and key (today:
-    // generation_config.json sampling keys that were ignored). Show them to the user.
+    // Problems that did not stop the load, one message each naming the file and key: a
+    // tokenizer_config.json that is empty or whose chat template cannot be loaded (not its
+    // absence, nor a config without a template), generation_config.json sampling keys that were
+    // ignored. Show them to the user.
     const std::vector<std::string>& warnings() const;
     // Renders a conversation with the model's chat template (text, to be encoded with
     // addSpecial = false, as transformers' apply_chat_template does), within the default render

@@ -148,9 +148,12 @@ struct ExpertCache::Impl {
         return victim;
     }
 
+    // What a read needs, taken under the lock: submit() runs without it, while another thread may
+    // change the slot table (reads of `slots` there would race with takeSlot and trim).
     struct Load {
         int slot;
         ExpertId id;
+        uint8_t* mem; // the slot's memory: stays mapped while the slot is loading
     };
     void markLoading(int s, ExpertId id, bool prefetched, std::vector<Load>& out) {
         Slot& sl = slots[size_t(s)];
@@ -163,7 +166,7 @@ struct ExpertCache::Impl {
         slotOf[key(id)] = s;
         ++loading;
         ++counters.readsIssued;
-        out.push_back({s, id});
+        out.push_back({s, id, sl.mem});
         // A prefetch or pin of an expert the open layer still waits for is that layer's read:
         // protect it now, or the layer's own reads could evict it before it is used.
         if (id.layer == openLayer)
@@ -253,11 +256,11 @@ struct ExpertCache::Impl {
         cv.notify_all();
     }
 
-    // Submits reads outside the lock (the pool has its own).
+    // Submits reads outside the lock (the pool has its own). Touches nothing of the slot table:
+    // a loading slot is neither freed nor reused, so l.mem stays valid until onLoaded.
     void submit(const std::vector<Load>& loads) {
         for (const Load& l : loads)
-            source->load(l.id, slots[size_t(l.slot)].mem,
-                         [this, l](const Status& st) { onLoaded(l.slot, l.id, st); });
+            source->load(l.id, l.mem, [this, l](const Status& st) { onLoaded(l.slot, l.id, st); });
     }
 };
 
@@ -283,6 +286,9 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::unique_ptr<aio::Io
     m.pinned.assign(m.slotOf.size(), 0);
     m.routedBits.assign(size_t(cfg.nLayers), std::vector<uint64_t>(size_t(cfg.nExperts + 63) / 64));
     m.predicted.assign(size_t(cfg.nLayers), {});
+    // The slot table never grows past every expert + the working set (setBudget's cap): reserve it
+    // so a Slot& taken under the lock is never moved by takeSlot's emplace_back.
+    m.slots.reserve(m.slotOf.size() + size_t(m.working));
     COLI_RETURN_IF_ERROR(c->setBudget(options.budgetBytes));
     return c;
 }
@@ -544,6 +550,8 @@ void ExpertCache::setPins(const std::vector<ExpertId>& hottestFirst) {
             if (s < 0) break;
             m->markLoading(s, id, false, loads);
         }
+        // Unpinned slots are evictable now: slots held over the budget by their pins go at once.
+        m->trim();
     }
     m->submit(loads);
 }
@@ -586,6 +594,7 @@ int ExpertCache::rebalancePins() {
                 if (s >= 0) m->markLoading(s, cand, false, loads);
             }
         }
+        m->trim(); // an unpinned slot may be over the budget (see setPins)
     }
     m->submit(loads);
     return changes;

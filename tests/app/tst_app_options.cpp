@@ -18,6 +18,8 @@ private slots:
     void defaults();
     void modelAndSampling();
     void usageErrors();
+    void outOfRangeNumbers_data();
+    void outOfRangeNumbers();
     void modelDirPrecedence();
     void installedShippedModelIsTheDefault();
     void folderChoiceIsRemembered();
@@ -85,6 +87,45 @@ void TstAppOptions::usageErrors() {
     QVERIFY(parse({"-n", "0"}).error.contains("--max-tokens"));
     QVERIFY(parse({"--seed", "-3"}).error.contains("--seed"));
     QVERIFY(parse({"a", "b"}).error.contains("unexpected"));
+}
+
+// Every numeric flag: a value its type cannot hold, or outside the flag's range, is refused by
+// name with the range, as `coli` does (core/number_text.h); nothing wraps or saturates.
+void TstAppOptions::outOfRangeNumbers_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("error");
+    const QString u64max = QStringLiteral("18446744073709551615");
+    QTest::newRow("seed 2^64") << QStringList{"--seed", "18446744073709551616"}
+                               << "--seed: 18446744073709551616 is out of range (0 to " + u64max +
+                                      ")";
+    QTest::newRow("seed huge") << QStringList{"--seed", QString(40, '9')}
+                               << "--seed: " + QString(40, '9') + " is out of range (0 to " +
+                                      u64max + ")";
+    QTest::newRow("seed negative")
+        << QStringList{"--seed", "-1"} << "--seed: -1 is out of range (0 to " + u64max + ")";
+    QTest::newRow("threads huge") << QStringList{"--threads", "99999999999"}
+                                  << QStringLiteral(
+                                         "--threads: 99999999999 is out of range (0 to 4096)");
+    QTest::newRow("threads negative")
+        << QStringList{"--threads", "-1"}
+        << QStringLiteral("--threads: -1 is out of range (0 to 4096)");
+    QTest::newRow("max-tokens beyond int")
+        << QStringList{"-n", "3000000000"}
+        << QStringLiteral("--max-tokens: 3000000000 is out of range (1 to 100000000)");
+    QTest::newRow("top-k beyond int")
+        << QStringList{"--top-k", "99999999999"}
+        << QStringLiteral("--top-k: 99999999999 is out of range (0 to 2147483647)");
+    QTest::newRow("temp beyond double")
+        << QStringList{"--temp", "1e400"} << QStringLiteral("--temp: 1e400 is out of range");
+    QTest::newRow("top-p not a number")
+        << QStringList{"--top-p", "0.5x"} << QStringLiteral("--top-p: '0.5x' is not a number");
+}
+
+void TstAppOptions::outOfRangeNumbers() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, error);
+    const AppOptions o = parse(args);
+    QVERIFY2(o.error.startsWith(error), qPrintable(o.error));
 }
 
 void TstAppOptions::modelDirPrecedence() {

@@ -2,6 +2,7 @@
 #include "app_options.h"
 #include "app_window.h"
 #include "engine_controller.h"
+#include "startup/omp_defaults.h"
 
 #include <QApplication>
 #include <QQmlApplicationEngine>
@@ -35,6 +36,7 @@ extern "C" void onQuitSignal(int) {
 } // namespace
 
 int main(int argc, char* argv[]) {
+    coli::startup::applyOmpDefaults(argv); // before OpenMP starts (omp_defaults.h)
     QStringList args;
     for (int i = 0; i < argc; ++i)
         args << QString::fromLocal8Bit(argv[i]);

@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "exit_codes.h"
 #include "generation_output.h"
+#include "line_editor.h"
 #include "line_reader.h"
 #include "options.h"
 #include "runtime/context_fit.h"
@@ -26,7 +27,17 @@ struct ChatOptions {
     CLI::Option* systemFlag = nullptr; // given, even as "": the conversation has a system message
     int maxNewTokens = 1024;
     bool ignoreEos = false;
+    bool noHistory = false;
 };
+
+// What `/help` prints (to stderr, like the other notices; stdout carries only answers).
+constexpr const char* kChatCommandsHelp =
+    "commands:\n"
+    "  /help          this list\n"
+    "  /reset         start a new conversation (forgets the messages and the cache)\n"
+    "  /quit, /exit   leave (as Ctrl+D does)\n"
+    "keys: Ctrl+C stops an answer; Ctrl+C or Ctrl+D at the prompt quits; on a terminal, Up and "
+    "Down recall earlier lines\n";
 
 void printPrompt(bool interactive) {
     if (!interactive) return;
@@ -58,7 +69,7 @@ int runChat(const ChatOptions& o) {
     fmt::print(stderr, "sampling: {}\n", describeSampling(params->sampler));
     if (interactive)
         fmt::print(stderr,
-                   "chat with {}. /reset starts over; Ctrl+C stops an answer; "
+                   "chat with {}. /help lists the commands; Ctrl+C stops an answer; "
                    "Ctrl+C or Ctrl+D at the prompt quits.\n",
                    lm->dir());
     const bool hasSystem = o.systemFlag && o.systemFlag->count() > 0;
@@ -75,13 +86,17 @@ int runChat(const ChatOptions& o) {
     };
     startConversation();
 
+    // Line editing and history on a terminal; piped input is read as plain lines.
+    std::unique_ptr<LineEditor> editor;
+    if (interactive && isatty(STDOUT_FILENO))
+        editor = LineEditor::open(o.noHistory ? std::string() : defaultChatHistoryPath());
     LineReader reader(STDIN_FILENO);
     PieceWriter writer;
     std::string line;
     for (;;) {
         clearInterrupt();
-        printPrompt(interactive);
-        const auto got = reader.next(line);
+        if (!editor) printPrompt(interactive);
+        const auto got = editor ? editor->next(line) : reader.next(line);
         if (got != LineReader::Result::Line) {
             if (interactive) std::fputs("\n", stdout);
             return kExitOk; // EOF or Ctrl+C at the prompt: a normal way to leave
@@ -92,6 +107,10 @@ int runChat(const ChatOptions& o) {
             continue;
         }
         if (line == "/quit" || line == "/exit") return kExitOk;
+        if (line == "/help") {
+            std::fputs(kChatCommandsHelp, stderr);
+            continue;
+        }
         if (line.empty()) continue;
 
         messages.push_back({"user", line});
@@ -111,6 +130,8 @@ int runChat(const ChatOptions& o) {
             fmt::print(stderr, "[{} older message{} left out to fit the {}-token context]\n",
                        dropped, dropped == 1 ? "" : "s", fitted.value().contextTokens);
         const auto& ids = fitted.value().ids;
+        // Until the next prompt: Ctrl+C stops the answer without a "^C" inside its text.
+        const QuietControlEcho quiet;
         writer.clear();
         auto r = session.generate(ids, *params, std::ref(writer), &interruptFlag());
         std::fputs("\n", stdout);
@@ -138,9 +159,11 @@ Command addChatCommand(CLI::App& root) {
     auto o = std::make_shared<ChatOptions>();
     CLI::App* cmd = root.add_subcommand(
         "chat", "Interactive multi-turn chat with the model's template (reads lines from stdin)");
-    cmd->footer(std::string("Type a message and Enter. /reset starts a new conversation, /quit "
-                            "leaves. Ctrl+C stops the answer; Ctrl+C or EOF at the prompt exits "
-                            "with 0.\n") +
+    cmd->footer(std::string("Type a message and Enter. /help lists the commands, /reset starts a "
+                            "new conversation, /quit leaves. Ctrl+C stops the answer; Ctrl+C or "
+                            "EOF at the prompt exits with 0. On a terminal, lines can be edited "
+                            "and Up/Down recall earlier ones (kept in "
+                            "$XDG_STATE_HOME/colibri/chat_history).\n") +
                 kExitCodesHelp);
     addModelOptions(*cmd, o->model);
     addPlacementOptions(*cmd, o->model);
@@ -152,6 +175,8 @@ Command addChatCommand(CLI::App& root) {
         ->type_name("N")
         ->check(integerIn(1, 100000000));
     cmd->add_flag("--ignore-eos", o->ignoreEos, "Keep generating past end-of-sequence tokens");
+    cmd->add_flag("--no-history", o->noHistory,
+                  "Keep the typed lines' history for this session only (no history file)");
     addSamplingOptions(*cmd, o->sampling);
     return {cmd, [o] { return runChat(*o); }};
 }

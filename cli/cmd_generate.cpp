@@ -122,8 +122,12 @@ int runGenerate(GenerateOptions o) {
     auto r = session.generate(ids, *params, std::ref(writer), &interruptFlag());
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!writer.endsWithNewline() && isatty(STDERR_FILENO) && isatty(STDOUT_FILENO))
-        fmt::print(stderr, "\n"); // keep the report off the text's last line on a terminal
+    // On a terminal the text ends its line, so the report (or the shell's prompt) starts on its
+    // own; into a pipe or file, stdout stays exactly the generated text.
+    if (!writer.endsWithNewline() && isatty(STDOUT_FILENO)) {
+        std::fputs("\n", stdout);
+        std::fflush(stdout);
+    }
     if (!r) {
         printError(fmt::format("generation failed: {}", r.status().message()));
         if (learning) learning->endTurn();

@@ -2,6 +2,7 @@
 #include "commands.h"
 #include "exit_codes.h"
 #include "options.h"
+#include "startup/omp_defaults.h"
 
 #include <fmt/core.h>
 
@@ -46,6 +47,7 @@ void printParseError(const CLI::App& root, const CLI::ParseError& e,
 } // namespace
 
 int main(int argc, char** argv) {
+    coli::startup::applyOmpDefaults(argv); // before OpenMP starts (omp_defaults.h)
     using namespace coli::cli;
     try {
         CLI::App app{"coli: run Mixture-of-Experts language models from Hugging Face checkpoints",

@@ -68,13 +68,14 @@ configure_and_build() { # dir, extra cmake args..., -- targets...
 }
 
 cmd_run() {
-    install_packages
-    configure_and_build "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCOLI_BUILD_APP=ON -- colibri coli
+    # Before installing or building (minutes): without a display the window could not open anyway.
     if [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ] && [ -z "${QT_QPA_PLATFORM:-}" ]; then
         die "no display found (DISPLAY and WAYLAND_DISPLAY are unset), so the window cannot open.
        Run this from a desktop session, or on a headless machine:  xvfb-run -a tools/setup.sh run
        The command-line tool works without a display:  $BUILD/cli/coli --help"
     fi
+    install_packages
+    configure_and_build "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCOLI_BUILD_APP=ON -- colibri coli
     log "launching $BUILD/bin/colibri"
     exec "$BUILD/bin/colibri" "${@}"
 }

@@ -7,9 +7,9 @@
 //   checkpoint: THREE reads per expert (gate, up, down; per-expert tensors or ranges of stacked
 //               ones) of the source dtype, widened to f32 in the slot after the reads complete.
 // Reads go through the aio::IoPool (buffered + posix_fadvise(DONTNEED), or O_DIRECT).
-// Thread-safety: load() may be called from any thread (the cache calls it without its lock, with the slot's
-// memory taken under it); the
-// `done` callback runs on a pool thread; view() is pure.
+// Thread-safety: load() may be called from any thread (the cache calls it without its lock,
+// with the slot's memory taken under it); the `done` callback runs on a pool thread; view() is
+// pure.
 #include "aio/io_pool.h"
 #include "core/status.h"
 #include "model/config.h"

@@ -145,7 +145,17 @@ void EngineWorker::doGenerate(const Command& c) {
     // post-processor specials, as transformers' apply_chat_template(tokenize=True) does); when
     // the conversation outgrows the context, the oldest exchanges are left out (rolling window)
     // with room kept for the answer.
-    auto fitted = fitChatToContext(*m_model, c.messages, c.params.maxNewTokens);
+    // Stop and closing the window set c.cancel, which also stops a slow template render.
+    auto fitted = fitChatToContext(*m_model, c.messages, c.params.maxNewTokens, c.cancel.get());
+    if (!fitted.isOk() && fitted.status().code() == ErrorCode::Cancelled) {
+        // As a generation stopped before its first token: not an error, the KV cache untouched.
+        snap.generating = false;
+        snap.elapsedSeconds = secondsSince(t0);
+        m_telemetry.publish(snap);
+        EngineEvent done = EngineEvent::make(EventKind::Finished, c.id, {});
+        done.stats.stopReason = StopReason::Cancelled;
+        return publish(std::move(done));
+    }
     if (!fitted.isOk()) return fail(fitted.status().message());
     const std::vector<int32_t>& ids = fitted.value().ids;
     if (const int dropped = fitted.value().droppedMessages; dropped > 0)

@@ -116,10 +116,14 @@ int runChat(const ChatOptions& o) {
         messages.push_back({"user", line});
         // Rolling window: when the conversation outgrows the context, the oldest exchanges are
         // left out of the prompt (room kept for -n tokens of answer).
-        auto fitted = fitChatToContext(*lm, messages, params->maxNewTokens);
+        // Ctrl+C stops a slow template render as it stops an answer: back to the prompt.
+        auto fitted = fitChatToContext(*lm, messages, params->maxNewTokens, &interruptFlag());
         if (!fitted) {
             messages.pop_back();
-            printError(fitted.status().message());
+            if (fitted.status().code() == ErrorCode::Cancelled)
+                fmt::print(stderr, "[interrupted while rendering the chat template]\n");
+            else
+                printError(fitted.status().message());
             continue;
         }
         if (const int dropped = fitted.value().droppedMessages; dropped > 0)

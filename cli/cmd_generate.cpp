@@ -69,7 +69,12 @@ int runGenerate(GenerateOptions o) {
         std::vector<ChatMessage> messages;
         if (hasSystem) messages.push_back({"system", o.system});
         messages.push_back({"user", o.prompt});
-        auto text = lm->renderChat(messages, /*addGenerationPrompt=*/true);
+        // Ctrl+C stops a slow template as it stops generation.
+        auto text = lm->renderChat(messages, /*addGenerationPrompt=*/true, &interruptFlag());
+        if (!text && text.status().code() == ErrorCode::Cancelled) {
+            fmt::print(stderr, "coli: interrupted while rendering the chat template\n");
+            return kExitInterrupted;
+        }
         if (!text) {
             printError(fmt::format("--chat: {}", text.status().message()));
             return kExitModel;

@@ -167,6 +167,14 @@ Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& message
 Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& messages,
                                          bool addGenerationPrompt,
                                          std::optional<bool> enableThinking) const {
+    return render(messages, addGenerationPrompt, enableThinking, nullptr);
+}
+
+Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& messages,
+                                         bool addGenerationPrompt,
+                                         std::optional<bool> enableThinking,
+                                         const std::atomic<bool>* cancel,
+                                         const RenderLimits& limits, RenderUsage* usage) const {
     using jinja::Value;
     jinja::ValueList list;
     for (const ChatMessage& m : messages) {
@@ -186,7 +194,7 @@ Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& message
         vars.push_back(kv);
     if (enableThinking) vars.emplace_back("enable_thinking", Value(*enableThinking));
     try {
-        return m_impl->tmpl->render(vars);
+        return m_impl->tmpl->render(vars, limits, cancel, usage);
     } catch (const jinja::JinjaError& err) {
         return toStatus(err, m_impl->sourceName);
     } catch (const std::bad_alloc&) {

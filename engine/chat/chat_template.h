@@ -8,8 +8,10 @@
 // A template that uses something outside the subset is a clear error naming the construct and the
 // file, never a silent fallback to another family's format.
 // Thread-safety: immutable after load; render() is const.
+#include "chat/render_budget.h"
 #include "core/status.h"
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +52,8 @@ public:
     //                     (e.g. "Conversation roles must alternate user/assistant/..."); an
     //                     undefined value used in an operation (e.g. an empty conversation where
     //                     the template reads messages[0].role);
+    //                     the render's memory or operation budget exceeded (default RenderLimits,
+    //                     chat/render_budget.h; the message names the limit);
     //   Malformed       - a type error while evaluating (str + int, iterating None...);
     //   Unsupported     - a function or Python method outside the supported subset.
     // Thread-safety: const; several threads may render with one ChatTemplate at once.
@@ -60,6 +64,13 @@ public:
     // unset the variable is undefined, as in transformers by default.
     Result<std::string> render(const std::vector<ChatMessage>& messages, bool addGenerationPrompt,
                                std::optional<bool> enableThinking) const;
+    // As above, interruptible and with explicit limits. cancel (may be null; may be set from any
+    // thread) is polled at every operation of the render: once it is true the render stops
+    // within microseconds with Cancelled. usage (may be null) receives what the render used,
+    // also when it failed.
+    Result<std::string> render(const std::vector<ChatMessage>& messages, bool addGenerationPrompt,
+                               std::optional<bool> enableThinking, const std::atomic<bool>* cancel,
+                               const RenderLimits& limits = {}, RenderUsage* usage = nullptr) const;
 
     // "" when the config has no such token (the template then sees it as undefined).
     const std::string& bosToken() const;

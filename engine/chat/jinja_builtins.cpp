@@ -1,5 +1,6 @@
 #include "chat/jinja_builtins.h"
 
+#include "chat/jinja_budget.h"
 #include "core/strings.h"
 
 #include <algorithm>
@@ -132,6 +133,8 @@ ValueList splitString(const std::string& s, const Value* sep, int64_t maxsplit) 
     return out;
 }
 
+// The result can be far larger than s (every match replaced by a long `to`): it is checked
+// against the render's budget as it grows, before it is allocated.
 std::string replaceString(const std::string& s, const std::string& from, const std::string& to,
                           int64_t count) {
     std::string out;
@@ -140,6 +143,7 @@ std::string replaceString(const std::string& s, const std::string& from, const s
         int64_t n = 0;
         for (char32_t c : cps) {
             if (count < 0 || n < count) {
+                checkBytes(stringCost(out.size() + to.size() + 4));
                 out += to;
                 ++n;
             }
@@ -153,7 +157,9 @@ std::string replaceString(const std::string& s, const std::string& from, const s
     while (count < 0 || n < count) {
         size_t f = s.find(from, pos);
         if (f == std::string::npos) break;
-        out += s.substr(pos, f - pos) + to;
+        checkBytes(stringCost(out.size() + (f - pos) + to.size()));
+        out.append(s, pos, f - pos);
+        out += to;
         pos = f + from.size();
         ++n;
     }
@@ -291,11 +297,14 @@ Value stringMethod(const std::string& s, const std::string& name) {
             std::string out;
             bool first = true;
             for (const Value& v : iterate(a.args[0])) {
+                const std::string& item = requireString(v, "join() item");
+                // The items may be one large string many times over: check before growing.
+                checkBytes(stringCost(out.size() + (first ? 0 : str.size()) + item.size()));
                 if (!first) out += str;
                 first = false;
-                out += requireString(v, "join() item");
+                out += item;
             }
-            return Value(out);
+            return Value(std::move(out));
         });
     }
     if (name == "removeprefix" || name == "removesuffix") {
@@ -478,6 +487,7 @@ ValueList iterate(const Value& v) {
     case Value::Kind::Undefined:
         return {};
     case Value::Kind::List:
+        chargeOps(v.asList().size());
         return v.isGenerator() ? v.consumeGenerator() : v.asList();
     case Value::Kind::String: {
         ValueList out;
@@ -533,6 +543,7 @@ bool contains(const Value& container, const Value& item) {
         if (container.isGenerator())
             fail(ErrorCode::Unsupported, "'in' on a generator (add '| list')");
         for (const Value& v : container.asList()) {
+            chargeOps();
             if (equals(v, item)) return true;
         }
         return false;
@@ -679,9 +690,11 @@ Value applyFilter(const std::string& name, const Value& input, const CallArgs& a
         if (auto v = a.get(1, "indent"); v && !v->isNone()) {
             if (v->isString())
                 opt.indent = v->asString();
-            else
-                opt.indent =
-                    std::string(size_t(std::max<int64_t>(0, requireInt(*v, "indent"))), ' ');
+            else {
+                const auto n = size_t(std::max<int64_t>(0, requireInt(*v, "indent")));
+                checkBytes(n);
+                opt.indent = std::string(n, ' ');
+            }
         }
         if (auto v = a.get(2, "separators"); v && !v->isNone()) {
             if (!v->isList() || v->asList().size() != 2)
@@ -717,11 +730,14 @@ Value applyFilter(const std::string& name, const Value& input, const CallArgs& a
         std::string out;
         bool first = true;
         for (const Value& v : iterate(input)) {
+            // The items may be one large string many times over: check before growing.
+            if (v.isString()) checkBytes(stringCost(out.size() + sep.size() + v.asString().size()));
             if (!first) out += sep;
             first = false;
             out += toStr(v);
+            checkBytes(stringCost(out.size()));
         }
-        return Value(out);
+        return Value(std::move(out));
     }
     if (name == "replace") {
         if (a.args.size() < 2) typeError("replace filter takes at least 2 arguments");

@@ -1,5 +1,6 @@
 #include "chat/jinja_eval.h"
 
+#include "chat/jinja_budget.h"
 #include "chat/jinja_builtins.h"
 #include "chat/jinja_parser.h"
 
@@ -10,8 +11,6 @@
 namespace coli::jinja {
 
 namespace {
-
-constexpr size_t kMaxOutputBytes = 64u << 20;
 
 enum class Flow { Normal, Break, Continue };
 
@@ -29,10 +28,16 @@ void checkOverflow(bool overflow) {
     if (overflow) fail(ErrorCode::Unsupported, "integer overflow (beyond 64 bits)");
 }
 
+// count * each, saturating (a product past the address space cannot fit any budget anyway).
+size_t sizeProduct(size_t count, size_t each) {
+    size_t r = 0;
+    return __builtin_mul_overflow(count, each, &r) ? SIZE_MAX : r;
+}
+
 std::string repeat(const std::string& s, int64_t n) {
     if (n <= 0) return "";
-    if (s.size() * size_t(n) > kMaxOutputBytes || n > int64_t(kMaxOutputBytes))
-        fail(ErrorCode::InvalidArgument, "string repetition over 64 MiB");
+    checkBytes(stringCost(sizeProduct(size_t(n), s.size())));
+    chargeOps(uint64_t(n) / 1024); // also a repeated empty string takes n steps
     std::string out;
     out.reserve(s.size() * size_t(n));
     for (int64_t i = 0; i < n; ++i)
@@ -54,8 +59,13 @@ Value binaryOp(const std::string& op, const Value& a, const Value& b) {
             return Value(r);
         }
         if (nums) return Value(a.asDouble() + b.asDouble());
-        if (a.isString() && b.isString()) return Value(a.asString() + b.asString());
+        if (a.isString() && b.isString()) {
+            checkBytes(stringCost(a.asString().size() + b.asString().size()));
+            return Value(a.asString() + b.asString());
+        }
         if (a.isList() && b.isList()) {
+            checkBytes((a.asList().size() + b.asList().size()) * sizeof(Value));
+            chargeOps((a.asList().size() + b.asList().size()) / 1024);
             ValueList l = a.asList();
             l.insert(l.end(), b.asList().begin(), b.asList().end());
             return Value(l);
@@ -90,8 +100,11 @@ Value binaryOp(const std::string& op, const Value& a, const Value& b) {
             const Value& list = a.isList() ? a : b;
             int64_t times = a.isList() ? b.asInt() : a.asInt();
             if (list.isGenerator()) badOperands(op, a, b);
-            if (times > 0 && list.asList().size() * size_t(times) > 1000000)
-                fail(ErrorCode::InvalidArgument, "list repetition over a million items");
+            if (times > 0) {
+                checkBytes(
+                    sizeProduct(sizeProduct(list.asList().size(), size_t(times)), sizeof(Value)));
+                chargeOps(uint64_t(times) / 1024);
+            }
             ValueList l;
             for (int64_t i = 0; i < times; ++i)
                 l.insert(l.end(), list.asList().begin(), list.asList().end());
@@ -186,9 +199,9 @@ private:
         err.column = col;
     }
 
+    // Output counts against the memory budget like any value.
     void append(const std::string& s) {
-        if (m_out.size() + s.size() > kMaxOutputBytes)
-            fail(ErrorCode::InvalidArgument, "rendered prompt exceeds 64 MiB");
+        chargeBytes(s.size());
         m_out += s;
     }
 
@@ -222,6 +235,7 @@ private:
 
     Flow execStmt(const Stmt& s) {
         try {
+            chargeOps();
             return execStmtImpl(s);
         } catch (JinjaError& err) {
             attachPosition(err, s.offset);
@@ -279,7 +293,8 @@ private:
             exec(s.body);
             std::string captured = std::move(m_out);
             m_out = std::move(saved);
-            m_scopes.back()[s.targets[0]] = Value(captured);
+            refundBytes(captured.size()); // no longer output: charged again as a string value
+            m_scopes.back()[s.targets[0]] = Value(std::move(captured));
             return Flow::Normal;
         }
         case StmtKind::Scoped: {
@@ -324,25 +339,31 @@ private:
         if (items.empty()) return exec(s.elseBody);
         const int64_t n = int64_t(items.size());
         for (int64_t i = 0; i < n; ++i) {
+            chargeOps();
+            // The loop object belongs to the interpreter, not to the template's values: built
+            // without charging the memory budget (a long loop is the operation budget's business).
             auto loop = std::make_shared<ValueDict>();
-            loop->set("index", Value(i + 1));
-            loop->set("index0", Value(i));
-            loop->set("revindex", Value(n - i));
-            loop->set("revindex0", Value(n - i - 1));
-            loop->set("first", Value(i == 0));
-            loop->set("last", Value(i == n - 1));
-            loop->set("length", Value(n));
-            loop->set("depth", Value(1));
-            loop->set("depth0", Value(0));
-            if (i > 0) loop->set("previtem", items[size_t(i - 1)]);
-            if (i + 1 < n) loop->set("nextitem", items[size_t(i + 1)]);
-            loop->set("cycle", Value(std::make_shared<const Callable>(
-                                   Callable{"loop.cycle", [i](const CallArgs& a) {
-                                                if (a.args.empty())
-                                                    fail(ErrorCode::Malformed,
-                                                         "loop.cycle() needs at least one value");
-                                                return a.args[size_t(i) % a.args.size()];
-                                            }})));
+            auto put = [&](const char* key, Value v) {
+                loop->items.emplace_back(key, std::move(v));
+            };
+            put("index", Value(i + 1));
+            put("index0", Value(i));
+            put("revindex", Value(n - i));
+            put("revindex0", Value(n - i - 1));
+            put("first", Value(i == 0));
+            put("last", Value(i == n - 1));
+            put("length", Value(n));
+            put("depth", Value(1));
+            put("depth0", Value(0));
+            if (i > 0) put("previtem", items[size_t(i - 1)]);
+            if (i + 1 < n) put("nextitem", items[size_t(i + 1)]);
+            put("cycle", Value(std::make_shared<const Callable>(
+                             Callable{"loop.cycle", [i](const CallArgs& a) {
+                                          if (a.args.empty())
+                                              fail(ErrorCode::Malformed,
+                                                   "loop.cycle() needs at least one value");
+                                          return a.args[size_t(i) % a.args.size()];
+                                      }})));
             m_scopes.emplace_back();
             m_scopes.back()["loop"] = Value(loop);
             Flow f;
@@ -361,6 +382,7 @@ private:
 
     Value eval(const Expr& e) {
         try {
+            chargeOps();
             return evalImpl(e);
         } catch (JinjaError& err) {
             attachPosition(err, e.offset);
@@ -373,10 +395,18 @@ private:
         size_t nKw = e.kwNames.size();
         size_t nPos = e.children.size() - firstArg - nKw;
         for (size_t i = 0; i < nPos; ++i)
-            a.args.push_back(eval(*e.children[firstArg + i]));
+            a.args.push_back(weighed(eval(*e.children[firstArg + i])));
         for (size_t i = 0; i < nKw; ++i)
-            a.kwargs.emplace_back(e.kwNames[i], eval(*e.children[firstArg + nPos + i]));
+            a.kwargs.emplace_back(e.kwNames[i], weighed(eval(*e.children[firstArg + nPos + i])));
         return a;
+    }
+
+    // Built-ins scan the text they are given (search, compare, decode...): an operand's text
+    // costs operations by its length, so a loop over a large string cannot run for hours within
+    // the operation budget.
+    static Value weighed(Value v) {
+        if (v.isString()) chargeText(v.asString().size());
+        return v;
     }
 
     Value evalImpl(const Expr& e) {
@@ -403,14 +433,14 @@ private:
             return Value(d);
         }
         case ExprKind::GetAttr:
-            return getAttribute(eval(*e.children[0]), e.name);
+            return getAttribute(weighed(eval(*e.children[0])), e.name);
         case ExprKind::GetItem: { // operands in Python's order: object, then index
-            Value obj = eval(*e.children[0]);
-            Value index = eval(*e.children[1]);
+            Value obj = weighed(eval(*e.children[0]));
+            Value index = weighed(eval(*e.children[1]));
             return getItem(obj, index);
         }
         case ExprKind::Slice: {
-            Value obj = eval(*e.children[0]);
+            Value obj = weighed(eval(*e.children[0]));
             Value parts[3];
             const Value* ptr[3] = {nullptr, nullptr, nullptr};
             for (int i = 0; i < 3; ++i) {
@@ -436,14 +466,14 @@ private:
                  std::string("'") + callee.typeName() + "' object is not callable");
         }
         case ExprKind::Filter: {
-            Value input = eval(*e.children[0]);
+            Value input = weighed(eval(*e.children[0]));
             return applyFilter(e.name, input, evalArgs(e, 1));
         }
         case ExprKind::Test: {
-            Value input = eval(*e.children[0]);
+            Value input = weighed(eval(*e.children[0]));
             std::vector<Value> args;
             for (size_t i = 1; i < e.children.size(); ++i)
-                args.push_back(eval(*e.children[i]));
+                args.push_back(weighed(eval(*e.children[i])));
             return Value(applyTest(e.name, input, args) != e.negated);
         }
         case ExprKind::Unary: {
@@ -461,14 +491,14 @@ private:
             return Value(v.asInt());
         }
         case ExprKind::Binary: {
-            Value left = eval(*e.children[0]); // left first, as Python
-            Value right = eval(*e.children[1]);
+            Value left = weighed(eval(*e.children[0])); // left first, as Python
+            Value right = weighed(eval(*e.children[1]));
             return binaryOp(e.name, left, right);
         }
         case ExprKind::Compare: {
-            Value left = eval(*e.children[0]);
+            Value left = weighed(eval(*e.children[0]));
             for (size_t i = 0; i < e.ops.size(); ++i) {
-                Value right = eval(*e.children[i + 1]);
+                Value right = weighed(eval(*e.children[i + 1]));
                 if (!compare(e.ops[i], left, right)) return Value(false);
                 left = std::move(right);
             }
@@ -488,9 +518,13 @@ private:
             return Value::undefined("the else branch of a conditional expression");
         case ExprKind::Concat: {
             std::string s;
-            for (const auto& c : e.children)
-                s += toStr(eval(*c));
-            return Value(s);
+            for (const auto& c : e.children) {
+                Value v = weighed(eval(*c));
+                if (v.isString()) checkBytes(stringCost(s.size() + v.asString().size()));
+                s += toStr(v);
+                checkBytes(stringCost(s.size()));
+            }
+            return Value(std::move(s));
         }
         }
         fail(ErrorCode::Internal, "unknown expression kind");
@@ -512,7 +546,9 @@ std::unique_ptr<Template> Template::parse(const std::string& source) {
     return t;
 }
 
-std::string Template::render(const Variables& variables) const {
+std::string Template::render(const Variables& variables, const RenderLimits& limits,
+                             const std::atomic<bool>* cancel, RenderUsage* usage) const {
+    BudgetScope budget(limits, cancel, usage);
     Evaluator ev(*m_map, variables);
     return ev.run(m_body);
 }

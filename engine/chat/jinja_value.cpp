@@ -1,5 +1,6 @@
 #include "chat/jinja_value.h"
 
+#include "chat/jinja_budget.h"
 #include "core/strings.h"
 
 #include <algorithm>
@@ -20,35 +21,105 @@ const Value* ValueDict::find(const std::string& key) const {
     return nullptr;
 }
 
+namespace {
+
+constexpr int kNamespaceDepth = kMaxNesting / 2;
+
+[[noreturn]] void tooDeep() {
+    fail(ErrorCode::InvalidArgument,
+         "lists or dicts nested more than " + std::to_string(kMaxNesting) + " levels deep");
+}
+
+std::shared_ptr<const ListBox> makeList(ValueList l, ListBox::Flavor flavor, std::string view) {
+    int depth = 0;
+    for (const Value& item : l)
+        depth = std::max(depth, item.depth());
+    if (depth + 1 > kMaxNesting) tooDeep();
+    auto box = std::make_shared<ListBox>();
+    box->charged = chargeBytes(l.size() * sizeof(Value));
+    box->items = std::move(l);
+    box->flavor = flavor;
+    box->view = std::move(view);
+    box->depth = depth + 1;
+    return box;
+}
+
+} // namespace
+
 void ValueDict::set(const std::string& key, Value v) {
+    const int d = v.depth() + 1;
+    if (d > kMaxNesting) tooDeep();
+    // A namespace changes after it was put into lists, so their recorded nesting would go stale;
+    // it counts as kNamespaceDepth wherever it is stored, and holds only values shallower than
+    // that (so never another namespace, nor itself: no reference cycles either).
+    if (isNamespace && d >= kNamespaceDepth)
+        fail(ErrorCode::Unsupported,
+             "a namespace() attribute holding a namespace() or values nested more than " +
+                 std::to_string(kNamespaceDepth - 2) + " levels deep");
     for (auto& [k, old] : items) {
         if (k == key) {
             old = std::move(v);
+            depth = std::max(depth, d);
             return;
         }
     }
+    charged += chargeBytes(stringCost(key.size()) + sizeof(Value));
     items.emplace_back(key, std::move(v));
+    depth = std::max(depth, d);
 }
 
-Value::Value(ValueList l)
-    : m_v(std::make_shared<const ListBox>(ListBox{std::move(l), ListBox::Flavor::List, {}})) {}
+ValueDict::ValueDict(ValueDict&& other) noexcept
+    : items(std::move(other.items)), isNamespace(other.isNamespace), depth(other.depth),
+      charged(std::exchange(other.charged, 0)) {}
+
+ValueDict::~ValueDict() {
+    refundBytes(charged);
+}
+
+ListBox::~ListBox() {
+    refundBytes(charged);
+}
+
+Text::~Text() {
+    refundBytes(charged);
+}
+
+Value::Value(std::string s) {
+    const size_t cost = chargeBytes(stringCost(s.size()));
+    auto text = std::make_shared<Text>();
+    text->text = std::move(s);
+    text->charged = cost;
+    m_v = std::move(text);
+}
+
+Value::Value(ValueList l) : m_v(makeList(std::move(l), ListBox::Flavor::List, {})) {}
 
 Value Value::tuple(ValueList l) {
     Value v;
-    v.m_v = std::make_shared<const ListBox>(ListBox{std::move(l), ListBox::Flavor::Tuple, {}});
+    v.m_v = makeList(std::move(l), ListBox::Flavor::Tuple, {});
     return v;
 }
 
 Value Value::dictView(const char* view, ValueList l) {
     Value v;
-    v.m_v = std::make_shared<const ListBox>(ListBox{std::move(l), ListBox::Flavor::List, view});
+    v.m_v = makeList(std::move(l), ListBox::Flavor::List, view);
     return v;
 }
 
 Value Value::generator(ValueList l) {
     Value v;
-    v.m_v = std::make_shared<const ListBox>(ListBox{std::move(l), ListBox::Flavor::Generator, {}});
+    v.m_v = makeList(std::move(l), ListBox::Flavor::Generator, {});
     return v;
+}
+
+const std::string& Value::listView() const {
+    return std::get<std::shared_ptr<const ListBox>>(m_v)->view;
+}
+
+int Value::depth() const {
+    if (isList()) return std::get<std::shared_ptr<const ListBox>>(m_v)->depth;
+    if (isDict()) return asDict()->isNamespace ? kNamespaceDepth : asDict()->depth;
+    return 0;
 }
 
 const ValueList& Value::asList() const {
@@ -231,50 +302,76 @@ std::string toStr(const Value& v) {
     }
 }
 
-std::string toRepr(const Value& v) {
+namespace {
+
+// repr(v) appended to out. A list may hold the same large value many times, so its repr can
+// outgrow everything the template built: the growing text is checked against the budget before
+// it is produced.
+void reprInto(std::string& out, const Value& v) {
     switch (v.kind()) {
     case Value::Kind::Undefined:
-        return "Undefined"; // repr() of jinja2's Undefined
+        out += "Undefined"; // repr() of jinja2's Undefined
+        return;
     case Value::Kind::None:
-        return "None";
+        out += "None";
+        return;
     case Value::Kind::Bool:
-        return v.asBool() ? "True" : "False";
+        out += v.asBool() ? "True" : "False";
+        return;
     case Value::Kind::Int:
-        return std::to_string(v.asInt());
+        out += std::to_string(v.asInt());
+        return;
     case Value::Kind::Float:
-        return floatRepr(v.asDouble());
+        out += floatRepr(v.asDouble());
+        return;
     case Value::Kind::String:
-        return reprString(v.asString());
+        checkBytes(out.size() + v.asString().size());
+        out += reprString(v.asString());
+        return;
     case Value::Kind::List: {
         if (v.isGenerator())
             fail(ErrorCode::Unsupported,
                  "printing a generator (the result of select/map...; add '| list')");
-        std::string out = v.isTuple() ? "(" : "[";
+        const std::string& view = v.listView();
+        if (!view.empty()) out += view + "(";
+        out += v.isTuple() ? "(" : "[";
         bool first = true;
         for (const Value& item : v.asList()) {
             if (!first) out += ", ";
             first = false;
-            out += toRepr(item);
+            reprInto(out, item);
+            checkBytes(out.size());
         }
         if (v.isTuple() && v.asList().size() == 1) out += ",";
         out += v.isTuple() ? ")" : "]";
-        const std::string& view = std::get<std::shared_ptr<const ListBox>>(v.m_v)->view;
-        return view.empty() ? out : view + "(" + out + ")";
+        if (!view.empty()) out += ")";
+        return;
     }
     case Value::Kind::Dict: {
-        std::string out = v.asDict()->isNamespace ? "<Namespace {" : "{";
+        out += v.asDict()->isNamespace ? "<Namespace {" : "{";
         bool first = true;
         for (const auto& [k, item] : v.asDict()->items) {
             if (!first) out += ", ";
             first = false;
-            out += reprString(k) + ": " + toRepr(item);
+            out += reprString(k) + ": ";
+            reprInto(out, item);
+            checkBytes(out.size());
         }
-        return out + (v.asDict()->isNamespace ? "}>" : "}");
+        out += v.asDict()->isNamespace ? "}>" : "}";
+        return;
     }
     case Value::Kind::Callable:
-        return "<function " + v.asCallable().name + ">";
+        out += "<function " + v.asCallable().name + ">";
+        return;
     }
-    return "";
+}
+
+} // namespace
+
+std::string toRepr(const Value& v) {
+    std::string out;
+    reprInto(out, v);
+    return out;
 }
 
 bool equals(const Value& a, const Value& b) {
@@ -288,6 +385,7 @@ bool equals(const Value& a, const Value& b) {
     case Value::Kind::None:
         return true;
     case Value::Kind::String:
+        chargeText(a.asString().size());
         return a.asString() == b.asString();
     case Value::Kind::List: {
         if (a.isGenerator() || b.isGenerator()) return false;
@@ -296,6 +394,7 @@ bool equals(const Value& a, const Value& b) {
         const ValueList& y = b.asList();
         if (x.size() != y.size()) return false;
         for (size_t i = 0; i < x.size(); ++i) {
+            chargeOps(); // nested lists may share items: the walk, not the memory, can explode
             if (!equals(x[i], y[i])) return false;
         }
         return true;
@@ -306,6 +405,7 @@ bool equals(const Value& a, const Value& b) {
         const auto& x = a.asDict()->items;
         if (x.size() != b.asDict()->items.size()) return false;
         for (const auto& [k, item] : x) {
+            chargeOps();
             const Value* other = b.asDict()->find(k);
             if (!other || !equals(item, *other)) return false;
         }
@@ -331,6 +431,7 @@ bool lessThan(const Value& a, const Value& b) {
         const ValueList& x = a.asList();
         const ValueList& y = b.asList();
         for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+            chargeOps();
             if (!equals(x[i], y[i])) return lessThan(x[i], y[i]);
         }
         return x.size() < y.size();
@@ -402,6 +503,7 @@ void jsonValue(std::string& out, const Value& v, const JsonOptions& opt, int lev
     }
     auto newline = [&](int lvl) {
         if (!opt.indent) return;
+        checkBytes(out.size() + 1 + size_t(lvl) * opt.indent->size());
         out += '\n';
         for (int i = 0; i < lvl; ++i)
             out += *opt.indent;
@@ -427,6 +529,7 @@ void jsonValue(std::string& out, const Value& v, const JsonOptions& opt, int lev
         return;
     }
     case Value::Kind::String:
+        checkBytes(out.size() + v.asString().size());
         jsonString(out, v.asString(), opt.ensureAscii);
         return;
     case Value::Kind::List: {
@@ -441,6 +544,7 @@ void jsonValue(std::string& out, const Value& v, const JsonOptions& opt, int lev
             if (i) out += itemSep;
             newline(level + 1);
             jsonValue(out, l[i], opt, level + 1);
+            checkBytes(out.size());
         }
         newline(level);
         out += ']';
@@ -464,6 +568,7 @@ void jsonValue(std::string& out, const Value& v, const JsonOptions& opt, int lev
             jsonString(out, items[i].first, opt.ensureAscii);
             out += keySep;
             jsonValue(out, items[i].second, opt, level + 1);
+            checkBytes(out.size());
         }
         newline(level);
         out += '}';

@@ -42,9 +42,31 @@ struct ListBox; // a list, tuple or generator (see ListBox)
 struct ValueDict {
     std::vector<std::pair<std::string, Value>> items;
     bool isNamespace = false; // created by namespace(): attribute assignment allowed
+    int depth = 1;            // nesting (see kMaxNesting)
+    size_t charged = 0;       // bytes charged to the render's budget, given back on destruction
     const Value* find(const std::string& key) const;
+    // Adds or replaces; a new entry charges the render's budget. Fails (InvalidArgument) when v
+    // would nest the dict deeper than kMaxNesting.
     void set(const std::string& key, Value v);
+
+    ValueDict() = default;
+    ValueDict(ValueDict&& other) noexcept;
+    ValueDict(const ValueDict&) = delete;
+    ValueDict& operator=(const ValueDict&) = delete;
+    ~ValueDict();
 };
+
+// A string value's text; what it charged to the render's budget is given back when it dies.
+struct Text {
+    std::string text;
+    size_t charged = 0;
+    ~Text();
+};
+
+// Lists and dicts nest at most this deep. The functions walking values (repr, tojson, ==, the
+// destructors) recurse, so a template nesting a list in itself 100000 times would otherwise
+// overflow the stack; Python refuses such values too (RecursionError at about 1000 levels).
+constexpr int kMaxNesting = 200;
 
 struct CallArgs;
 struct Callable {
@@ -68,8 +90,9 @@ public:
     Value(int64_t i) : m_v(i) {}
     Value(int i) : m_v(int64_t(i)) {}
     Value(double d) : m_v(d) {}
-    Value(std::string s) : m_v(std::move(s)) {}
-    Value(const char* s) : m_v(std::string(s)) {}
+    // Strings, lists and dicts charge the render's budget (chat/jinja_budget.h) when built.
+    Value(std::string s);
+    Value(const char* s) : Value(std::string(s)) {}
     Value(ValueList l);
     static Value tuple(ValueList l);
     // The lazy result of select/reject/selectattr/rejectattr/map: iterable (and always truthy,
@@ -98,7 +121,7 @@ public:
     bool asBool() const { return std::get<bool>(m_v); }
     int64_t asInt() const;   // bool or int
     double asDouble() const; // bool, int or float
-    const std::string& asString() const { return std::get<std::string>(m_v); }
+    const std::string& asString() const { return std::get<std::shared_ptr<const Text>>(m_v)->text; }
     const ValueList& asList() const;
     bool isTuple() const;
     bool isGenerator() const;
@@ -110,18 +133,28 @@ public:
     const Callable& asCallable() const { return *std::get<std::shared_ptr<const Callable>>(m_v); }
     const std::string& undefinedHint() const { return std::get<Undefined>(m_v).hint; }
 
+    // Lists: "" or the dict view name ("dict_items", ...) that repr() shows.
+    const std::string& listView() const;
+    // Nesting: 0 for scalars, 1 for a list or dict of scalars, ...
+    int depth() const;
+
     // Python's type name, for messages: "str", "int", "list", "dict", "NoneType", "Undefined".
     const char* typeName() const;
 
 private:
-    friend std::string toRepr(const Value& v);
-    std::variant<Undefined, None, bool, int64_t, double, std::string,
+    // Strings are shared like lists (immutable): copying a Value never copies text, so the cost
+    // of a render is the values it builds, which the budget counts.
+    std::variant<Undefined, None, bool, int64_t, double, std::shared_ptr<const Text>,
                  std::shared_ptr<const ListBox>, std::shared_ptr<ValueDict>,
                  std::shared_ptr<const Callable>>
         m_v;
 };
 
 struct ListBox {
+    ListBox() = default;
+    ListBox(const ListBox&) = delete;
+    ListBox& operator=(const ListBox&) = delete;
+    ~ListBox(); // gives back what the list charged to the render's budget
     enum class Flavor { List, Tuple, Generator };
     ValueList items;
     Flavor flavor = Flavor::List;
@@ -129,6 +162,8 @@ struct ListBox {
     // A generator can be iterated once (later iterations see nothing), as in Python. Only the
     // render call that created it touches it.
     mutable bool consumed = false;
+    int depth = 1;      // nesting (see kMaxNesting)
+    size_t charged = 0; // bytes charged to the render's budget
 };
 
 struct CallArgs {

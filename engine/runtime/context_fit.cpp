@@ -24,7 +24,8 @@ std::vector<ChatMessage> keep(const std::vector<ChatMessage>& all, size_t firstD
 } // namespace
 
 Result<FittedPrompt> fitChatToContext(const LoadedModel& model,
-                                      const std::vector<ChatMessage>& messages, int reserveTokens) {
+                                      const std::vector<ChatMessage>& messages, int reserveTokens,
+                                      const std::atomic<bool>* cancel) {
     if (messages.empty())
         return Status(ErrorCode::InvalidArgument, "empty conversation: nothing to answer");
     FittedPrompt out;
@@ -32,7 +33,11 @@ Result<FittedPrompt> fitChatToContext(const LoadedModel& model,
     const int reserve = std::clamp(reserveTokens, 0, out.contextTokens / 2);
     const int budget = out.contextTokens - reserve;
     auto tokens = [&](const std::vector<ChatMessage>& m) -> Result<std::vector<int32_t>> {
-        auto text = model.renderChat(m, /*addGenerationPrompt=*/true);
+        // Encoding a long prompt takes a while too: look at the flag before each attempt.
+        if (cancel && cancel->load(std::memory_order_relaxed))
+            return Status(ErrorCode::Cancelled,
+                          "fitting the conversation to the context cancelled");
+        auto text = model.renderChat(m, /*addGenerationPrompt=*/true, cancel);
         if (!text.isOk()) return text.status();
         return model.tokenizer().encode(text.value(), false);
     };

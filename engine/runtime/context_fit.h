@@ -6,6 +6,7 @@
 #include "chat/chat_template.h"
 #include "core/status.h"
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -24,11 +25,14 @@ struct FittedPrompt {
 // optional leading system message, always a whole user turn with the assistant reply that
 // follows it, and never the last message. reserveTokens: room kept for the answer (tokens;
 // clamped to [0, context / 2] so a huge --max-tokens cannot leave no room for the prompt).
+// cancel (may be null, may be set from any thread) is passed to every render, and checked between
+// attempts: once true, the call returns Cancelled within microseconds.
 // Errors: the template's render errors; InvalidArgument when even the system message plus the
 // last message alone do not fit (the message gives both token counts); InvalidArgument for an
-// empty conversation. Cost: one render + encode per attempt (binary search over the number
-// dropped, so O(log n) renders). Thread-safety: const on the model.
+// empty conversation; Cancelled. Cost: one render + encode per attempt (binary search over the
+// number dropped, so O(log n) renders). Thread-safety: const on the model.
 Result<FittedPrompt> fitChatToContext(const LoadedModel& model,
-                                      const std::vector<ChatMessage>& messages, int reserveTokens);
+                                      const std::vector<ChatMessage>& messages, int reserveTokens,
+                                      const std::atomic<bool>* cancel = nullptr);
 
 } // namespace coli

@@ -156,9 +156,10 @@ const std::vector<std::string>& LoadedModel::warnings() const {
 }
 
 Result<std::string> LoadedModel::renderChat(const std::vector<ChatMessage>& messages,
-                                            bool addGenerationPrompt) const {
+                                            bool addGenerationPrompt,
+                                            const std::atomic<bool>* cancel) const {
     if (!m_impl->chatTemplate) return m_impl->templateStatus;
-    return m_impl->chatTemplate->render(messages, addGenerationPrompt);
+    return m_impl->chatTemplate->render(messages, addGenerationPrompt, std::nullopt, cancel);
 }
 
 } // namespace coli

@@ -52,11 +52,15 @@ public:
     // ignored. Show them to the user.
     const std::vector<std::string>& warnings() const;
     // Renders a conversation with the model's chat template (text, to be encoded with
-    // addSpecial = false, as transformers' apply_chat_template does).
+    // addSpecial = false, as transformers' apply_chat_template does), within the default render
+    // budget (chat/render_budget.h). cancel (may be null, may be set from any thread) stops the
+    // render within microseconds.
     // Errors: NotFound (no tokenizer_config.json or no chat_template; names the file), the
-    // template's load error, or its render errors.
+    // template's load error, or its render errors (ChatTemplate::render: InvalidArgument when
+    // the template exceeds its memory or operation budget); Cancelled when *cancel turns true.
     Result<std::string> renderChat(const std::vector<ChatMessage>& messages,
-                                   bool addGenerationPrompt) const;
+                                   bool addGenerationPrompt,
+                                   const std::atomic<bool>* cancel = nullptr) const;
     ~LoadedModel();
 
 private:

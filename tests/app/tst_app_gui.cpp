@@ -12,6 +12,8 @@
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QImage>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QQmlApplicationEngine>
 #include <QQuickItem>
@@ -92,6 +94,7 @@ private slots:
     void chatAnswerMatchesCli();
     void smallRingLosesNothing();
     void stopKeepsTextAndAllowsNextTurn();
+    void stopInterruptsASlowTemplateRender();
     void badModelDirShowsErrorInWindow();
     void quitMidAnswerIsPrompt();
     void shippedDefaultModelChats();
@@ -268,6 +271,46 @@ void TstAppGui::stopKeepsTextAndAllowsNextTurn() {
     // New chat clears the conversation.
     c.newChat();
     QCOMPARE(c.chatModel()->rowCount(), 0);
+}
+
+// Stop while the chat template renders (nested loops that run a second or more until the render's
+// operation budget runs out): the render stops within a second, the answer ends as cancelled,
+// not as an error.
+void TstAppGui::stopInterruptsASlowTemplateRender() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    for (const QString& f : QDir(kShippedModel).entryList(QDir::Files))
+        QVERIFY(QFile::copy(kShippedModel + "/" + f, dir.filePath(f)));
+    QFile cfgFile(dir.filePath("tokenizer_config.json"));
+    QVERIFY(cfgFile.open(QIODevice::ReadOnly));
+    QJsonObject cfg = QJsonDocument::fromJson(cfgFile.readAll()).object();
+    cfgFile.close();
+    cfg["chat_template"] = QStringLiteral(
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+        "{{ raise_exception('the slow render finished before Stop') }}");
+    QVERIFY(cfgFile.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    cfgFile.write(QJsonDocument(cfg).toJson());
+    cfgFile.close();
+
+    App app;
+    QVERIFY(app.window);
+    EngineController& c = *app.controller;
+    c.loadModel(dir.path());
+    QTRY_COMPARE_WITH_TIMEOUT(c.loadState(), QStringLiteral("ready"), 120000);
+    QSignalSpy finished(&c, &EngineController::answerFinished);
+    QVERIFY(c.send(kPrompt));
+    QTest::qWait(150); // rendering
+    QCOMPARE(finished.count(), 0);
+    QElapsedTimer t;
+    t.start();
+    c.stop();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 5000);
+    QVERIFY2(t.elapsed() < 1000, qPrintable(QString::number(t.elapsed()) + " ms"));
+    const ChatModel::Message stopped = c.chatModel()->at(1);
+    QCOMPARE(stopped.stopReason, QStringLiteral("cancelled"));
+    QVERIFY2(stopped.error.isEmpty(), qPrintable(stopped.error));
+    QVERIFY(c.errorText().isEmpty());
+    QVERIFY(!c.generating());
 }
 
 void TstAppGui::badModelDirShowsErrorInWindow() {

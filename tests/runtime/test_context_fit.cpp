@@ -1,11 +1,19 @@
 // fitChatToContext (runtime/context_fit.h) on the shipped default model, whose 512-token context
 // a chat fills after a few turns: the oldest exchanges are left out of the prompt, the system
-// message and the last message are kept, and the prompt is the longest that fits.
+// message and the last message are kept, and the prompt is the longest that fits. Cancel stops
+// the fitting, also in the middle of a slow template render.
 #include "runtime/context_fit.h"
 #include "runtime/session.h"
 #include "shipped_model.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
 
 namespace coli {
 namespace {
@@ -86,6 +94,45 @@ TEST_F(ContextFitTest, HugeReserveIsClampedToHalfTheContext) {
     ASSERT_TRUE(r.isOk()) << r.status().toString();
     EXPECT_LE(int(r.value().ids.size()), s_model->model().config().maxPositions / 2);
     EXPECT_GT(int(r.value().ids.size()), 0);
+}
+
+TEST_F(ContextFitTest, CancelledBeforeStartRendersNothing) {
+    std::atomic<bool> cancel{true};
+    auto r = fitChatToContext(*s_model, conversation(40), 200, &cancel);
+    ASSERT_FALSE(r.isOk());
+    EXPECT_EQ(r.status().code(), ErrorCode::Cancelled) << r.status().toString();
+}
+
+// A copy of the shipped model whose template takes a second or more (nested loops until the
+// operation budget runs out): cancel from another thread ends fitChatToContext within a second.
+TEST_F(ContextFitTest, CancelStopsASlowTemplateRender) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(COLI_BINARY_DIR) / "context_fit_slow_template";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    for (const auto& e : fs::directory_iterator(COLI_SHIPPED_MODEL_DIR))
+        fs::copy(e.path(), dir / e.path().filename());
+    nlohmann::json cfg;
+    std::ifstream(dir / "tokenizer_config.json") >> cfg;
+    cfg["chat_template"] = "{% for i in range(100000) %}{% for j in range(100000) %}"
+                           "{% endfor %}{% endfor %}done";
+    std::ofstream(dir / "tokenizer_config.json") << cfg.dump();
+    auto lm = LoadedModel::load(dir.string(), ModelLoadOptions{});
+    ASSERT_TRUE(lm.isOk()) << lm.status().toString();
+
+    std::atomic<bool> cancel{false};
+    std::chrono::steady_clock::time_point cancelledAt;
+    std::thread canceller([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        cancelledAt = std::chrono::steady_clock::now();
+        cancel.store(true);
+    });
+    auto r = fitChatToContext(*lm.value(), {{"user", "hi"}}, 100, &cancel);
+    const auto returnedAt = std::chrono::steady_clock::now();
+    canceller.join();
+    ASSERT_FALSE(r.isOk()) << "the slow render finished before it was cancelled";
+    EXPECT_EQ(r.status().code(), ErrorCode::Cancelled) << r.status().toString();
+    EXPECT_LT(std::chrono::duration<double>(returnedAt - cancelledAt).count(), 1.0);
 }
 
 } // namespace

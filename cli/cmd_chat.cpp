@@ -130,6 +130,12 @@ int runChat(const ChatOptions& o) {
             fmt::print(stderr, "[{} older message{} left out to fit the {}-token context]\n",
                        dropped, dropped == 1 ? "" : "s", fitted.value().contextTokens);
         const auto& ids = fitted.value().ids;
+        if (ids.empty()) { // the template, not the user, produced nothing to run
+            messages.pop_back();
+            printError(fmt::format("the chat template of {} rendered an empty prompt (no tokens)",
+                                   lm->chatTemplate()->sourceName()));
+            continue;
+        }
         // Until the next prompt: Ctrl+C stops the answer without a "^C" inside its text.
         const QuietControlEcho quiet;
         writer.clear();

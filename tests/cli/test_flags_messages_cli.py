@@ -156,6 +156,15 @@ class Messages(unittest.TestCase):
         self.assertIn("chat template", r.stderr)
         self.assertIn("tokenizer_config.json", r.stderr)
         self.assertIn("rendered an empty prompt", r.stderr)
+
+    def test_template_rendering_nothing_in_chat_is_named(self):
+        d = model_copy("empty-render-chat",
+                       json.dumps({"chat_template": "{% if false %}x{% endif %}"}))
+        r = coli("chat", d, "-n", "1", "--no-learn", "--no-history", stdin="Hello\nAgain\n")
+        self.assertEqual(r.returncode, 0, r.stderr)  # each message is refused, the chat goes on
+        self.assertEqual(r.stderr.count("rendered an empty prompt"), 2, r.stderr)
+        self.assertIn("tokenizer_config.json", r.stderr)
+        self.assertNotIn("generation failed", r.stderr)
         self.assertNotIn("give some text with -p", r.stderr)
 
     def test_empty_tokenizer_config_is_said_to_be_empty(self):

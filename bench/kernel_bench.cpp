@@ -9,6 +9,8 @@
 //                DRAM; bytes_per_second counts weight bytes (scales included) read per second.
 // Repetitions (default 5, interleaved at random with the other benchmarks so drift hits all
 // alike) give per-benchmark median and min-max; the summary prints kernel / memory medians.
+#include "core/number_text.h"
+
 #include <benchmark/benchmark.h>
 
 #include <omp.h>
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/number_text.h"
 #include "kernel_bench.h"
 #include "quant/matmul.h"
 
@@ -213,6 +216,30 @@ void registerAll() {
 
 int coli::bench::runKernelBench(int argc, char** argv) {
     std::vector<char*> args(argv, argv + argc);
+    // Google Benchmark wraps nothing out of range but accepts a negative or zero repetition count
+    // or time and runs nothing: refuse those here, as coli's own flags do (exit 2, flag named).
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        std::string err;
+        if (a.starts_with("--benchmark_repetitions=")) {
+            int64_t v = 0;
+            err = coli::parseInteger(a.substr(24), 1, 1000000, &v);
+        } else if (a.starts_with("--benchmark_min_time=") ||
+                   a.starts_with("--benchmark_min_warmup_time=")) {
+            const std::string_view text = a.substr(a.find('=') + 1);
+            // GBench also takes "<N>x" (iterations) and a trailing "s".
+            const bool iterations = text.ends_with('x');
+            const std::string_view num =
+                iterations || text.ends_with('s') ? text.substr(0, text.size() - 1) : text;
+            double v = 0;
+            err = coli::parseDecimal(num, 0, iterations ? 1e12 : 1e6, &v);
+        }
+        if (!err.empty()) {
+            std::fprintf(stderr, "bench_kernels: %.*s: %s\n", int(a.find('=')), a.data(),
+                         err.c_str());
+            return 2;
+        }
+    }
     bool hasReps = false, hasInterleave = false;
     for (int i = 1; i < argc; ++i) {
         hasReps |= std::strncmp(argv[i], "--benchmark_repetitions", 23) == 0;

@@ -36,7 +36,8 @@ extern "C" void onQuitSignal(int) {
 } // namespace
 
 int main(int argc, char* argv[]) {
-    coli::startup::applyOmpDefaults(argv); // before OpenMP starts (omp_defaults.h)
+    coli::startup::applyOmpDefaults(argv,
+                                    coli::startup::OmpWaitMode::Passive); // before OpenMP starts
     QStringList args;
     for (int i = 0; i < argc; ++i)
         args << QString::fromLocal8Bit(argv[i]);

@@ -10,6 +10,7 @@
 // Repetitions (default 5, interleaved at random with the other benchmarks so drift hits all
 // alike) give per-benchmark median and min-max; the summary prints kernel / memory medians.
 #include "core/number_text.h"
+#include "startup/omp_defaults.h"
 
 #include <benchmark/benchmark.h>
 
@@ -252,6 +253,7 @@ int coli::bench::runKernelBench(int argc, char** argv) {
     int n = static_cast<int>(args.size());
     benchmark::Initialize(&n, args.data());
     if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
+    std::printf("OpenMP waiting: %s\n", coli::startup::ompWaitDescription().c_str());
     std::printf("kernel path: %s, OpenMP threads: %d, LLC: %zu MiB\n",
                 kernelPathName(selectedKernelPath()), omp_get_max_threads(),
                 lastLevelCacheBytes() >> 20);

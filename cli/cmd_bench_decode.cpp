@@ -8,6 +8,7 @@
 #include "exit_codes.h"
 #include "io_bench.h"
 #include "options.h"
+#include "startup/omp_defaults.h"
 
 #include "core/number_text.h"
 #include "forward/model.h"
@@ -176,6 +177,7 @@ int runBenchDecode(const BenchDecodeOptions& o) {
                "warm-up per row; threads {}\n",
                o.tokens, (*tok)->encode(o.prompt, true).size(), o.runs,
                o.threads > 0 ? std::to_string(o.threads) : std::string("all"));
+    fmt::print("OpenMP:     {}\n", startup::ompWaitDescription());
     fmt::print("resident:   {:.2f} tok/s (every expert in RAM, read at load)\n",
                ref->decodeTokensPerSecond);
     std::vector<Row> rows;

@@ -21,6 +21,8 @@ import subprocess
 import sys
 import unittest
 
+from model_copy import model_copy as shared_model_copy
+
 ARGS = None
 U64_MAX = "18446744073709551615"
 
@@ -32,21 +34,7 @@ def coli(*args, stdin=""):
 
 
 def model_copy(name, tokenizer_config=None):
-    """The shipped model's side files copied, its weights linked; tokenizer_config.json replaced
-    by the given text when given."""
-    d = os.path.join(ARGS.work, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    for f in os.listdir(ARGS.model):
-        src = os.path.join(ARGS.model, f)
-        if f.endswith(".safetensors"):
-            os.symlink(os.path.abspath(src), os.path.join(d, f))
-        elif os.path.isfile(src):
-            shutil.copy(src, d)
-    if tokenizer_config is not None:
-        with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
-            f.write(tokenizer_config)
-    return d
+    return shared_model_copy(ARGS.model, ARGS.work, name, tokenizer_config)
 
 
 STATUS_NAMES = ("Not found:", "Invalid argument:", "Malformed:", "Unsupported:", "I/O error:",

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import unittest
 
+from model_copy import model_copy as shared_model_copy
+
 ARGS = None
 SIDE_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json")
 
@@ -24,17 +26,7 @@ def coli(*args):
 
 
 def model_copy(name):
-    """The shipped model's side files copied, its weights linked (no 25 MB copy per test)."""
-    d = os.path.join(ARGS.work, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    for f in os.listdir(ARGS.model):
-        src = os.path.join(ARGS.model, f)
-        if f.endswith(".safetensors"):
-            os.symlink(os.path.abspath(src), os.path.join(d, f))
-        elif os.path.isfile(src):
-            shutil.copy(src, d)
-    return d
+    return shared_model_copy(ARGS.model, ARGS.work, name)
 
 
 def generate(model):

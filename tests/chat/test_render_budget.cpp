@@ -69,7 +69,6 @@ void expectMemoryError(const std::string& name, const std::string& templ, int li
     EXPECT_NE(msg.find("hostile.jinja:" + std::to_string(line) + ":"), std::string::npos) << msg;
     EXPECT_NE(msg.find("memory budget"), std::string::npos) << msg;
     EXPECT_NE(msg.find(limitText), std::string::npos) << msg;
-    EXPECT_LT(r.seconds, 5.0) << msg; // well under a second on an idle machine
     EXPECT_LT(r.rssGrowth, size_t(512) << 20) << msg;
 }
 
@@ -150,7 +149,6 @@ TEST(RenderBudget, ComparingSharedNestedValuesIsStoppedByTheOperationBudget) {
     const std::string msg = r.result.status().message();
     EXPECT_NE(msg.find("hostile.jinja:2:"), std::string::npos) << msg;
     EXPECT_NE(msg.find("operation budget of 10000000"), std::string::npos) << msg;
-    EXPECT_LT(r.seconds, 10.0) << msg;
 }
 
 TEST(RenderBudget, DeepNestingIsRefusedNotAStackOverflow) {
@@ -164,15 +162,19 @@ TEST(RenderBudget, DeepNestingIsRefusedNotAStackOverflow) {
     EXPECT_EQ(r.result.status().code(), ErrorCode::Unsupported);
 }
 
+// 10^10 iterations without the budget. A tenth of the default budget keeps the test short under
+// the sanitizers; the default itself is exercised by test_chat_budget_cli.
 TEST(RenderBudget, NestedLoopsAreStoppedByTheOperationBudget) {
+    RenderLimits tenth;
+    tenth.maxOperations = RenderLimits{}.maxOperations / 10;
     Rendered r = render("{# nothing here #}\n{% for i in range(100000) %}"
-                        "{% for j in range(100000) %}{% endfor %}{% endfor %}");
+                        "{% for j in range(100000) %}{% endfor %}{% endfor %}",
+                        tenth);
     ASSERT_FALSE(r.result.isOk());
     const std::string msg = r.result.status().message();
     EXPECT_EQ(r.result.status().code(), ErrorCode::InvalidArgument) << msg;
     EXPECT_NE(msg.find("hostile.jinja:2:"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("operation budget of 10000000 operations"), std::string::npos) << msg;
-    EXPECT_LT(r.seconds, 20.0);
+    EXPECT_NE(msg.find("operation budget of 1000000 operations"), std::string::npos) << msg;
 }
 
 // Built-ins that scan text cost operations by its length: a loop over a large string cannot run
@@ -183,7 +185,6 @@ TEST(RenderBudget, ScanningLargeTextCostsOperations) {
     ASSERT_FALSE(r.result.isOk());
     EXPECT_NE(r.result.status().message().find("operation budget"), std::string::npos)
         << r.result.status().message();
-    EXPECT_LT(r.seconds, 20.0);
 }
 
 TEST(RenderBudget, LimitsAreTheCallersChoice) {
@@ -207,8 +208,9 @@ TEST(RenderBudget, LimitsAreTheCallersChoice) {
     EXPECT_GT(r.usage.operations, 0u);
 }
 
-// A render that would run for minutes stops within a second of the flag being set from another
-// thread.
+// A render that would run for hours without a budget (10^10 iterations) stops once the flag is set
+// from another thread: it returns Cancelled (a regression hangs until the CTest TIMEOUT). The
+// latency is printed, not asserted (timing depends on the machine's load).
 TEST(RenderBudget, CancelFromAnotherThreadStopsARender) {
     RenderLimits unlimited;
     unlimited.maxOperations = UINT64_MAX;
@@ -230,7 +232,8 @@ TEST(RenderBudget, CancelFromAnotherThreadStopsARender) {
     ASSERT_FALSE(r.result.isOk());
     EXPECT_EQ(r.result.status().code(), ErrorCode::Cancelled) << r.result.status().toString();
     EXPECT_NE(r.result.status().message().find("hostile.jinja:"), std::string::npos);
-    EXPECT_LT(std::chrono::duration<double>(returnedAt - cancelledAt).count(), 1.0);
+    std::printf("[cancel] returned %.1f ms after the flag was set\n",
+                std::chrono::duration<double, std::milli>(returnedAt - cancelledAt).count());
 }
 
 std::string readFile(const fs::path& p) {

@@ -17,8 +17,14 @@ BUILD="${COLI_BUILD_DIR:-$ROOT/build/release}"
 ASAN_BUILD="$ROOT/build/asan"
 TSAN_BUILD="$ROOT/build/tsan"
 JOBS="${COLI_JOBS:-$(nproc)}"
-# ccache: hash paths relative to the checkout, so a fresh clone elsewhere (CI) reuses the cache.
-export CCACHE_BASEDIR="$ROOT"
+# ccache: hash paths relative to the checkout, so a fresh clone elsewhere (CI) reuses the cache;
+# and not the build folder, which ccache otherwise hashes whenever debug info is made (-g: the
+# sanitizer builds), so that every clone recompiled them.
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
+# The sanitizer builds: -O1 (what the sanitizers' documentation recommends: fast enough tests,
+# far less compile time than -O2) and line tables only (-g1: enough for symbolized reports).
+SAN_FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+           "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
 
 log() { printf '\033[1m[colibri]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[colibri] error:\033[0m %s\n' "$*" >&2; exit 1; }
@@ -91,7 +97,7 @@ cmd_test() {
     (cd "$BUILD" && ctest --output-on-failure -j "$JOBS" -LE soak --timeout 900) || rc=$?
     if [ "${COLI_SKIP_ASAN:-0}" != 1 ]; then
         # The Qt-free libraries' tests again under AddressSanitizer + UBSan.
-        configure_and_build "$ASAN_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLI_BUILD_APP=OFF -DCOLI_BUILD_BENCH=OFF \
+        configure_and_build "$ASAN_BUILD" "${SAN_FLAGS[@]}" -DCOLI_BUILD_APP=OFF -DCOLI_BUILD_BENCH=OFF \
             -DCOLI_SANITIZE=ON -DCOLI_FIXTURE_DIR="$BUILD/fixtures" --
         log "running the fast tests under ASan/UBSan"
         (cd "$ASAN_BUILD" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
@@ -99,7 +105,7 @@ cmd_test() {
     fi
     if [ "${COLI_SKIP_TSAN:-0}" != 1 ]; then
         # The concurrency tests (label tsan) under ThreadSanitizer; only their targets are built.
-        configure_and_build "$TSAN_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLI_BUILD_APP=OFF -DCOLI_BUILD_BENCH=OFF \
+        configure_and_build "$TSAN_BUILD" "${SAN_FLAGS[@]}" -DCOLI_BUILD_APP=OFF -DCOLI_BUILD_BENCH=OFF \
             -DCOLI_OPENMP=OFF -DCOLI_TSAN=ON -DCOLI_FIXTURE_DIR="$BUILD/fixtures" -- coli_tsan_tests
         log "running the concurrency tests under ThreadSanitizer"
         (cd "$TSAN_BUILD" && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \

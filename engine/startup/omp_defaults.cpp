@@ -33,6 +33,7 @@ int otherRunnableTasks(int samples, int gapMicros) {
         if (n != 5) return -1;
         const int others = std::max(0, running - 1); // the reading thread is running
         fewest = fewest < 0 ? others : std::min(fewest, others);
+        if (fewest == 0) break; // the fewest cannot go lower: an idle start costs one read
     }
     return fewest;
 }

@@ -45,7 +45,8 @@ void applyOmpDefaults(char** argv, OmpWaitMode mode = OmpWaitMode::Adaptive);
 std::string ompWaitDescription();
 
 // Other runnable tasks right now: the fewest of `samples` readings of /proc/loadavg's running
-// count (minus this process's one thread), `gapMicros` apart; -1 when it cannot be read.
+// count (minus this process's one thread), `gapMicros` apart, stopping at the first 0; -1 when it
+// cannot be read.
 int otherRunnableTasks(int samples = 5, int gapMicros = 2000);
 
 } // namespace coli::startup

@@ -86,9 +86,23 @@ class Terminal:
             time.sleep(0.01)
         raise AssertionError(f"timed out waiting for {what}; got {self.output()[-1500:]!r}")
 
+    def editing(self):
+        """True once libedit has the terminal in its raw mode (no canonical input, no echo).
+
+        The prompt can reach us a moment before that; keys sent in between would be echoed by
+        the terminal itself ("^[[A"), as they would for a person typing ahead."""
+        try:
+            lflag = termios.tcgetattr(self.master)[3]
+        except termios.error:
+            return False
+        return not lflag & (termios.ICANON | termios.ECHO)
+
+    def wait_for_prompt(self, what="the prompt", extra=lambda o: True):
+        return self.wait_for(lambda o: o.endswith(b"> ") and extra(o) and self.editing(), what)
+
     def wait_for_turns(self, n):
-        return self.wait_for(lambda o: len(TURN.findall(o)) >= n and o.endswith(b"> "),
-                             f"{n} answered turn(s) and the prompt")
+        return self.wait_for_prompt(f"{n} answered turn(s) and the prompt",
+                                    lambda o: len(TURN.findall(o)) >= n)
 
     def finish(self, timeout=15):
         try:
@@ -123,7 +137,7 @@ class ChatTerminal(unittest.TestCase):
 
     def test_up_arrow_recalls_the_previous_line(self):
         t = Terminal(chat_args(), base_env(self.state))
-        t.wait_for(lambda o: o.endswith(b"> "), "the prompt")
+        t.wait_for_prompt()
         t.send(b"hello there\r")
         t.wait_for_turns(1)
         mark = len(t.output())
@@ -144,14 +158,14 @@ class ChatTerminal(unittest.TestCase):
 
     def test_history_file_carries_over_and_can_be_left_out(self):
         first = Terminal(chat_args(), base_env(self.state))
-        first.wait_for(lambda o: o.endswith(b"> "), "the prompt")
+        first.wait_for_prompt()
         first.send(b"an earlier question\r")
         first.wait_for_turns(1)
         first.send(b"\x04")
         self.assertEqual(first.finish(), 0)
 
         second = Terminal(chat_args(), base_env(self.state))
-        second.wait_for(lambda o: o.endswith(b"> "), "the prompt")
+        second.wait_for_prompt()
         second.send(UP + b"\r")
         out = second.wait_for_turns(1)
         second.send(b"\x04")
@@ -161,7 +175,7 @@ class ChatTerminal(unittest.TestCase):
 
         other = os.path.join(os.path.dirname(self.state), "state-no-history")
         third = Terminal(chat_args("--no-history"), base_env(other))
-        third.wait_for(lambda o: o.endswith(b"> "), "the prompt")
+        third.wait_for_prompt()
         third.send(b"not kept\r")
         third.wait_for_turns(1)
         third.send(b"\x04")
@@ -172,13 +186,13 @@ class ChatTerminal(unittest.TestCase):
         args = ["chat", ARGS.fixture, "--seed", "3", "-n", "100000", "--ignore-eos", "-t", "1",
                 "--no-learn", "--no-history"]
         t = Terminal(args, base_env(self.state))
-        t.wait_for(lambda o: o.endswith(b"> "), "the prompt")
+        t.wait_for_prompt()
         t.send(b"Hello\r")
         echoed = t.wait_for(lambda o: b"Hello\r\n" in o, "the echo")
         start = echoed.index(b"Hello\r\n") + len(b"Hello\r\n")
         t.wait_for(lambda o: len(o) > start + 20, "the answer's first pieces")
         t.send(b"\x03")
-        out = t.wait_for(lambda o: TURN.search(o) and o.endswith(b"> "), "the cancelled turn")
+        out = t.wait_for_prompt("the cancelled turn", lambda o: TURN.search(o))
         t.send(b"\x04")
         self.assertEqual(t.finish(), 0)
         self.assertNotIn(b"^C", out)

@@ -25,7 +25,9 @@
 
 namespace coli::app {
 
-enum class CommandKind { Load, Generate, Cancel, Reset, Quit };
+// ApplySettings wakes an idle engine thread to apply the pending expert budget / prefetch switch
+// (EngineWorker::requestBudget); during an answer they are applied between tokens instead.
+enum class CommandKind { Load, Generate, Cancel, Reset, Quit, ApplySettings };
 
 struct Command {
     explicit Command(CommandKind k = CommandKind::Quit) : kind(k) {}

@@ -15,6 +15,16 @@ EngineController::EngineController(WorkerOptions opt, QObject* parent) : QObject
     m_worker = std::make_unique<EngineWorker>(opt, [this] {
         QMetaObject::invokeMethod(this, &EngineController::drainEvents, Qt::QueuedConnection);
     });
+    m_tiers.setRequests(
+        [this](uint64_t bytes) {
+            if (m_worker) m_worker->requestBudget(bytes);
+        },
+        [this](bool on) {
+            if (m_worker) m_worker->requestPrefetch(on);
+        });
+    // The tier status changes between answers too (a load, a budget change, pins being read):
+    // sampled all the time; a sample whose serial was seen costs one mutex copy.
+    m_telemetryTimer.start();
 }
 
 EngineController::~EngineController() {
@@ -87,7 +97,6 @@ bool EngineController::send(const QString& text) {
     m_liveRate = 0;
     emit liveTokensPerSecondChanged();
     setGenerating(true);
-    m_telemetryTimer.start();
     m_worker->post(std::move(c));
     return true;
 }
@@ -104,6 +113,7 @@ void EngineController::newChat() {
     if (m_turnRow >= 0) endTurn(); // late events of that turn are ignored (id mismatch)
     m_chat.clear();
     m_worker->post(Command{CommandKind::Reset});
+    m_tiers.resetSession();
     clearError();
 }
 
@@ -195,7 +205,9 @@ void EngineController::drainEvents() {
 }
 
 void EngineController::sampleTelemetry() {
-    if (!m_worker || m_turnRow < 0) return;
+    if (!m_worker) return;
+    m_tiers.apply(m_worker->tierStatus());
+    if (m_turnRow < 0) return;
     const TelemetrySnapshot s = m_worker->telemetry();
     if (s.id != m_turnId || !s.generating) return;
     if (s.tokensPerSecond != m_liveRate) {
@@ -229,7 +241,6 @@ void EngineController::endTurn() {
                       m_chat.at(m_turnRow).ttft);
     m_turnRow = -1;
     m_turnId = 0;
-    m_telemetryTimer.stop();
     setGenerating(false);
 }
 

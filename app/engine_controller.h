@@ -8,6 +8,7 @@
 // Thread-safety: GUI thread only (QObject affinity), except the wake-up the worker posts.
 #include "chat_model.h"
 #include "engine_worker.h"
+#include "tier_monitor.h"
 
 #include <QObject>
 #include <QString>
@@ -21,6 +22,7 @@ namespace coli::app {
 class EngineController : public QObject {
     Q_OBJECT
     Q_PROPERTY(QObject* chatModel READ chatModelObject CONSTANT)
+    Q_PROPERTY(QObject* tiers READ tiersObject CONSTANT)
     Q_PROPERTY(QString modelDir READ modelDir NOTIFY modelChanged)
     Q_PROPERTY(QString modelName READ modelName NOTIFY modelChanged)
     Q_PROPERTY(QString modelInfo READ modelInfo NOTIFY modelChanged)
@@ -39,6 +41,8 @@ public:
 
     ChatModel* chatModel() { return &m_chat; }
     QObject* chatModelObject() { return &m_chat; }
+    TierMonitor* tiers() { return &m_tiers; }
+    QObject* tiersObject() { return &m_tiers; }
     QString modelDir() const { return m_modelDir; }
     QString modelName() const { return m_modelName; }
     QString modelInfo() const { return m_modelInfo; }
@@ -96,6 +100,7 @@ private:
     void endTurn();
 
     ChatModel m_chat;
+    TierMonitor m_tiers;
     GenerateParams m_params;
     SamplingOverrides m_sampling;
     QString m_modelDir, m_modelName, m_modelInfo;

@@ -1,11 +1,13 @@
 #include "engine_worker.h"
 
+#include "aio/io_pool.h"
 #include "runtime/context_fit.h"
 #include "runtime/expert_budget.h"
 #include "tiers/expert_cache.h"
 
 #include "user_messages.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <sstream>
@@ -68,15 +70,69 @@ void EngineWorker::run() {
         case CommandKind::Reset:
             if (m_session) m_session->reset();
             break;
+        case CommandKind::ApplySettings:
+            applyPendingSettings();
+            break;
         case CommandKind::Cancel: // handled inside the queue, never delivered
             break;
         }
     }
 }
 
+void EngineWorker::requestBudget(uint64_t bytes) {
+    m_pendingBudget.store(bytes == kNoRequest ? kNoRequest - 1 : bytes, std::memory_order_relaxed);
+    m_queue.push(Command{CommandKind::ApplySettings});
+}
+
+void EngineWorker::requestPrefetch(bool on) {
+    m_pendingPrefetch.store(on ? 1 : 0, std::memory_order_relaxed);
+    m_queue.push(Command{CommandKind::ApplySettings});
+}
+
+void EngineWorker::applyPendingSettings() {
+    const uint64_t budget = m_pendingBudget.exchange(kNoRequest, std::memory_order_relaxed);
+    const int prefetch = m_pendingPrefetch.exchange(-1, std::memory_order_relaxed);
+    tiers::ExpertCache* cache = m_model ? m_model->model().expertCache() : nullptr;
+    if (!cache || (budget == kNoRequest && prefetch < 0)) return;
+    if (budget != kNoRequest) {
+        const uint64_t lo = cache->minimumBudget(), hi = m_tierState.maximumBudget;
+        // Within [lo, hi] setBudget cannot fail (it refuses only values below the minimum).
+        (void)cache->setBudget(std::clamp(budget, lo, std::max(lo, hi)));
+    }
+    if (prefetch >= 0) cache->setPrefetch(prefetch == 1);
+    publishTiers(0, nullptr);
+}
+
+void EngineWorker::publishTiers(int tokens, const tiers::TierTelemetry* after) {
+    tiers::ExpertCache* cache = m_model ? m_model->model().expertCache() : nullptr;
+    TierStatus& st = m_tierState;
+    ++st.serial;
+    st.streaming = cache != nullptr;
+    if (cache) {
+        const tiers::TierTelemetry t = after ? *after : cache->telemetry();
+        if (tokens > 0) {
+            st.last = countersSince(t.counters, st.counters);
+            st.lastTokens = tokens;
+        }
+        st.counters = t.counters;
+        st.residency = t.residency;
+        st.pinCapacity = cache->pinCapacity();
+        st.prefetch = cache->prefetchEnabled();
+    }
+    st.busySeconds = m_busyBefore + (m_inGenerate ? secondsSince(m_generateStart) : 0.0);
+    m_tiers.publish(st);
+}
+
 void EngineWorker::doLoad(const Command& c) {
+    if (m_model && m_model->model().expertCache())
+        m_model->model().expertCache()->setTokenObserver(nullptr);
     m_session.reset(); // references the model: drop it first
     m_model.reset();
+    const uint64_t serial = m_tierState.serial;
+    m_tierState = TierStatus{};
+    m_tierState.serial = serial; // keeps growing: the GUI never mistakes a new status for seen
+    m_busyBefore = 0;
+    publishTiers(0, nullptr); // no tiers until the next model is in
     ModelLoadOptions mo;
     mo.threads = m_opt.threads;
     // Routed experts stream from disk through the expert cache (docs/tiers.md); its budget is
@@ -105,11 +161,34 @@ void EngineWorker::doLoad(const Command& c) {
     m_model = std::move(lm.value());
     std::string budget;
     if (tiers::ExpertCache* cache = m_model->model().expertCache()) {
-        Result<uint64_t> avail = memAvailableBytes();
-        (void)cache->setBudget(avail ? defaultExpertBudget(*cache, *avail) : 0); // >= minimum
+        // Every routed expert plus the working set: more buys nothing (defaultExpertBudget's cap).
+        const uint64_t most =
+            cache->minimumBudget() +
+            uint64_t(cache->telemetry().residency.totalExperts) * cache->slotBytes();
+        uint64_t want = m_opt.expertBudgetBytes;
+        if (want == 0) {
+            Result<uint64_t> avail = memAvailableBytes();
+            want = avail ? defaultExpertBudget(*cache, *avail) : 0;
+        }
+        (void)cache->setBudget(std::clamp(want, cache->minimumBudget(), most)); // >= minimum
+        cache->setPrefetch(m_opt.prefetch);
         budget = formatBytes(cache->budget());
+        m_tierState.minimumBudget = cache->minimumBudget();
+        m_tierState.maximumBudget = most;
+        m_tierState.directIo = cache->pool().directIo();
+        m_tierState.backend = aio::ioBackendName(cache->pool().backend());
+        m_tierState.expertReadBytes = cache->source().readBytes();
+        m_tierState.source = cache->source().describe();
+        // Runs on this thread after every forward step, outside OpenMP and the cache's lock:
+        // the one place between two tokens of an answer (budget changes land here).
+        cache->setTokenObserver([this](int tokens, const tiers::TierTelemetry& after) {
+            publishTiers(tokens, &after);
+            applyPendingSettings();
+        });
     }
     m_session = std::make_unique<Session>(*m_model);
+    applyPendingSettings(); // a budget asked for while loading
+    publishTiers(0, nullptr);
     const std::string name = std::filesystem::path(c.dir).lexically_normal().filename().string();
     const ModelSummary sum = m_model->model().summary();
     std::ostringstream info;
@@ -131,6 +210,16 @@ void EngineWorker::doLoad(const Command& c) {
 
 void EngineWorker::doGenerate(const Command& c) {
     const auto t0 = Clock::now();
+    m_inGenerate = true;
+    m_generateStart = t0;
+    struct BusyEnd { // the time spent generating counts however the turn ends
+        EngineWorker* w;
+        ~BusyEnd() {
+            w->m_busyBefore += secondsSince(w->m_generateStart);
+            w->m_inGenerate = false;
+            w->publishTiers(0, nullptr);
+        }
+    } busyEnd{this};
     TelemetrySnapshot snap;
     snap.id = c.id;
     snap.generating = true;

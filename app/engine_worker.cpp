@@ -80,13 +80,15 @@ void EngineWorker::run() {
 }
 
 void EngineWorker::requestBudget(uint64_t bytes) {
-    m_pendingBudget.store(bytes == kNoRequest ? kNoRequest - 1 : bytes, std::memory_order_relaxed);
-    m_queue.push(Command{CommandKind::ApplySettings});
+    // One queued wake-up per pending value: a slider sends many requests, the latest wins.
+    if (m_pendingBudget.exchange(bytes == kNoRequest ? kNoRequest - 1 : bytes,
+                                 std::memory_order_relaxed) == kNoRequest)
+        m_queue.push(Command{CommandKind::ApplySettings});
 }
 
 void EngineWorker::requestPrefetch(bool on) {
-    m_pendingPrefetch.store(on ? 1 : 0, std::memory_order_relaxed);
-    m_queue.push(Command{CommandKind::ApplySettings});
+    if (m_pendingPrefetch.exchange(on ? 1 : 0, std::memory_order_relaxed) < 0)
+        m_queue.push(Command{CommandKind::ApplySettings});
 }
 
 void EngineWorker::applyPendingSettings() {

@@ -48,6 +48,16 @@ void TierMonitor::setPrefetchEnabled(bool on) {
     if (m_now.streaming && m_requestPrefetch) m_requestPrefetch(on);
 }
 
+QVariantList TierMonitor::ramSegments() const {
+    QVariantList out;
+    for (int i = 0; i < m_rows.rowCount(); ++i) {
+        const TierRow& r = m_rows.at(i);
+        if (r.key == QLatin1String("vram") || r.key == QLatin1String("disk")) continue;
+        out.append(QVariantMap{{"key", r.key}, {"name", r.name}, {"share", r.share}});
+    }
+    return out;
+}
+
 void TierMonitor::recompute() {
     const tiers::TierCounters& last = m_now.last;
     m_session = countersSince(m_now.counters, m_base.counters);

@@ -20,6 +20,7 @@
 
 #include <QObject>
 #include <QString>
+#include <QVariantList>
 
 #include <functional>
 
@@ -35,6 +36,7 @@ class TierMonitor : public QObject {
     Q_PROPERTY(double allocatedBytes READ allocatedBytes NOTIFY changed)
     Q_PROPERTY(int totalExperts READ totalExperts NOTIFY changed)
     Q_PROPERTY(int pinnedExperts READ pinnedExperts NOTIFY changed)
+    Q_PROPERTY(int diskExperts READ diskExperts NOTIFY changed)
     Q_PROPERTY(int pinCapacity READ pinCapacity NOTIFY changed)
     Q_PROPERTY(double hitRateLast READ hitRateLast NOTIFY changed)
     Q_PROPERTY(double hitRateSession READ hitRateSession NOTIFY changed)
@@ -48,6 +50,9 @@ class TierMonitor : public QObject {
     Q_PROPERTY(QString backend READ backend NOTIFY changed)
     Q_PROPERTY(QString source READ source NOTIFY changed)
     Q_PROPERTY(int sessionTokens READ sessionTokens NOTIFY changed)
+    // The RAM bar's segments in order (pinned, cache, loading, free): [{key, name, share}] where
+    // share = bytes / RAM budget; they add up to 1 when the allocation is within the budget.
+    Q_PROPERTY(QVariantList ramSegments READ ramSegments NOTIFY changed)
 public:
     // `requestBudget` / `requestPrefetch` reach the engine (EngineWorker's); null in tests that
     // only feed apply().
@@ -73,6 +78,7 @@ public:
     int totalExperts() const { return m_now.residency.totalExperts; }
     int pinnedExperts() const { return m_now.residency.pinnedExperts; }
     int pinCapacity() const { return m_now.pinCapacity; }
+    int diskExperts() const { return m_now.residency.diskExperts; }
     double hitRateLast() const { return m_hitLast; }
     double hitRateSession() const { return m_hitSession; }
     double prefetchRecall() const { return m_recall; }
@@ -85,6 +91,7 @@ public:
     QString backend() const { return QString::fromStdString(m_now.backend); }
     QString source() const { return QString::fromStdString(m_now.source); }
     int sessionTokens() const { return int(m_session.tokens); }
+    QVariantList ramSegments() const;
     const TierStatus& status() const { return m_now; }
 
 signals:

@@ -115,6 +115,11 @@ public:
     Result<std::optional<int64_t>> lastSessionId();
 
 private:
+    sqlite3* conn() const { return m_db.m_db; }
+    const std::string& file() const { return m_db.m_path; }
+    Status requireSession(int64_t id, const std::string& what);
+    Status requireRunOf(int64_t run, int64_t session, const std::string& what);
+
     Storage& m_db;
 };
 

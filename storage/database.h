@@ -109,6 +109,10 @@ public:
     uint64_t commits() const { return m_commits; }
 
 private:
+    // The session API (sessions.h) works on this connection, on this Storage's thread; the
+    // handle itself is never handed out.
+    friend class SessionStore;
+
     Storage(sqlite3* db, std::string path) : m_db(db), m_path(std::move(path)) {}
     Status init(const OpenOptions& options);
     Status requireModel(int64_t model, const std::string& what);

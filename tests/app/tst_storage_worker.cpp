@@ -76,10 +76,16 @@ std::vector<std::string> texts(const fs::path& db) {
     if (!st) return {};
     storage::SessionStore ss(*st.value());
     auto list = ss.listSessions();
+    EXPECT_TRUE(list.isOk());
     std::vector<std::string> out;
-    for (const auto& s : list.value())
-        for (const auto& m : ss.loadMessages(s.id).value())
+    if (!list) return out;
+    for (const auto& s : list.value()) {
+        auto messages = ss.loadMessages(s.id); // kept alive for the loop (not a temporary)
+        EXPECT_TRUE(messages.isOk());
+        if (!messages) continue;
+        for (const auto& m : messages.value())
             out.push_back(m.text);
+    }
     return out;
 }
 
@@ -119,6 +125,7 @@ TEST(StorageWorker, ALockedDatabaseIsRetriedAndNothingIsLostOrReordered) {
         std::this_thread::sleep_for(1ms);
     sqlite3* other = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
+    sqlite3_busy_timeout(other, 10000); // the worker may still be finishing the last job
     ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
     for (int i = 1; i <= 20; ++i)
         w.post("appending", appendJob(key, i, "while locked " + std::to_string(i)));

@@ -59,6 +59,7 @@ void EngineController::loadModel(const QString& dir) {
         m_chat.fail(m_turnRow, tr("stopped: another model was opened"));
         endTurn();
     }
+    if (m_hooks.cleared) m_hooks.cleared();
     m_chat.clear();
     Command c{CommandKind::Load};
     c.id = m_loadId = m_nextId++;
@@ -87,13 +88,15 @@ bool EngineController::send(const QString& text) {
     if (!m_worker || text.trimmed().isEmpty() || m_generating || m_loadState != "ready")
         return false;
     clearError();
-    m_chat.appendMessage(QStringLiteral("user"), text);
+    const int userRow = m_chat.appendMessage(QStringLiteral("user"), text);
+    if (m_hooks.userMessage) m_hooks.userMessage(userRow);
     Command c{CommandKind::Generate};
     c.id = m_turnId = m_nextId++;
     c.messages = m_chat.conversation(); // before the empty answer row exists
     c.params = m_params;
     c.sampling = m_sampling;
     m_turnRow = m_chat.beginAssistant();
+    if (m_hooks.answerStarted) m_hooks.answerStarted(m_turnRow);
     m_liveRate = 0;
     emit liveTokensPerSecondChanged();
     setGenerating(true);
@@ -111,7 +114,18 @@ void EngineController::newChat() {
     if (!m_worker) return;
     m_worker->post(Command{CommandKind::Cancel});
     if (m_turnRow >= 0) endTurn(); // late events of that turn are ignored (id mismatch)
+    if (m_hooks.cleared) m_hooks.cleared();
     m_chat.clear();
+    m_worker->post(Command{CommandKind::Reset});
+    m_tiers.resetSession();
+    clearError();
+}
+
+void EngineController::showConversation(const QVector<ChatModel::Message>& rows) {
+    if (!m_worker) return;
+    m_worker->post(Command{CommandKind::Cancel});
+    if (m_turnRow >= 0) endTurn();
+    m_chat.replaceAll(rows);
     m_worker->post(Command{CommandKind::Reset});
     m_tiers.resetSession();
     clearError();
@@ -153,6 +167,7 @@ void EngineController::drainEvents() {
                                                           : s.promptTokens + s.generatedTokens));
                 const int row = m_turnRow;
                 endTurn();
+                if (m_hooks.answerEnded) m_hooks.answerEnded(row, &s);
                 emit answerFinished(row);
             }
             break;
@@ -167,6 +182,7 @@ void EngineController::drainEvents() {
                 setError(msg);
                 const int row = m_turnRow;
                 endTurn();
+                if (m_hooks.answerEnded) m_hooks.answerEnded(row, nullptr);
                 emit answerFinished(row);
             }
             break;

@@ -15,6 +15,7 @@
 #include <QTimer>
 #include <QUrl>
 
+#include <functional>
 #include <memory>
 
 namespace coli::app {
@@ -80,6 +81,22 @@ public:
 
     static QString settingsKeyLastDir() { return QStringLiteral("model/lastDir"); }
 
+    // What happens to the conversation, for the sessions glue (SessionManager) that saves it.
+    // Plain callbacks on the GUI thread, called after the ChatModel changed (except `cleared`).
+    struct TurnHooks {
+        std::function<void(int row)> userMessage;   // a user message was added at `row`
+        std::function<void(int row)> answerStarted; // an empty streaming answer row was added
+        // The answer at `row` ended (finished, stopped or failed: stats null when failed).
+        std::function<void(int row, const GenerateStats* stats)> answerEnded;
+        std::function<void()> cleared; // New chat or another model: called just before the
+                                       // conversation is cleared (its rows still readable)
+    };
+    void setTurnHooks(TurnHooks hooks) { m_hooks = std::move(hooks); }
+    // Shows a saved conversation (the engine's KV cache is cleared; the next turn prefills it).
+    void showConversation(const QVector<ChatModel::Message>& rows);
+    // The sampling of the next answers (what a session stores with each answer).
+    const SamplingOverrides& sampling() const { return m_sampling; }
+
 signals:
     void modelChanged();
     void loadStateChanged();
@@ -99,6 +116,7 @@ private:
     void setGenerating(bool g);
     void endTurn();
 
+    TurnHooks m_hooks;
     ChatModel m_chat;
     TierMonitor m_tiers;
     GenerateParams m_params;

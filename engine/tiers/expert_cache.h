@@ -129,6 +129,9 @@ public:
     void setHeat(ExpertId id, double heat, int64_t asOf);
 
     TierTelemetry telemetry() const;
+    // telemetry().counters alone: one copy under the lock, no walk over the slots (for a
+    // per-turn difference, TierCounters operator-).
+    TierCounters counters() const;
     const ExpertSource& source() const;
     aio::IoPool& pool();
     const aio::IoPool& pool() const;

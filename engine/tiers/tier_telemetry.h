@@ -28,6 +28,15 @@ struct TierCounters {
     uint64_t tokens = 0;            // tokens counted by endTokens()
 };
 
+// after - before, field by field: the counters of the steps between two cumulative snapshots
+// (a turn's, a token's). `after` must be the later snapshot of the same cache (each field >=).
+TierCounters operator-(const TierCounters& after, const TierCounters& before);
+// Routed experts found ready in RAM (pinned or cache, not still being read) / routed; 0 when
+// nothing was routed.
+double hitRate(const TierCounters& c);
+// Bytes read per token (bytesRead / tokens); 0 without tokens.
+double bytesReadPerToken(const TierCounters& c);
+
 struct TierResidency {
     int pinnedExperts = 0;                    // ready in the hot-store
     int cachedExperts = 0;                    // ready in the LFRU cache

@@ -121,6 +121,15 @@ void EngineController::newChat() {
     clearError();
 }
 
+void EngineController::applyLearnedUsage(const QString& dir,
+                                         std::shared_ptr<const learning::LearnedUsage> usage) {
+    if (!m_worker || !usage) return;
+    Command c{CommandKind::ApplyUsage};
+    c.dir = QDir::cleanPath(dir).toStdString();
+    c.usage = std::move(usage);
+    m_worker->post(std::move(c));
+}
+
 void EngineController::showConversation(const QVector<ChatModel::Message>& rows) {
     if (!m_worker) return;
     m_worker->post(Command{CommandKind::Cancel});
@@ -154,6 +163,7 @@ void EngineController::drainEvents() {
             break;
         case EventKind::Finished:
             flush();
+            if (ev.usage && m_hooks.usageSnapshot) m_hooks.usageSnapshot(ev.usage);
             if (ev.id == m_turnId && m_turnRow >= 0) {
                 const GenerateStats& s = ev.stats;
                 m_chat.finish(m_turnRow, s.generatedTokens, s.decodeTokensPerSecond, s.ttftSeconds,

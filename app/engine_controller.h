@@ -88,10 +88,15 @@ public:
         std::function<void(int row)> answerStarted; // an empty streaming answer row was added
         // The answer at `row` ended (finished, stopped or failed: stats null when failed).
         std::function<void(int row, const GenerateStats* stats)> answerEnded;
+        // The heat and pins after a turn of a learning model (learning::endTurnSnapshot).
+        std::function<void(std::shared_ptr<const learning::UsageSnapshot>)> usageSnapshot;
         std::function<void()> cleared; // New chat or another model: called just before the
                                        // conversation is cleared (its rows still readable)
     };
     void setTurnHooks(TurnHooks hooks) { m_hooks = std::move(hooks); }
+    // Hands the learned usage read for the model folder `dir` to the engine thread (dropped there
+    // when another model is loaded by then, or a turn already ran: see EngineWorker).
+    void applyLearnedUsage(const QString& dir, std::shared_ptr<const learning::LearnedUsage> usage);
     // Shows a saved conversation (the engine's KV cache is cleared; the next turn prefills it).
     void showConversation(const QVector<ChatModel::Message>& rows);
     // The sampling of the next answers (what a session stores with each answer).

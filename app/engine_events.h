@@ -4,7 +4,12 @@
 #include "runtime/session.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
+
+namespace coli::learning {
+struct UsageSnapshot;
+}
 
 namespace coli::app {
 
@@ -28,6 +33,9 @@ struct EngineEvent {
     double fraction = 0;
     int contextLength = 0; // Loaded: the model's context length in tokens
     GenerateStats stats;
+    // Finished, when the loaded model learns (its usage was applied): the heat and pins after
+    // the turn (learning::endTurnSnapshot), for the storage thread to save.
+    std::shared_ptr<const learning::UsageSnapshot> usage;
 
     static EngineEvent make(EventKind k, uint64_t id, std::string text) {
         EngineEvent e;

@@ -1,6 +1,7 @@
 #include "engine_worker.h"
 
 #include "aio/io_pool.h"
+#include "learning/learned_usage.h"
 #include "runtime/context_fit.h"
 #include "runtime/expert_budget.h"
 #include "tiers/expert_cache.h"
@@ -55,7 +56,19 @@ void EngineWorker::publish(EngineEvent ev) {
 
 void EngineWorker::run() {
     for (;;) {
-        Command c = m_queue.pop();
+        // Idle with expert reads in flight (pins being read after a load or a budget change):
+        // the tier status is published again every 50 ms until they land, so the Tiers view
+        // does not show a stale picture until the next token.
+        std::optional<Command> next;
+        while (!next) {
+            if (m_tierState.residency.loadingExperts > 0) {
+                next = m_queue.popFor(std::chrono::milliseconds(50));
+                if (!next) publishTiers(0, nullptr);
+            } else {
+                next = m_queue.pop();
+            }
+        }
+        Command c = std::move(*next);
         switch (c.kind) {
         case CommandKind::Quit:
             m_session.reset();
@@ -72,6 +85,9 @@ void EngineWorker::run() {
             break;
         case CommandKind::ApplySettings:
             applyPendingSettings();
+            break;
+        case CommandKind::ApplyUsage:
+            doApplyUsage(c);
             break;
         case CommandKind::Cancel: // handled inside the queue, never delivered
             break;
@@ -113,7 +129,7 @@ void EngineWorker::publishTiers(int tokens, const tiers::TierTelemetry* after) {
     if (cache) {
         const tiers::TierTelemetry t = after ? *after : cache->telemetry();
         if (tokens > 0) {
-            st.last = countersSince(t.counters, st.counters);
+            st.last = t.counters - st.counters;
             st.lastTokens = tokens;
         }
         st.counters = t.counters;
@@ -134,6 +150,8 @@ void EngineWorker::doLoad(const Command& c) {
     m_tierState = TierStatus{};
     m_tierState.serial = serial; // keeps growing: the GUI never mistakes a new status for seen
     m_busyBefore = 0;
+    m_learning = false;
+    m_generatedSinceLoad = false;
     publishTiers(0, nullptr); // no tiers until the next model is in
     ModelLoadOptions mo;
     mo.threads = m_opt.threads;
@@ -160,6 +178,7 @@ void EngineWorker::doLoad(const Command& c) {
                                         "model folder."));
         return;
     }
+    m_loadedDir = c.dir;
     m_model = std::move(lm.value());
     std::string budget;
     if (tiers::ExpertCache* cache = m_model->model().expertCache()) {
@@ -210,8 +229,23 @@ void EngineWorker::doLoad(const Command& c) {
     if (!warnings.empty()) publish(EngineEvent::make(EventKind::Notice, c.id, warnings));
 }
 
+void EngineWorker::doApplyUsage(const Command& c) {
+    tiers::ExpertCache* cache = m_model ? m_model->model().expertCache() : nullptr;
+    // The usage belongs to the folder it was read for (another model may be loaded by now).
+    if (!cache || !c.usage || c.dir != m_loadedDir) return;
+    // It may arrive after the first answers (hashing a large checkpoint takes a while): its clock
+    // then must not go back behind the tokens already counted; the stored heat records replace
+    // those few tokens' heat of the same experts. Placement only: no token changes either way.
+    learning::LearnedUsage usage = *c.usage;
+    if (m_generatedSinceLoad) usage.tokenClock = std::max(usage.tokenClock, cache->tokenClock());
+    learning::applyLearnedUsage(*cache, usage);
+    m_learning = true;
+    publishTiers(0, nullptr);
+}
+
 void EngineWorker::doGenerate(const Command& c) {
     const auto t0 = Clock::now();
+    m_generatedSinceLoad = true;
     m_inGenerate = true;
     m_generateStart = t0;
     struct BusyEnd { // the time spent generating counts however the turn ends
@@ -280,6 +314,9 @@ void EngineWorker::doGenerate(const Command& c) {
     m_telemetry.publish(snap);
     EngineEvent done = EngineEvent::make(EventKind::Finished, c.id, {});
     done.stats = std::move(stats.value());
+    tiers::ExpertCache* cache = m_model->model().expertCache();
+    if (m_learning && cache) // pins rebalanced between turns; heat and pins go to the database
+        done.usage = std::make_shared<learning::UsageSnapshot>(learning::endTurnSnapshot(*cache));
     publish(std::move(done));
 }
 

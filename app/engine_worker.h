@@ -65,7 +65,8 @@ private:
     void publish(EngineEvent ev);
     void doLoad(const Command& c);
     void doGenerate(const Command& c);
-    void applyPendingSettings();                                      // engine thread
+    void applyPendingSettings(); // engine thread
+    void doApplyUsage(const Command& c);
     void publishTiers(int tokens, const tiers::TierTelemetry* after); // engine thread
 
     WorkerOptions m_opt;
@@ -83,8 +84,11 @@ private:
     double m_busyBefore = 0; // seconds generating in earlier answers
     std::chrono::steady_clock::time_point m_generateStart{};
     bool m_inGenerate = false;
+    bool m_learning = false;           // the loaded model's usage was applied
+    bool m_generatedSinceLoad = false; // a turn ran before the learned usage arrived
     std::atomic<bool> m_quitting{false};
     std::unique_ptr<LoadedModel> m_model; // engine thread only
+    std::string m_loadedDir;              // engine thread only: the folder of m_model
     std::unique_ptr<Session> m_session;   // engine thread only
     std::thread m_thread;                 // last: starts after everything above exists
 };

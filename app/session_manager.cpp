@@ -1,5 +1,6 @@
 #include "session_manager.h"
 
+#include "learning/learned_usage.h"
 #include "storage/model_identity.h"
 #include "storage/session_export.h"
 
@@ -8,6 +9,7 @@
 #include <QPointer>
 
 #include <fstream>
+#include <limits>
 
 namespace coli::app {
 
@@ -79,6 +81,21 @@ storage::RunRecord runOf(const GenerateStats& s) {
     r.ttftSeconds = s.ttftSeconds;
     r.prefillSeconds = s.prefillSeconds;
     r.decodeSeconds = s.decodeSeconds;
+    r.split.attentionS = s.time.attention;
+    r.split.expertFfnS = s.time.expertFfn;
+    r.split.expertWaitS = s.time.expertWait;
+    r.split.samplingS = s.time.sampling;
+    r.split.otherS = s.time.other;
+    r.tiers.routed = s.tiers.routed;
+    r.tiers.hitsPinned = s.tiers.hitsPinned;
+    r.tiers.hitsCache = s.tiers.hitsCache;
+    r.tiers.inFlightHits = s.tiers.inFlightHits;
+    r.tiers.misses = s.tiers.misses;
+    r.tiers.bytesRead = s.tiers.bytesRead;
+    r.tiers.evictions = s.tiers.evictions;
+    r.tiers.prefetchIssued = s.tiers.prefetchIssued;
+    r.tiers.prefetchUsed = s.tiers.prefetchUsed;
+    r.tiers.tokens = s.tiers.tokens;
     return r;
 }
 } // namespace
@@ -93,6 +110,9 @@ SessionManager::SessionManager(EngineController* controller, StorageWorkerOption
     hooks.answerStarted = [this](int row) { onAnswerStarted(row); };
     hooks.answerEnded = [this](int row, const GenerateStats* s) { onAnswerEnded(row, s); };
     hooks.cleared = [this] { onCleared(); };
+    hooks.usageSnapshot = [this](std::shared_ptr<const learning::UsageSnapshot> s) {
+        saveUsage(std::move(s));
+    };
     m_controller->setTurnHooks(std::move(hooks));
     connect(m_controller, &EngineController::loadStateChanged, this, [this] {
         if (m_controller->loadState() == QLatin1String("ready")) onModelReady();
@@ -110,7 +130,7 @@ SessionManager::SessionManager(EngineController* controller, StorageWorkerOption
     });
     refreshList();
     // The last session shown comes back at start.
-    m_worker->post("reading the last session", [self](StorageContext& ctx) -> Status {
+    m_worker->post("Reading the last chat", [self](StorageContext& ctx) -> Status {
         auto last = ctx.sessions().lastSessionId();
         if (!last) return last.status();
         if (*last) {
@@ -151,10 +171,11 @@ void SessionManager::onStorageEvent(StorageEvent ev) {
     case StorageEvent::Kind::Opened:
         break;
     case StorageEvent::Kind::Unavailable:
-        setProblem(tr("Chats are not being saved: %1").arg(QString::fromStdString(ev.text)));
+        setProblem(tr("Chats and learned expert usage are not being saved: %1")
+                       .arg(QString::fromStdString(ev.text)));
         break;
-    case StorageEvent::Kind::Failed:
-        setProblem(tr("Chats are not being saved: %1").arg(QString::fromStdString(ev.text)));
+    case StorageEvent::Kind::Failed: // "<what> failed: <why, naming the file>"
+        setProblem(QString::fromStdString(ev.text));
         break;
     case StorageEvent::Kind::Result:
         if (ev.apply) ev.apply();
@@ -175,7 +196,7 @@ void SessionManager::dismissStorageProblem() {
 void SessionManager::refreshList() {
     QPointer<SessionManager> self(this);
     const quint64 edits = m_listEdits;
-    m_worker->post("listing the chats", [self, edits](StorageContext& ctx) -> Status {
+    m_worker->post("Listing the chats", [self, edits](StorageContext& ctx) -> Status {
         auto list = ctx.sessions().listSessions();
         if (!list) return list.status();
         QVector<SessionListModel::Row> rows;
@@ -199,21 +220,41 @@ void SessionManager::showList(quint64 edits, const QVector<SessionListModel::Row
 void SessionManager::onModelReady() {
     m_modelDir = m_controller->modelDir();
     m_modelIdentity.clear();
+    m_learnedModel = 0;
     QPointer<SessionManager> self(this);
+    const QString qdir = m_modelDir;
     const std::string dir = utf8(m_modelDir);
-    m_worker->post("identifying the model", [self, dir](StorageContext& ctx) -> Status {
-        // Hashes a checkpoint's shards once (cached in the database by path, size and mtime).
-        auto id = storage::modelIdentity(dir, &ctx.db());
-        if (!id) return Status::ok(); // not a failure of the chats: sessions record the folder
-        const QString identity = QString::fromStdString(*id);
-        ctx.notify([self, identity] {
-            if (!self) return;
-            self->m_modelIdentity = identity;
-            self->updateModelNotice();
+    // On the storage thread: the model's identity (a checkpoint's shards are hashed once, the
+    // digests cached in the database), then what was learned about it; both come back as values.
+    m_worker->post(
+        "Reading the learned expert usage", [self, qdir, dir](StorageContext& ctx) -> Status {
+            auto id = storage::modelIdentity(dir, &ctx.db());
+            if (!id)
+                return Status::ok(); // not a database problem: sessions still record the folder
+            // Every learned pin is offered; the cache keeps those its hot-store can hold.
+            auto usage =
+                learning::loadLearnedUsage(ctx.db(), *id, dir, std::numeric_limits<int>::max());
+            if (!usage) return usage.status();
+            auto shared = std::make_shared<const learning::LearnedUsage>(std::move(usage.value()));
+            const QString identity = QString::fromStdString(*id);
+            ctx.notify([self, qdir, identity, shared] {
+                if (!self || qdir != self->m_controller->modelDir()) return; // another model by now
+                self->m_modelIdentity = identity;
+                self->m_learnedModel = shared->modelId;
+                self->m_controller->applyLearnedUsage(qdir, shared);
+                self->updateModelNotice();
+            });
+            return Status::ok();
         });
-        return Status::ok();
-    });
     updateModelNotice();
+}
+
+void SessionManager::saveUsage(std::shared_ptr<const learning::UsageSnapshot> snapshot) {
+    if (m_learnedModel == 0 || !snapshot) return;
+    const int64_t model = m_learnedModel;
+    m_worker->post("Saving the learned expert usage", [model, snapshot](StorageContext& ctx) {
+        return learning::saveUsage(ctx.db(), model, *snapshot);
+    });
 }
 
 void SessionManager::updateModelNotice() {
@@ -268,7 +309,7 @@ void SessionManager::ensureSession(const QString& firstText) {
     touchList();
     m_list.upsertTop(row);
     QPointer<SessionManager> self(this);
-    m_worker->post("creating the chat", [self, key, info](StorageContext& ctx) -> Status {
+    m_worker->post("Saving the new chat", [self, key, info](StorageContext& ctx) -> Status {
         auto id = ctx.sessions().createSession(info);
         if (!id) return id.status();
         ctx.bind(key, *id);
@@ -301,7 +342,7 @@ void SessionManager::onUserMessage(int row) {
     rec.position = row;
     rec.role = Role::User;
     rec.text = utf8(m.text);
-    m_worker->post("saving your message", [session, key, rec](StorageContext& ctx) mutable {
+    m_worker->post("Saving your message", [session, key, rec](StorageContext& ctx) mutable {
         rec.session = ctx.resolve(session);
         auto id = ctx.sessions().appendMessage(rec);
         if (!id) return id.status();
@@ -332,7 +373,7 @@ void SessionManager::onAnswerStarted(int row) {
     const SamplingOverrides& o = m_controller->sampling();
     rec.sampling = samplingOf(o, m_controller->maxNewTokens());
     if (o.seed) rec.seed = *o.seed;
-    m_worker->post("saving the answer", [session, key, rec](StorageContext& ctx) mutable {
+    m_worker->post("Saving the answer", [session, key, rec](StorageContext& ctx) mutable {
         rec.session = ctx.resolve(session);
         auto id = ctx.sessions().appendMessage(rec);
         if (!id) return id.status();
@@ -351,7 +392,7 @@ void SessionManager::saveStreamingText() {
     if (text == m_savedText) return;
     m_savedText = text;
     const qint64 key = m_rowKeys[m_streamRow];
-    m_worker->post("saving the answer", [key, t = utf8(text)](StorageContext& ctx) -> Status {
+    m_worker->post("Saving the answer", [key, t = utf8(text)](StorageContext& ctx) -> Status {
         const int64_t id = ctx.resolve(key);
         if (id == 0) return Status::ok(); // its row was never created (reported already)
         COLI_RETURN_IF_ERROR(ctx.sessions().updateMessageText(id, t));
@@ -372,7 +413,7 @@ void SessionManager::onAnswerEnded(int row, const GenerateStats* stats) {
         stats ? storedStop(stats->stopReason) : storage::StopReason::Failed;
     std::optional<storage::RunRecord> run;
     if (stats) run = runOf(*stats);
-    m_worker->post("saving the answer",
+    m_worker->post("Saving the answer",
                    [session, key, text, stop, run](StorageContext& ctx) mutable {
                        const int64_t id = ctx.resolve(key);
                        if (id == 0) return Status::ok();
@@ -395,7 +436,7 @@ void SessionManager::onCleared() {
     if (m_streamRow >= 0 && m_streamRow < m_rowKeys.size() && m_streamRow < chat->rowCount()) {
         const qint64 key = m_rowKeys[m_streamRow];
         const std::string text = utf8(chat->at(m_streamRow).text);
-        m_worker->post("saving the answer", [key, text](StorageContext& ctx) -> Status {
+        m_worker->post("Saving the answer", [key, text](StorageContext& ctx) -> Status {
             const int64_t id = ctx.resolve(key);
             if (id == 0) return Status::ok();
             COLI_RETURN_IF_ERROR(
@@ -417,7 +458,7 @@ void SessionManager::onCleared() {
 
 void SessionManager::newSession() {
     m_controller->newChat(); // -> onCleared
-    m_worker->post("forgetting the last chat", [](StorageContext& ctx) {
+    m_worker->post("Saving the chat list", [](StorageContext& ctx) {
         return ctx.sessions().setLastSessionId(std::nullopt);
     });
 }
@@ -426,7 +467,7 @@ void SessionManager::openSession(qint64 id) {
     id = realId(id);
     if (id <= 0) return; // not created yet: it is the one on screen
     QPointer<SessionManager> self(this);
-    m_worker->post("opening the chat", [self, id](StorageContext& ctx) -> Status {
+    m_worker->post("Opening the chat", [self, id](StorageContext& ctx) -> Status {
         auto info = ctx.sessions().session(id);
         if (!info) return info.status();
         auto messages = ctx.sessions().loadMessages(id);
@@ -479,7 +520,7 @@ void SessionManager::renameSession(qint64 id, const QString& title) {
     touchList();
     m_list.rename(id, t);
     if (realId(id) == m_current || id == m_current) emit currentSessionChanged();
-    m_worker->post("renaming the chat", [id, t = utf8(t)](StorageContext& ctx) -> Status {
+    m_worker->post("Renaming the chat", [id, t = utf8(t)](StorageContext& ctx) -> Status {
         const int64_t real = ctx.resolve(id);
         return real == 0 ? Status::ok() : ctx.sessions().renameSession(real, t);
     });
@@ -491,7 +532,7 @@ void SessionManager::deleteSession(qint64 id) {
     m_list.remove(id);
     m_list.remove(realId(id));
     if (current) m_controller->newChat(); // -> onCleared
-    m_worker->post("deleting the chat", [id](StorageContext& ctx) -> Status {
+    m_worker->post("Deleting the chat", [id](StorageContext& ctx) -> Status {
         const int64_t real = ctx.resolve(id);
         return real == 0 ? Status::ok() : ctx.sessions().deleteSession(real);
     });
@@ -526,7 +567,7 @@ void SessionManager::setSearchText(const QString& text) {
         });
         return Status::ok();
     };
-    m_worker->post("searching the chats", std::move(job));
+    m_worker->post("Searching the chats", std::move(job));
 }
 
 void SessionManager::showSearch(quint64 serial, quint64 edits,
@@ -544,7 +585,7 @@ void SessionManager::exportSession(qint64 id, const QUrl& file, const QString& f
     const QString path = file.isLocalFile() ? file.toLocalFile() : file.toString();
     const bool json = format.compare(QLatin1String("json"), Qt::CaseInsensitive) == 0;
     QPointer<SessionManager> self(this);
-    m_worker->post("exporting the chat", [self, id, path, json](StorageContext& ctx) -> Status {
+    m_worker->post("Exporting the chat", [self, id, path, json](StorageContext& ctx) -> Status {
         auto report = [&](const QString& error) {
             ctx.notify([self, path, error] {
                 if (self) emit self->exported(path, error);

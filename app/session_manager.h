@@ -96,6 +96,7 @@ private:
     void updateModelNotice();
     void setProblem(const QString& text);
     void onModelReady();
+    void saveUsage(std::shared_ptr<const learning::UsageSnapshot> snapshot);
     qint64 realId(qint64 key) const;
 
     EngineController* m_controller;
@@ -109,6 +110,7 @@ private:
     QString m_problem, m_modelNotice, m_search, m_sessionModelDir;
     QString m_modelIdentity, m_modelDir; // of the loaded model
     QString m_sessionIdentity;           // of the session shown
+    int64_t m_learnedModel = 0;          // database id of the loaded model (0: not learning)
     QHash<qint64, qint64> m_rekeyed;     // provisional key -> database id
     quint64 m_searchSerial = 0;
     // Local list changes (a chat created, renamed, deleted, moved up): a listing read before the

@@ -137,7 +137,7 @@ void StorageWorker::run() {
             m_cv.wait_for(lock, m_opt.retryInterval, [] { return false; });
             continue;
         }
-        std::string msg = item.what.empty() ? st.message() : item.what + ": " + st.message();
+        std::string msg = item.what.empty() ? st.message() : item.what + " failed: " + st.message();
         if (msg != m_lastFailure) {
             m_lastFailure = msg;
             report(StorageEvent::Kind::Failed, msg);

@@ -89,7 +89,8 @@ public:
     StorageWorker(const StorageWorker&) = delete;
     StorageWorker& operator=(const StorageWorker&) = delete;
 
-    // Queues `job`; `what` names it in failure messages ("saving the answer").
+    // Queues `job`; `what` names it in failure messages ("Saving the answer" -> "Saving the
+    // answer failed: FILE: ...").
     void post(std::string what, Job job);
     int64_t newKey() { return m_nextKey.fetch_sub(1, std::memory_order_relaxed); }
     bool available() const { return m_available.load(std::memory_order_acquire); }

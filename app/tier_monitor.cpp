@@ -60,7 +60,7 @@ QVariantList TierMonitor::ramSegments() const {
 
 void TierMonitor::recompute() {
     const tiers::TierCounters& last = m_now.last;
-    m_session = countersSince(m_now.counters, m_base.counters);
+    m_session = m_now.counters - m_base.counters;
     const tiers::TierCounters& ses = m_session;
     const tiers::TierResidency& r = m_now.residency;
 

@@ -30,8 +30,4 @@ struct TierStatus {
     double busySeconds = 0;         // engine-thread wall time spent generating since load (seconds)
 };
 
-// after - before, field by field (counters only grow; a smaller `after` gives 0).
-tiers::TierCounters countersSince(const tiers::TierCounters& after,
-                                  const tiers::TierCounters& before);
-
 } // namespace coli::app

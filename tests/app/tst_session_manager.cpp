@@ -5,6 +5,7 @@
 // banner while the chat keeps working. The list model runs under QAbstractItemModelTester.
 #include "session_manager.h"
 
+#include "storage/model_identity.h"
 #include "storage/sessions.h"
 
 #include <QAbstractItemModelTester>
@@ -126,9 +127,21 @@ private slots:
             QVERIFY(!p.ss->loadRuns(first.id).value()[0].tokensPerSecond == 0 ||
                     p.ss->loadRuns(first.id).value()[0].generatedTokens > 0);
         }
-        // Restart: the list and the last session shown come back.
+        {
+            // The app learned: the model's expert heat is in the database.
+            auto st = storage::Storage::open(db.toStdString());
+            QVERIFY(st.isOk());
+            auto identity = storage::modelIdentity(kModel.toStdString(), st.value().get());
+            QVERIFY(identity.isOk());
+            auto model = st.value()->findModel(*identity);
+            QVERIFY(model.isOk() && model->has_value());
+            QVERIFY(!st.value()->loadHeat(**model).value().empty());
+        }
+        // Restart: the list and the last session shown come back, and the learned experts are
+        // pinned before the first answer.
         Rig r(db);
         QVERIFY(r.ready());
+        QTRY_VERIFY_WITH_TIMEOUT(r.controller->tiers()->pinnedExperts() > 0, 10000);
         QTRY_COMPARE_WITH_TIMEOUT(r.controller->chatModel()->rowCount(), 4, 10000);
         QCOMPARE(r.controller->chatModel()->at(1).text, answer1);
         QCOMPARE(r.controller->chatModel()->at(3).text, answer2);

@@ -413,6 +413,7 @@ void SessionManager::onAnswerEnded(int row, const GenerateStats* stats) {
         stats ? storedStop(stats->stopReason) : storage::StopReason::Failed;
     std::optional<storage::RunRecord> run;
     if (stats) run = runOf(*stats);
+    if (run) emit runAdded(*run);
     m_worker->post("Saving the answer",
                    [session, key, text, stop, run](StorageContext& ctx) mutable {
                        const int64_t id = ctx.resolve(key);
@@ -448,6 +449,7 @@ void SessionManager::onCleared() {
     m_streamSave.stop();
     m_streamRow = -1;
     m_rowKeys.clear();
+    emit conversationCleared();
     if (m_current != 0) {
         m_current = 0;
         m_sessionIdentity.clear();
@@ -495,9 +497,11 @@ void SessionManager::openSession(qint64 id) {
             keys.append(m.id);
         }
         const SessionListModel::Row row = SessionListModel::fromInfo(*info);
-        ctx.notify([self, id, rows, keys, row] {
+        const QVector<storage::RunRecord> turnRuns(runs->begin(), runs->end());
+        ctx.notify([self, id, rows, keys, row, turnRuns] {
             if (!self) return;
             self->m_controller->showConversation(rows); // no hooks: nothing to save
+            emit self->runsLoaded(turnRuns);
             self->m_rowKeys = keys;
             self->m_streamRow = -1;
             self->m_current = id;

@@ -81,6 +81,16 @@ signals:
     void exported(const QString& path, const QString& error);
     void sessionOpened(qint64 id); // its messages are on screen
     void listLoaded();
+    // The turn statistics of the conversation shown (for TurnStatsModel, the Charts view), as
+    // values on the GUI thread. runsLoaded: every run of the session just opened, in the order
+    // they were added (read from the database with its messages, just before sessionOpened).
+    // runAdded: the run of an answer of the conversation shown that just ended with statistics
+    // (finished or stopped; a failed answer has none), as it is being saved (id, session and
+    // createdMs are 0 here). conversationCleared: New chat, another model or the shown session
+    // deleted: the conversation shown has no runs yet.
+    void runsLoaded(const QVector<coli::storage::RunRecord>& runs);
+    void runAdded(const coli::storage::RunRecord& run);
+    void conversationCleared();
 
 private:
     void onStorageEvent(StorageEvent ev); // storage thread: posts to the GUI thread

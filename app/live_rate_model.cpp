@@ -95,6 +95,11 @@ QVariantList LiveRateModel::points() const {
     return out;
 }
 
+QPointF LiveRateModel::sample(int row) const {
+    if (row < 0 || row >= m_samples.size()) return {};
+    return {m_samples[row].seconds, m_samples[row].rate};
+}
+
 void LiveRateModel::follow(EngineController* controller) {
     connect(controller, &EngineController::generatingChanged, this, [this, controller] {
         if (controller->generating()) {

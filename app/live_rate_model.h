@@ -9,6 +9,7 @@
 // Thread-safety: GUI thread only (QObject affinity).
 #include <QAbstractListModel>
 #include <QElapsedTimer>
+#include <QPointF>
 #include <QVariantList>
 #include <QVector>
 
@@ -55,6 +56,8 @@ public:
     double latest() const { return m_samples.isEmpty() ? 0.0 : m_samples.last().rate; }
     // The samples as [{x: seconds, y: tok/s}] (what a chart series appends).
     Q_INVOKABLE QVariantList points() const;
+    // One sample as a point (x: seconds, y: tok/s); (0, 0) for a row out of range.
+    Q_INVOKABLE QPointF sample(int row) const;
 
 signals:
     void countChanged();

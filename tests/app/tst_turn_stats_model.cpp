@@ -190,6 +190,8 @@ private slots:
         QCOMPARE(live.latest(), 8.0);
         QCOMPARE(roleValue(live, 1, "seconds").toDouble(), 0.4);
         QCOMPARE(live.points().at(0).toMap().value("y").toDouble(), 5.0);
+        QCOMPARE(live.sample(1), QPointF(0.4, 8));
+        QCOMPARE(live.sample(2), QPointF());
         live.stop(); // the curve stays after the answer
         QVERIFY(!live.streaming());
         QCOMPARE(live.rowCount(), 2);

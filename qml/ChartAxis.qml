@@ -43,14 +43,16 @@ ValueAxis {
         tickCount = 5
         labelFormat = "%.0f"
     }
-    // An x axis over turns 1..n (and one more slot when `extra`), integer labels only.
-    function fitTurns(n, extra) {
-        const last = Math.max(1, n + (extra ? 1 : 0))
-        min = 0.5
+    // An x axis over turns from+1..n (and one more slot when `extra`), integer labels only, about
+    // eight of them at most.
+    function fitTurns(n, extra, from) {
+        const first = from > 0 ? from : 0
+        const last = Math.max(first + 1, n + (extra ? 1 : 0))
+        min = first + 0.5
         max = last + 0.5
         tickType = ValueAxis.TicksDynamic
         tickAnchor = 1
-        tickInterval = Math.max(1, stepFor(last * 4 / 8))
+        tickInterval = Math.max(1, stepFor((last - first) / 2))
         labelFormat = "%.0f"
     }
 }

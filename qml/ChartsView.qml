@@ -89,22 +89,14 @@ Page {
     }
 
     function rebuildSplit() {
-        const n = turns
-        const first = Math.max(0, n - splitWindow)
+        // Bar i stands at x = i: a leading empty bar puts turn t at x = t, so the axis shows turn
+        // numbers; the range shows the last `splitWindow` turns (earlier bars fall outside).
         const parts = [[splitAttention, "attentionShare"], [splitFfn, "expertFfnShare"],
                        [splitWait, "expertWaitShare"], [splitSampling, "samplingShare"],
                        [splitOther, "otherShare"]]
         for (const [set, role] of parts)
-            set.values = (stats ? stats.column(role) : []).slice(first).map(v => 100 * v)
-        // Bars stand at 0, 1, ...; the category axis labels them with their turn numbers.
-        const m = n - first
-        for (const label of splitX.categoriesLabels) splitX.remove(label)
-        splitX.min = -0.5
-        splitX.max = Math.max(0.5, m - 0.5)
-        splitX.startValue = -0.5
-        const every = Math.max(1, rateX.stepFor(m / 2))
-        for (let i = 0; i < m; ++i)
-            if ((first + i + 1) % every === 0 || m <= 8) splitX.append(String(first + i + 1), i)
+            set.values = [0].concat((stats ? stats.column(role) : []).map(v => 100 * v))
+        splitX.fitTurns(turns, false, Math.max(0, turns - splitWindow))
         splitY.fitPercent()
     }
 
@@ -259,7 +251,7 @@ Page {
                         ChartAxis { id: rateY }
                         LineSeries {
                             id: rateLine; axisX: rateX; axisY: rateY
-                            color: ink.rate; width: 2.5; pointsVisible: true
+                            color: ink.rate; width: 2.5; pointsVisible: view.turns <= 60
                         }
                         LineSeries {
                             id: liveLink; axisX: rateX; axisY: rateY
@@ -313,7 +305,7 @@ Page {
                         ChartAxis { id: ttftY }
                         LineSeries {
                             id: ttftLine; axisX: ttftX; axisY: ttftY
-                            color: ink.ttft; width: 2.5; pointsVisible: true
+                            color: ink.ttft; width: 2.5; pointsVisible: view.turns <= 60
                         }
                     }
                 }
@@ -324,7 +316,7 @@ Page {
                     Layout.preferredWidth: 1
                     Layout.preferredHeight: grid.cardHeight
                     title: qsTr("Routed experts by tier (%)")
-                    note: view.tiered ? qsTr("last %1 ready in RAM").arg(view.pct(
+                    note: view.tiered ? qsTr("last %1 in RAM").arg(view.pct(
                               view.stats.get(view.turns - 1).hitRate)) : ""
                     legend: [{ name: qsTr("pinned"), color: ink.pinned },
                              { name: qsTr("cache"), color: ink.cache },
@@ -334,10 +326,10 @@ Page {
                         objectName: "hitChart"
                         ChartAxis { id: hitX }
                         ChartAxis { id: hitY }
-                        LineSeries { id: pinnedLine; axisX: hitX; axisY: hitY; color: ink.pinned; width: 2; pointsVisible: true }
-                        LineSeries { id: cacheLine; axisX: hitX; axisY: hitY; color: ink.cache; width: 2; pointsVisible: true }
-                        LineSeries { id: inFlightLine; axisX: hitX; axisY: hitY; color: ink.inFlight; width: 2; pointsVisible: true }
-                        LineSeries { id: diskLine; axisX: hitX; axisY: hitY; color: ink.disk; width: 2; pointsVisible: true }
+                        LineSeries { id: pinnedLine; axisX: hitX; axisY: hitY; color: ink.pinned; width: 2; pointsVisible: view.turns <= 60 }
+                        LineSeries { id: cacheLine; axisX: hitX; axisY: hitY; color: ink.cache; width: 2; pointsVisible: view.turns <= 60 }
+                        LineSeries { id: inFlightLine; axisX: hitX; axisY: hitY; color: ink.inFlight; width: 2; pointsVisible: view.turns <= 60 }
+                        LineSeries { id: diskLine; axisX: hitX; axisY: hitY; color: ink.disk; width: 2; pointsVisible: view.turns <= 60 }
                     }
                     NoTiersNote { visible: view.turns > 0 && !view.tiered }
                 }
@@ -356,7 +348,7 @@ Page {
                         ChartAxis { id: mibY }
                         LineSeries {
                             id: mibLine; axisX: mibX; axisY: mibY
-                            color: ink.mib; width: 2.5; pointsVisible: true
+                            color: ink.mib; width: 2.5; pointsVisible: view.turns <= 60
                         }
                     }
                     NoTiersNote { visible: view.turns > 0 && !view.tiered }
@@ -377,14 +369,7 @@ Page {
                              { name: qsTr("other"), color: ink.disk }]
                     ThemedChart {
                         objectName: "splitChart"
-                        CategoryAxis {
-                            id: splitX
-                            labelsPosition: CategoryAxis.AxisLabelsPositionOnValue
-                            labelsColor: Theme.textMuted
-                            labelsFont.pixelSize: Theme.smallFontSize - 1
-                            color: Theme.border
-                            gridVisible: false
-                        }
+                        ChartAxis { id: splitX; gridVisible: false }
                         ChartAxis { id: splitY }
                         StackedBarSeries {
                             axisX: splitX; axisY: splitY

@@ -219,6 +219,10 @@ private slots:
                 QVERIFY2(everyChartDrew(v, &img, &which), qPrintable(which));
                 img = v.shot("charts-dark.png");
                 QVERIFY(plotPixels(v, img, "rateChart").darkBackground);
+                v.resize(1600, 1000);
+                QVERIFY2(everyChartDrew(v, &img, &which), qPrintable(which));
+                img = v.shot("charts-dark-wide.png");
+                QVERIFY(plotPixels(v, img, "rateChart").darkBackground);
                 theme->setProperty("dark", false);
             } else {
                 qWarning("Theme has no dark palette yet: charts-dark.png not made");

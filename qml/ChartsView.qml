@@ -21,21 +21,7 @@ Page {
     // The time split draws one bar per answer: the latest ones when there are more.
     readonly property int splitWindow: 40
 
-    // Series colours: Theme's accent plus hues that read on both of Theme's surfaces.
-    QtObject {
-        id: ink
-        readonly property bool dark: Theme.dark === true
-        readonly property color rate: Theme.accent
-        readonly property color live: dark ? "#e3b341" : "#9a6700"
-        readonly property color ttft: dark ? "#f0883e" : "#bc4c00"
-        readonly property color mib: dark ? "#39c5bb" : "#0e8a7d"
-        readonly property color pinned: dark ? "#a371f7" : "#8250df"
-        readonly property color cache: Theme.accent
-        readonly property color inFlight: dark ? "#d29922" : "#d4a72c"
-        readonly property color disk: dark ? "#8b949e" : "#8c959f"
-        readonly property color wait: dark ? "#ff7b72" : "#cf222e"
-        readonly property color sampling: dark ? "#57c27a" : "#1a7f37"
-    }
+    ChartInk { id: ink }
 
     // Over a tier chart when the model's experts are all resident (nothing routed through tiers).
     component NoTiersNote: Label {
@@ -118,10 +104,14 @@ Page {
         rateY.fit(top)
     }
 
-    // The live curve of the answer being written (or of the last one): appended sample by sample.
-    function appendLive() {
-        if (!live) return
-        if (live.count < liveLine.count || live.count > liveLine.count + 1) {
+    // The live curve of the answer being written (or of the last one): appended sample by sample
+    // (`full`: read again from the model).
+    function appendLive(full) {
+        if (!live) {
+            liveLine.clear()
+            return
+        }
+        if (full || live.count < liveLine.count || live.count > liveLine.count + 1) {
             liveLine.clear()
             for (const p of live.points()) liveLine.append(p.x, p.y)
         } else if (live.count === liveLine.count + 1) {
@@ -133,17 +123,30 @@ Page {
         if (streaming) updateLiveMarker()
     }
 
+    // A hidden view only notes that it is behind (Qt Charts re-renders a chart's image on every
+    // change, also when it is not shown) and catches up when it is shown again.
+    property bool behind: false
+    function refresh() {
+        behind = !visible
+        if (behind) return
+        rebuild()
+        appendLive(true)
+    }
+    onVisibleChanged: if (visible && behind) refresh()
     Connections {
         target: view.stats
-        function onCountChanged() { view.rebuild() }
+        function onCountChanged() { view.refresh() }
     }
     Connections {
         target: view.live
-        function onCountChanged() { view.appendLive() }
-        function onStreamingChanged() { view.rebuild() }
+        function onCountChanged() {
+            if (view.visible && !view.behind) view.appendLive(false)
+            else view.behind = true
+        }
+        function onStreamingChanged() { view.refresh() }
     }
-    onStatsChanged: { rebuild(); appendLive() }
-    Component.onCompleted: { rebuild(); appendLive() }
+    onStatsChanged: refresh()
+    Component.onCompleted: refresh()
 
     background: Rectangle { color: Theme.background }
 

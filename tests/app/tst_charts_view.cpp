@@ -2,7 +2,8 @@
 // EngineController + SessionManager on the fixture model: empty state first; while an answer
 // streams, the live series; after a few answers every chart drew its series (pixel checks in each
 // plot area) at 800x600 and 1600x1000, in the light and (when Theme has one) dark palette; after a
-// restart the reopened session's answers are drawn again from the database.
+// restart the reopened session's answers are drawn again from the database; a hidden view
+// catches up when shown.
 // Saves screenshots/charts*.png.
 #include "session_manager.h"
 #include "turn_stats_model.h"
@@ -49,12 +50,13 @@ struct View {
         engine->setInitialProperties(
             {{QStringLiteral("controller"), QVariant::fromValue<QObject*>(controller.get())},
              {QStringLiteral("stats"), QVariant::fromValue<QObject*>(stats.get())}});
-        engine->loadData("import QtQuick\nimport QtQuick.Controls\nimport Colibri\n"
-                         "ApplicationWindow { id: w; property QtObject controller; property "
-                         "QtObject stats; readonly property QtObject theme: Theme; "
-                         "width: 800; height: 600; visible: true; "
-                         "ChartsView { anchors.fill: parent; controller: w.controller; "
-                         "stats: w.stats } }");
+        engine->loadData(
+            "import QtQuick\nimport QtQuick.Controls\nimport Colibri\n"
+            "ApplicationWindow { id: w; property QtObject controller; property "
+            "QtObject stats; readonly property QtObject theme: Theme; "
+            "width: 800; height: 600; visible: true; "
+            "ChartsView { objectName: \"charts\"; anchors.fill: parent; controller: w.controller; "
+            "stats: w.stats } }");
         if (!engine->rootObjects().isEmpty())
             window = qobject_cast<QQuickWindow*>(engine->rootObjects().first());
         controller->loadModel(kModel);
@@ -199,6 +201,24 @@ private slots:
             }
             QCOMPARE(v.stats->rowCount(), 6);
             QVERIFY2(live->rowCount() >= 2, qPrintable(QString::number(live->rowCount())));
+
+            // Hidden (another view shown), the charts wait; shown again, they catch up.
+            QQmlContext* ids = qmlContext(v.find("rateChart"));
+            auto count = [&](const char* series) {
+                return QQmlProperty::read(ids->objectForName(series), "count").toInt();
+            };
+            QCOMPARE(count("rateLine"), 6);
+            QCOMPARE(count("liveLine"), live->rowCount());
+            auto* charts = v.find("charts");
+            QVERIFY(charts);
+            charts->setVisible(false);
+            v.setLength(300);
+            QVERIFY(v.ask(QStringLiteral("One more, while the charts are hidden.")));
+            QCOMPARE(v.stats->rowCount(), 7);
+            QCOMPARE(count("rateLine"), 6);
+            charts->setVisible(true);
+            QCOMPARE(count("rateLine"), 7);
+            QCOMPARE(count("liveLine"), live->rowCount());
             QVERIFY(!empty->isVisible());
 
             QString which;
@@ -235,7 +255,7 @@ private slots:
         QVERIFY(v.window);
         QVERIFY(QTest::qWaitForWindowExposed(v.window));
         QVERIFY(v.ready());
-        QTRY_COMPARE_WITH_TIMEOUT(v.stats->rowCount(), 6, 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(v.stats->rowCount(), 7, 10000);
         v.resize(1600, 1000); // every chart in the window at once
         const QImage img = v.shot("charts-reopened.png");
         // No answer was written since the restart: the live chart is empty, the rest drew.

@@ -1,5 +1,5 @@
 #pragma once
-// The GUI-thread face of the engine (DESIGN.md threading contract). Owns one EngineWorker (the
+// The GUI-thread face of the engine (docs/design.md threading contract). Owns one EngineWorker (the
 // engine thread), the ChatModel, and the QML-visible state: load state/progress, errors,
 // generating, live tok/s. The GUI thread never blocks on the engine: commands are posted, events
 // come back through the worker's ring and are drained here in one go per queued wake-up; live

@@ -7,7 +7,7 @@
 // no handle of its own, and must not outlive the Storage.
 //
 // Thread-safety: like its Storage, a SessionStore is used only on the thread that opened the
-// Storage (DESIGN rule 6: the app's storage thread). Everything it returns is a plain value
+// Storage (docs/design.md rule 6: the app's storage thread). Everything it returns is a plain value
 // (session_types.h) that may cross threads.
 //
 // Failure policy: every function returns a Status / Result whose message names the database file

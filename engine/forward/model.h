@@ -34,7 +34,7 @@ struct LoadProgress {
 };
 using ProgressFn = std::function<void(const LoadProgress&)>;
 
-// Streaming the routed experts from disk (DESIGN.md "Expert tiers"; tiers/expert_cache.h): dense
+// Streaming the routed experts from disk (docs/design.md "Expert tiers"; tiers/expert_cache.h): dense
 // weights stay resident, routed experts are read on demand into a RAM cache of ramBudgetBytes.
 // Placement never changes a bit of the result (tests/tiers/test_placement_invariance).
 struct ExpertTierOptions {

@@ -112,7 +112,8 @@ void EngineController::stop() {
 
 void EngineController::newChat() {
     if (!m_worker) return;
-    m_worker->post(Command{CommandKind::Cancel});
+    // Cancel stops whatever the engine runs: only an answer, never a model load in progress.
+    if (m_turnId != 0) m_worker->post(Command{CommandKind::Cancel});
     if (m_turnRow >= 0) endTurn(); // late events of that turn are ignored (id mismatch)
     if (m_hooks.cleared) m_hooks.cleared();
     m_chat.clear();
@@ -132,7 +133,8 @@ void EngineController::applyLearnedUsage(const QString& dir,
 
 void EngineController::showConversation(const QVector<ChatModel::Message>& rows) {
     if (!m_worker) return;
-    m_worker->post(Command{CommandKind::Cancel});
+    // As newChat: the session restored at start arrives while the model loads.
+    if (m_turnId != 0) m_worker->post(Command{CommandKind::Cancel});
     if (m_turnRow >= 0) endTurn();
     m_chat.replaceAll(rows);
     m_worker->post(Command{CommandKind::Reset});

@@ -69,8 +69,10 @@ public:
     // Sends a user message and starts streaming the answer. False (and nothing sent) when the
     // text is blank, an answer is still running, or no model is ready.
     Q_INVOKABLE bool send(const QString& text);
-    Q_INVOKABLE void stop();    // cancels the running answer (its text so far stays)
-    Q_INVOKABLE void newChat(); // cancels, clears the conversation and the engine's KV cache
+    Q_INVOKABLE void stop(); // cancels the running answer (its text so far stays)
+    // Cancels the running answer (a model load goes on), clears the conversation and the
+    // engine's KV cache.
+    Q_INVOKABLE void newChat();
     Q_INVOKABLE void clearError();
     // Shows a message in the window's banner (e.g. "the remembered folder is gone"); dismissable,
     // cleared by the next load or message like an error.
@@ -98,6 +100,7 @@ public:
     // when another model is loaded by then, or a turn already ran: see EngineWorker).
     void applyLearnedUsage(const QString& dir, std::shared_ptr<const learning::LearnedUsage> usage);
     // Shows a saved conversation (the engine's KV cache is cleared; the next turn prefills it).
+    // Cancels the running answer, never a model load (the last session is restored during one).
     void showConversation(const QVector<ChatModel::Message>& rows);
     // The sampling of the next answers (what a session stores with each answer).
     const SamplingOverrides& sampling() const { return m_sampling; }

@@ -1,5 +1,7 @@
 #include "app_window.h"
 
+#include "app_options.h"
+#include "app_settings.h"
 #include "engine_controller.h"
 
 #include <QCoreApplication>
@@ -10,8 +12,36 @@
 
 namespace coli::app {
 
+void connectSettings(AppSettings* settings, EngineController* controller, int fallbackThreads) {
+    controller->setLoadSettings(settings->loadSettings(fallbackThreads));
+    auto loadOptions = [=] {
+        controller->setLoadSettings(settings->loadSettings(fallbackThreads));
+    };
+    QObject::connect(settings, &AppSettings::threadsChanged, controller, loadOptions);
+    QObject::connect(settings, &AppSettings::ramBudgetChanged, controller, loadOptions);
+    QObject::connect(settings, &AppSettings::directIoChanged, controller, loadOptions);
+    QObject::connect(settings, &AppSettings::prefetchChanged, controller, loadOptions);
+    QObject::connect(settings, &AppSettings::samplingChanged, controller, [=] {
+        GenerateParams p = controller->generateParams();
+        p.maxNewTokens = settings->maxNewTokens();
+        SamplingOverrides s = settings->samplingOverrides();
+        s.seed = controller->samplingOverrides().seed;
+        controller->setGenerateParams(p, s);
+    });
+    QObject::connect(controller, &EngineController::loadStateChanged, settings, [=] {
+        const QString state = controller->loadState();
+        if (state == QStringLiteral("ready") || state == QStringLiteral("error"))
+            settings->modelLoadEnded(controller->modelDir(), state == QStringLiteral("ready"));
+    });
+}
+
 QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* controller,
-                               const QStringList& importDirs, QString* error) {
+                               const QStringList& importDirs, QString* error,
+                               AppSettings* settings) {
+    if (!settings) {
+        settings = new AppSettings(QString(), &engine);
+        connectSettings(settings, controller, 0); // 0: the worker's own threads
+    }
     // The build tree puts the module next to the binary (a default import path); an install puts
     // it under lib/colibri/qml.
     const QString installed = QCoreApplication::applicationDirPath() + "/../lib/colibri/qml";
@@ -26,7 +56,8 @@ QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* 
                                          warnings << w.toString();
                                  });
     engine.setInitialProperties(
-        {{QStringLiteral("controller"), QVariant::fromValue<QObject*>(controller)}});
+        {{QStringLiteral("controller"), QVariant::fromValue<QObject*>(controller)},
+         {QStringLiteral("appSettings"), QVariant::fromValue<QObject*>(settings)}});
     // Qt 6.4 has no loadFromModule(); importing the module loads its plugin (PLATFORM.md pitfall
     // 1).
     engine.loadData("import Colibri\nMain {}", QUrl(QStringLiteral("qrc:/colibri_bootstrap.qml")));

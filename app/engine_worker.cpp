@@ -6,6 +6,7 @@
 
 #include "user_messages.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <sstream>
@@ -78,7 +79,9 @@ void EngineWorker::doLoad(const Command& c) {
     m_session.reset(); // references the model: drop it first
     m_model.reset();
     ModelLoadOptions mo;
-    mo.threads = m_opt.threads;
+    mo.threads = c.load.threads > 0 ? c.load.threads : m_opt.threads;
+    mo.tiers.directIo = c.load.directIo;
+    mo.tiers.prefetch = c.load.prefetch;
     // Routed experts stream from disk through the expert cache (docs/tiers.md); its budget is
     // set from MemAvailable once the dense weights are in.
     mo.tiers.stream = true;
@@ -106,7 +109,11 @@ void EngineWorker::doLoad(const Command& c) {
     std::string budget;
     if (tiers::ExpertCache* cache = m_model->model().expertCache()) {
         Result<uint64_t> avail = memAvailableBytes();
-        (void)cache->setBudget(avail ? defaultExpertBudget(*cache, *avail) : 0); // >= minimum
+        // The Settings view's budget, else one from MemAvailable; never under the minimum.
+        const uint64_t want = c.load.ramBudgetBytes > 0 ? c.load.ramBudgetBytes
+                              : avail                   ? defaultExpertBudget(*cache, *avail)
+                                                        : 0;
+        (void)cache->setBudget(std::max(want, cache->minimumBudget()));
         budget = formatBytes(cache->budget());
     }
     m_session = std::make_unique<Session>(*m_model);
@@ -120,6 +127,10 @@ void EngineWorker::doLoad(const Command& c) {
     EngineEvent ev = EngineEvent::make(EventKind::Loaded, c.id, name.empty() ? c.dir : name);
     ev.info = info.str();
     ev.contextLength = m_model->model().config().maxPositions;
+    ev.tokenizer = m_model->sharedTokenizer();
+    // What the template adds around one user message (its role markers, the generation prompt).
+    if (auto wrapped = m_model->renderChat({ChatMessage{"user", ""}}, true, c.cancel.get()))
+        ev.promptOverheadTokens = int(m_model->tokenizer().encode(wrapped.value(), false).size());
     publish(std::move(ev));
     // Problems that did not stop the load (e.g. ignored generation_config.json keys): the user
     // should know the defaults they get are not the model's.
@@ -155,6 +166,23 @@ void EngineWorker::doGenerate(const Command& c) {
         EngineEvent done = EngineEvent::make(EventKind::Finished, c.id, {});
         done.stats.stopReason = StopReason::Cancelled;
         return publish(std::move(done));
+    }
+    if (!fitted.isOk() && fitted.status().code() == ErrorCode::InvalidArgument &&
+        fitted.status().message().find("too long for the model's context") != std::string::npos) {
+        // The window refuses such a message before sending it (EngineController::send); this is
+        // the rare case its estimate missed (e.g. a system message): the same words.
+        const int context = m_model->model().config().maxPositions;
+        const int reserve = std::clamp(c.params.maxNewTokens, 0, context / 2);
+        const Tokenizer& tok = m_model->tokenizer();
+        const int own = int(tok.encode(c.messages.back().content, false).size());
+        // What the kept messages take around it: a leading system message, the template's wrapping.
+        std::vector<ChatMessage> frame;
+        if (c.messages.size() > 1 && c.messages.front().role == "system")
+            frame.push_back(c.messages.front());
+        frame.push_back(ChatMessage{c.messages.back().role, ""});
+        auto wrapped = m_model->renderChat(frame, true, c.cancel.get());
+        const int around = wrapped ? int(tok.encode(wrapped.value(), false).size()) : 0;
+        return fail(tooLongForContext(own, context - reserve - around));
     }
     if (!fitted.isOk()) return fail(fitted.status().message());
     const std::vector<int32_t>& ids = fitted.value().ids;

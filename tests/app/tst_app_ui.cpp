@@ -115,6 +115,7 @@ private slots:
     void modelWithoutTemplateFailsAtLoad();
     void generationConfigWarningsAreShown();
     void contextFullNamesContextLength();
+    void shortcutsWorkAfterClickingABubble();
 };
 
 void TstAppUi::initTestCase() {
@@ -294,6 +295,62 @@ void TstAppUi::generationConfigWarningsAreShown() {
     QTRY_VERIFY_WITH_TIMEOUT(c.errorText().contains(QStringLiteral("generation_config.json")),
                              5000);
     QVERIFY2(c.errorText().contains(QStringLiteral("temperature")), qPrintable(c.errorText()));
+}
+
+// Clicking inside a message bubble gives its text the focus; the window's shortcuts must still
+// work (they did nothing until the composer was clicked again).
+void TstAppUi::shortcutsWorkAfterClickingABubble() {
+    GenerateParams params;
+    params.maxNewTokens = 20000;
+    params.ignoreEos = true;
+    App app(params);
+    QVERIFY(app.window);
+    QVERIFY(QTest::qWaitForWindowExposed(app.window));
+    EngineController& c = *app.controller;
+    c.loadModel(kModel);
+    QTRY_COMPARE_WITH_TIMEOUT(c.loadState(), QStringLiteral("ready"), 120000);
+    QSignalSpy finished(&c, &EngineController::answerFinished);
+    auto clickBubble = [&] {
+        QList<QQuickItem*> texts;
+        collectItems(app.window->contentItem(), QStringLiteral("messageText"), &texts);
+        QQuickItem* t = nullptr;
+        for (QQuickItem* item : texts)
+            if (item->isVisible() && item->height() > 5) t = item;
+        if (!t) return false;
+        const QPointF p = t->mapToScene(QPointF(5, t->height() / 2));
+        QTest::mouseClick(app.window, Qt::LeftButton, {}, p.toPoint());
+        QTest::qWait(50);
+        return t->hasActiveFocus() || !app.find("composerInput")->hasActiveFocus();
+    };
+
+    // Escape stops the answer being written.
+    QVERIFY(c.send(QStringLiteral("Hello")));
+    QTRY_VERIFY_WITH_TIMEOUT(!c.chatModel()->at(1).text.isEmpty(), 60000);
+    QVERIFY(clickBubble());
+    QTest::keyClick(app.window, Qt::Key_Escape);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 5000);
+    QCOMPARE(c.chatModel()->at(1).stopReason, QStringLiteral("cancelled"));
+
+    // Ctrl+O: the Models view opens (the place to choose a model).
+    QVERIFY(clickBubble());
+    QTest::keyClick(app.window, Qt::Key_O, Qt::ControlModifier);
+    auto* views = app.find<QObject>("viewStack");
+    QVERIFY(views);
+    QTRY_COMPARE(views->property("currentName").toString(), QStringLiteral("models"));
+    QTest::keyClick(app.window, Qt::Key_1, Qt::ControlModifier);
+    QTRY_COMPARE(views->property("currentName").toString(), QStringLiteral("chat"));
+
+    // Ctrl+N: a new chat.
+    QVERIFY(clickBubble());
+    QTest::keyClick(app.window, Qt::Key_N, Qt::ControlModifier);
+    QTRY_COMPARE(c.chatModel()->rowCount(), 0);
+
+    // Ctrl+Q quits (the QML engine's quit(), which main() connects to the application's).
+    c.chatModel()->appendMessage(QStringLiteral("user"), QStringLiteral("Hi"));
+    QVERIFY(clickBubble());
+    QSignalSpy quit(app.engine.get(), &QQmlEngine::quit);
+    QTest::keyClick(app.window, Qt::Key_Q, Qt::ControlModifier);
+    QTRY_COMPARE(quit.count(), 1);
 }
 
 int main(int argc, char** argv) {

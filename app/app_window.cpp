@@ -6,11 +6,60 @@
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QKeyEvent>
+#include <QKeySequence>
 #include <QQmlApplicationEngine>
 #include <QQmlComponent>
 #include <QQuickWindow>
 
 namespace coli::app {
+
+namespace {
+// Qt 6.4's read-only TextEdit (a message's text, the banner) accepts every ShortcutOverride once
+// it has the focus (a click gives it), so no window shortcut fired until the composer was
+// clicked again. This filter answers the override for it: only the keys a read-only text uses
+// itself (copy, select all, moving the selection) stay with it; the rest reach the shortcuts
+// (and, when none matches, still arrive at the text as key presses).
+class ReadOnlyTextShortcuts : public QObject {
+public:
+    using QObject::QObject;
+    bool eventFilter(QObject* receiver, QEvent* e) override {
+        if (e->type() != QEvent::ShortcutOverride || !receiver->inherits("QQuickTextEdit") ||
+            !receiver->property("readOnly").toBool())
+            return false;
+        auto* ke = static_cast<QKeyEvent*>(e);
+        if (ke->matches(QKeySequence::Copy) || ke->matches(QKeySequence::SelectAll) ||
+            isSelectionKey(ke->key()))
+            return false;
+        ke->ignore();
+        return true;
+    }
+
+private:
+    static bool isSelectionKey(int key) {
+        switch (key) {
+        case Qt::Key_Left:
+        case Qt::Key_Right:
+        case Qt::Key_Up:
+        case Qt::Key_Down:
+        case Qt::Key_Home:
+        case Qt::Key_End:
+        case Qt::Key_PageUp:
+        case Qt::Key_PageDown:
+            return true;
+        default:
+            return false;
+        }
+    }
+};
+
+void installReadOnlyTextShortcuts() {
+    static ReadOnlyTextShortcuts* filter = nullptr; // one per application, owned by it
+    if (filter || !QCoreApplication::instance()) return;
+    filter = new ReadOnlyTextShortcuts(QCoreApplication::instance());
+    QCoreApplication::instance()->installEventFilter(filter);
+}
+} // namespace
 
 void connectSettings(AppSettings* settings, EngineController* controller, int fallbackThreads) {
     controller->setLoadSettings(settings->loadSettings(fallbackThreads));
@@ -38,6 +87,7 @@ void connectSettings(AppSettings* settings, EngineController* controller, int fa
 QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* controller,
                                const QStringList& importDirs, QString* error,
                                AppSettings* settings) {
+    installReadOnlyTextShortcuts();
     if (!settings) {
         settings = new AppSettings(QString(), &engine);
         connectSettings(settings, controller, 0); // 0: the worker's own threads

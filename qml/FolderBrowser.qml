@@ -89,6 +89,11 @@ Popup {
                 highlighted: ListView.isCurrentItem
                 text: (fileIsDir ? "📁  " : "📄  ") + fileName
                 Accessible.name: (fileIsDir ? qsTr("Folder %1") : qsTr("File %1")).arg(fileName)
+                background: Rectangle {
+                    color: parent.hovered && parent.enabled ? Theme.accentSoft
+                         : parent.visualFocus ? Theme.accentSoft : "transparent"
+                    radius: 6
+                }
                 contentItem: Label {
                     text: parent.text
                     color: parent.enabled ? Theme.text : Theme.textMuted

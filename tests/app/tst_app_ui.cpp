@@ -109,7 +109,9 @@ class TstAppUi : public QObject {
 private slots:
     void initTestCase();
     void init() { g_warnings.clear(); }
-    void folderDialogOpensAtModelParent();
+    void modelsViewAndFolderBrowser();
+    void tooLongMessageIsRefusedBeforeSending();
+    void defaultWindowSizeFitsASmallScreen();
     void bubblesFitTheirText();
     void focusReturnsToComposer();
     void modelWithoutTemplateFailsAtLoad();
@@ -124,26 +126,64 @@ void TstAppUi::initTestCase() {
     g_previous = qInstallMessageHandler(recordWarnings);
 }
 
-void TstAppUi::folderDialogOpensAtModelParent() {
+// The Models view: the default and recently loaded folders; "Add folder…" opens a browser at the
+// folder holding the current model that shows files as well as folders, selects nothing by
+// itself, and opens the folder it shows (only when it holds config.json).
+void TstAppUi::modelsViewAndFolderBrowser() {
     App app;
     QVERIFY(app.window);
     QVERIFY(QTest::qWaitForWindowExposed(app.window));
     app.controller->loadModel(kModel);
     QTRY_COMPARE_WITH_TIMEOUT(app.controller->loadState(), QStringLiteral("ready"), 120000);
-    auto* dialog = app.window->findChild<QObject*>(QStringLiteral("folderDialog"));
-    QVERIFY(dialog);
-    const QUrl parent = QUrl::fromLocalFile(QFileInfo(kModel).absolutePath());
-    QCOMPARE(dialog->property("currentFolder").toUrl(), parent);
+    QTest::keyClick(app.window, Qt::Key_O, Qt::ControlModifier);
+    auto* views = app.find<QObject>("viewStack");
+    QVERIFY(views);
+    QTRY_COMPARE(views->property("currentName").toString(), QStringLiteral("models"));
+    // The loaded folder is listed (recent), with its size on disk.
+    QList<QQuickItem*> sizes;
+    QTRY_VERIFY((sizes.clear(), collectItems(app.window->contentItem(), "modelSize", &sizes),
+                 !sizes.isEmpty()));
+    QVERIFY2(sizes.first()->property("text").toString().contains("on disk"),
+             qPrintable(sizes.first()->property("text").toString()));
+
+    auto* add = app.find("addFolderButton");
+    QVERIFY(add);
     g_warnings.clear();
-    QVERIFY(QMetaObject::invokeMethod(dialog, "open"));
-    // A missing QML module (Qt.labs.folderlistmodel) leaves the dialog hidden with a warning.
-    QTRY_VERIFY_WITH_TIMEOUT(dialog->property("visible").toBool(), 5000);
+    QVERIFY(QMetaObject::invokeMethod(add, "clicked"));
+    auto* browser = app.window->findChild<QObject*>(QStringLiteral("folderBrowser"));
+    QVERIFY(browser);
+    QTRY_VERIFY_WITH_TIMEOUT(browser->property("visible").toBool(), 5000);
+    const QString parent = QFileInfo(kModel).absolutePath();
+    QCOMPARE(browser->property("path").toString(), parent);
     QTest::qWait(200);
-    saveScreenshot(app.window, "folder_dialog.png");
+    saveScreenshot(app.window, "folder_browser.png");
+    // A missing QML module (Qt.labs.folderlistmodel) shows as a warning.
     QVERIFY2(g_warnings.isEmpty(), qPrintable(g_warnings.join('\n')));
-    QCOMPARE(dialog->property("currentFolder").toUrl(), parent);
-    QVERIFY(QMetaObject::invokeMethod(dialog, "reject"));
-    QTRY_VERIFY(!dialog->property("visible").toBool());
+    auto* entries = app.find<QQuickItem>("folderEntries");
+    auto* open = app.find<QQuickItem>("folderOpen");
+    QVERIFY(entries && open);
+    QCOMPARE(entries->property("currentIndex").toInt(), -1); // nothing preselected
+    QVERIFY(!open->isEnabled());                             // the fixtures folder is not a model
+    // Into the model folder: its files are listed, nothing is selected, Open is enabled.
+    QVERIFY(QMetaObject::invokeMethod(browser, "goTo", Q_ARG(QVariant, kModel)));
+    auto listed = [&](const QString& file) { // the folder is listed asynchronously
+        QList<QQuickItem*> rows;
+        collectItems(entries, QString(), &rows);
+        for (QQuickItem* r : rows)
+            if (r->property("text").toString().endsWith(file)) return true;
+        return false;
+    };
+    QTRY_VERIFY2(listed(QStringLiteral("config.json")), "config.json is not listed");
+    QVERIFY(listed(QStringLiteral("tokenizer.json")));
+    QCOMPARE(entries->property("currentIndex").toInt(), -1);
+    QTRY_VERIFY(open->isEnabled());
+    saveScreenshot(app.window, "folder_browser_model.png");
+    QSignalSpy loads(app.controller.get(), &EngineController::loadStateChanged);
+    QVERIFY(QMetaObject::invokeMethod(open, "clicked"));
+    QTRY_VERIFY(!browser->property("visible").toBool());
+    QTRY_COMPARE_WITH_TIMEOUT(app.controller->loadState(), QStringLiteral("ready"), 120000);
+    QCOMPARE(app.controller->modelDir(), kModel);
+    QTRY_COMPARE(views->property("currentName").toString(), QStringLiteral("chat"));
     auto* input = app.find("composerInput");
     QVERIFY(input);
     QTRY_VERIFY(input->hasActiveFocus());
@@ -258,6 +298,13 @@ void TstAppUi::contextFullNamesContextLength() {
     QCOMPARE(c.chatModel()->at(1).stopReason, QStringLiteral("context full"));
     QVERIFY2(c.errorText().contains(QStringLiteral("(%1 tokens)").arg(kContext)),
              qPrintable(c.errorText()));
+    // A notice, not an error, and it does not send the user to a new chat: the chat goes on.
+    QCOMPARE(c.noticeKind(), QStringLiteral("info"));
+    QVERIFY2(!c.errorText().contains(QStringLiteral("new chat")), qPrintable(c.errorText()));
+    QVERIFY2(c.errorText().contains(QStringLiteral("You can go on")), qPrintable(c.errorText()));
+    auto* icon = app.find("bannerIcon");
+    QVERIFY(icon);
+    QTRY_COMPARE(icon->property("text").toString(), QStringLiteral("ℹ"));
     // A second message: the first exchange is left out of the prompt (rolling window) and the
     // window says so; the turn runs.
     QVERIFY(c.send(QStringLiteral("More")));
@@ -270,10 +317,12 @@ void TstAppUi::contextFullNamesContextLength() {
     QString huge;
     for (int i = 0; i < 200; ++i)
         huge += QStringLiteral("word ");
-    QVERIFY(c.send(huge));
-    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 60000);
-    const QString err = c.chatModel()->at(5).error;
-    QVERIFY2(err.contains("too long for the model's context"), qPrintable(err));
+    if (c.errorText().contains(QStringLiteral("left out of the prompt")))
+        QCOMPARE(c.noticeKind(), QStringLiteral("info"));
+    QVERIFY(!c.send(huge)); // refused before sending (tooLongMessageIsRefusedBeforeSending)
+    QCOMPARE(c.chatModel()->rowCount(), 4);
+    const QString err = c.errorText();
+    QVERIFY2(err.contains("Shorten it or split it"), qPrintable(err));
     QVERIFY2(!err.contains("Invalid argument"), qPrintable(err));
 }
 
@@ -355,6 +404,56 @@ void TstAppUi::shortcutsWorkAfterClickingABubble() {
     QSignalSpy quit(app.engine.get(), &QQmlEngine::quit);
     QTest::keyClick(app.window, Qt::Key_Q, Qt::ControlModifier);
     QTRY_COMPARE(quit.count(), 1);
+}
+
+// A message that cannot fit the context alone is refused before anything is sent: the composer
+// keeps the text, nothing is added to the conversation, and the banner says what to do in words.
+void TstAppUi::tooLongMessageIsRefusedBeforeSending() {
+    App app;
+    QVERIFY(app.window);
+    QVERIFY(QTest::qWaitForWindowExposed(app.window));
+    EngineController& c = *app.controller;
+    c.loadModel(kModel);
+    QTRY_COMPARE_WITH_TIMEOUT(c.loadState(), QStringLiteral("ready"), 120000);
+    QVERIFY(c.maxMessageTokens() > 0);
+    QString huge;
+    for (int i = 0; i < c.contextLength(); ++i)
+        huge += QStringLiteral("word ");
+    auto* input = app.find("composerInput");
+    QVERIFY(input);
+    input->setProperty("text", huge);
+    input->forceActiveFocus();
+    QTest::keyClick(app.window, Qt::Key_Return);
+    QCOMPARE(c.chatModel()->rowCount(), 0);
+    QVERIFY(!c.generating());
+    QCOMPARE(input->property("text").toString(), huge); // kept, to be shortened
+    const QString msg = c.errorText();
+    QVERIFY2(msg.startsWith(QStringLiteral("This message is about ")), qPrintable(msg));
+    QVERIFY2(msg.contains(QStringLiteral("the model reads at most %1.").arg(c.maxMessageTokens())),
+             qPrintable(msg));
+    QVERIFY2(msg.contains(QStringLiteral("Shorten it or split it")), qPrintable(msg));
+    QVERIFY2(!msg.contains('>'), qPrintable(msg));
+    QCOMPARE(c.noticeKind(), QStringLiteral("error"));
+    // A short message is counted the same way and goes.
+    QVERIFY(c.checkMessageLength(QStringLiteral("Hello there")).isEmpty());
+    QVERIFY(c.countTokens(QStringLiteral("word word word")) >= 3);
+    saveScreenshot(app.window, "too_long.png");
+}
+
+// The default size fits a 1000-px-high screen at 1.5x scaling: 667 logical px, less a panel and
+// the title bar.
+void TstAppUi::defaultWindowSizeFitsASmallScreen() {
+    WorkerOptions wo;
+    EngineController controller(wo);
+    QQmlApplicationEngine engine;
+    QString error;
+    QQuickWindow* w =
+        createMainWindow(engine, &controller, {QStringLiteral(COLI_QML_IMPORT_DIR)}, &error);
+    QVERIFY2(w, qPrintable(error));
+    QVERIFY2(w->height() <= 620, qPrintable(QString::number(w->height())));
+    QVERIFY(w->width() <= 1000);
+    QVERIFY(w->minimumHeight() <= w->height());
+    controller.shutdown();
 }
 
 int main(int argc, char** argv) {

@@ -26,6 +26,10 @@ std::optional<uint> unwrapUint(QVariant v) {
     if (!ok) return std::nullopt;
     return u;
 }
+// The GUI application, or null under a plain QCoreApplication (qGuiApp would be a bad cast).
+QGuiApplication* guiApp() {
+    return qobject_cast<QGuiApplication*>(QCoreApplication::instance());
+}
 } // namespace
 
 std::optional<bool> darkFromPortalValue(uint value) {
@@ -50,7 +54,7 @@ SystemTheme::SystemTheme(QObject* parent) : QObject(parent) {
         bus.connect(kService, kPath, kInterface, QStringLiteral("SettingChanged"), this,
                     SLOT(onPortalSettingChanged(QString, QString, QDBusVariant)));
     }
-    if (qGuiApp) qGuiApp->installEventFilter(this); // palette changes (ApplicationPaletteChange)
+    if (guiApp()) guiApp()->installEventFilter(this); // palette changes (ApplicationPaletteChange)
     update();
 }
 
@@ -63,12 +67,12 @@ void SystemTheme::onPortalSettingChanged(const QString& ns, const QString& key,
 }
 
 bool SystemTheme::eventFilter(QObject* watched, QEvent* e) {
-    if (watched == qGuiApp && e->type() == QEvent::ApplicationPaletteChange) update();
+    if (watched == guiApp() && e->type() == QEvent::ApplicationPaletteChange) update();
     return QObject::eventFilter(watched, e);
 }
 
 void SystemTheme::update() {
-    const bool dark = m_portal ? *m_portal : (qGuiApp && paletteIsDark(qGuiApp->palette()));
+    const bool dark = m_portal ? *m_portal : (guiApp() && paletteIsDark(guiApp()->palette()));
     const QString source = m_portal ? QStringLiteral("portal") : QStringLiteral("palette");
     if (dark == m_dark && source == m_source) return;
     m_dark = dark;

@@ -184,13 +184,15 @@ Page {
         id: confirmForget
         objectName: "confirmForget"
         parent: Overlay.overlay
-        anchors.centerIn: parent
+        x: (parent.width - width) / 2
+        y: (parent.height - height) / 2
         modal: true
+        // Fixed: a wrapping label's height feeding the dialog's is a binding loop in Qt 6.4.
         width: Math.min(460, page.width - 40)
+        height: 220
         title: qsTr("Forget learned usage?")
         standardButtons: Dialog.Yes | Dialog.Cancel
-        Label {
-            width: confirmForget.availableWidth
+        contentItem: Label {
             wrapMode: Text.Wrap
             text: qsTr("The heat and pins learned for %1 are deleted from the usage database. The model loads as if new until it learns again.")
                   .arg(page.controller ? page.controller.modelName : "")

@@ -9,12 +9,15 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QFontDatabase>
+#include <QFontMetrics>
 #include <QImage>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QQmlApplicationEngine>
 #include <QQuickItem>
 #include <QQuickWindow>
+#include <QSet>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -112,6 +115,7 @@ private slots:
     void modelsViewAndFolderBrowser();
     void tooLongMessageIsRefusedBeforeSending();
     void defaultWindowSizeFitsASmallScreen();
+    void everyViewInBothThemesAndSizes();
     void bubblesFitTheirText();
     void focusReturnsToComposer();
     void modelWithoutTemplateFailsAtLoad();
@@ -454,6 +458,68 @@ void TstAppUi::defaultWindowSizeFitsASmallScreen() {
     QVERIFY(w->width() <= 1000);
     QVERIFY(w->minimumHeight() <= w->height());
     controller.shutdown();
+}
+
+// Each view (sidebar button by click; the shortcut is tested above) in the light and dark
+// themes, in a small (800x600) and a large (1600x1000) window: screenshots under
+// screenshots/view-NAME-THEME-WxH.png, each not blank; the dark theme really is dark. The chat
+// holds a message with an emoji (fonts-noto-color-emoji): its glyph exists, not a box.
+void TstAppUi::everyViewInBothThemesAndSizes() {
+    App app;
+    QVERIFY(app.window);
+    QVERIFY(QTest::qWaitForWindowExposed(app.window));
+    EngineController& c = *app.controller;
+    c.loadModel(kModel);
+    QTRY_COMPARE_WITH_TIMEOUT(c.loadState(), QStringLiteral("ready"), 120000);
+    c.chatModel()->appendMessage(QStringLiteral("user"), QStringLiteral("Hi 😀 how are you?"));
+    const int row = c.chatModel()->beginAssistant();
+    c.chatModel()->appendText(row, QStringLiteral("Fine, thanks! 🐦"));
+    c.chatModel()->finish(row, 5, 120.0, 0.05);
+    const QFont font(QStringLiteral("DejaVu Sans"));
+    QVERIFY2(QFontDatabase::families().contains(QStringLiteral("Noto Color Emoji")) ||
+                 QFontMetrics(font).inFontUcs4(0x1F600),
+             "no font has U+1F600: emoji show as boxes (install fonts-noto-color-emoji)");
+    auto* settingsObj = app.window->property("appSettings").value<QObject*>();
+    QVERIFY(settingsObj);
+    auto* views = app.find<QObject>("viewStack");
+    QVERIFY(views);
+    const QStringList names = {"chat", "tiers", "charts", "models", "settings"};
+    for (const QString theme : {QStringLiteral("light"), QStringLiteral("dark")}) {
+        settingsObj->setProperty("theme", theme);
+        for (const QSize size : {QSize(800, 600), QSize(1600, 1000)}) {
+            app.window->resize(size);
+            for (const QString& name : names) {
+                QList<QQuickItem*> found; // Repeater delegates: walk the item tree
+                collectItems(app.window->contentItem(), "sidebar_" + name, &found);
+                QVERIFY2(found.size() == 1, qPrintable(name));
+                QQuickItem* button = found.first();
+                const QPointF p =
+                    button->mapToScene(QPointF(button->width() / 2, button->height() / 2));
+                QTest::mouseClick(app.window, Qt::LeftButton, {}, p.toPoint());
+                QTRY_COMPARE(views->property("currentName").toString(), name);
+                QTest::qWait(150);
+                const QImage img = app.window->grabWindow();
+                QCOMPARE(img.size() / img.devicePixelRatio(), size);
+                const QString file = QStringLiteral("view-%1-%2-%3x%4.png")
+                                         .arg(name, theme)
+                                         .arg(size.width())
+                                         .arg(size.height());
+                const QString dir = QStringLiteral(COLI_BINARY_DIR "/screenshots");
+                QDir().mkpath(dir);
+                QVERIFY(img.save(dir + "/" + file));
+                // The background (a corner of the view area) follows the theme.
+                const QColor bg = img.pixelColor(img.width() - 5, img.height() - 5);
+                QVERIFY2(theme == "dark" ? bg.lightnessF() < 0.3 : bg.lightnessF() > 0.7,
+                         qPrintable(file + ": " + bg.name()));
+                QSet<QRgb> colours;
+                for (int y = 0; y < img.height(); y += 3)
+                    for (int x = 0; x < img.width(); x += 3)
+                        colours.insert(img.pixel(x, y));
+                QVERIFY2(colours.size() > 8, qPrintable(file + " is (nearly) blank"));
+            }
+        }
+    }
+    QVERIFY2(g_warnings.isEmpty(), qPrintable(g_warnings.join('\n')));
 }
 
 int main(int argc, char** argv) {

@@ -47,6 +47,7 @@ Rectangle {
                 font.family: Theme.fontFamily
                 font.pixelSize: Theme.fontSize
                 color: Theme.text
+                placeholderTextColor: Theme.textMuted
                 leftPadding: 10
                 rightPadding: 10
                 topPadding: 10

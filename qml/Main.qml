@@ -43,6 +43,27 @@ ApplicationWindow {
     }
 
     Binding { target: Theme; property: "dark"; value: win.appSettings ? win.appSettings.dark : false }
+    // The controls' own colours (radio buttons, switches, spin boxes, fields) follow the theme.
+    palette.window: Theme.background
+    palette.windowText: Theme.text
+    palette.base: Theme.surface
+    palette.alternateBase: Theme.background
+    palette.text: Theme.text
+    palette.button: Theme.surface
+    palette.buttonText: Theme.text
+    palette.brightText: Theme.text
+    palette.highlight: Theme.accent
+    palette.highlightedText: Theme.accentText
+    palette.placeholderText: Theme.textMuted
+    palette.mid: Theme.border
+    palette.midlight: Theme.border
+    palette.dark: Theme.textMuted
+    palette.light: Theme.surface
+    palette.toolTipBase: Theme.surface
+    palette.toolTipText: Theme.text
+    palette.disabled.text: Theme.textMuted
+    palette.disabled.windowText: Theme.textMuted
+    palette.disabled.buttonText: Theme.textMuted
 
     header: Rectangle {
         objectName: "header"

@@ -20,12 +20,12 @@ Page {
         Layout.fillWidth: true
         spacing: 6
         Label { id: heading; font.bold: true; font.pixelSize: Theme.titleFontSize; color: Theme.text; Layout.topMargin: 8 }
-        GridLayout { id: body; columns: 2; columnSpacing: Theme.padding; rowSpacing: 6; Layout.fillWidth: true }
+        GridLayout { id: body; columns: 2; columnSpacing: Theme.padding; rowSpacing: 6 }
     }
-    component Name: Label { color: Theme.text; Layout.preferredWidth: 190 }
+    component Name: Label { color: Theme.text; Layout.preferredWidth: 200; Layout.minimumWidth: 200 }
     component Hint: Label {
         color: Theme.textMuted; font.pixelSize: Theme.smallFontSize; wrapMode: Text.Wrap
-        Layout.columnSpan: 2; Layout.fillWidth: true
+        Layout.columnSpan: 2; Layout.preferredWidth: 520; Layout.maximumWidth: 520
     }
     // A decimal entry: written to the setting when editing ends with a valid value.
     component Decimal: TextField {
@@ -159,7 +159,7 @@ Page {
                 Name { text: qsTr("Usage database") }
                 TextField {
                     objectName: "usageDatabaseSetting"
-                    Layout.fillWidth: true
+                    Layout.preferredWidth: 400
                     text: page.appSettings ? page.appSettings.usageDatabase : ""
                     placeholderText: page.appSettings ? page.appSettings.effectiveUsageDatabase : ""
                     color: Theme.text

@@ -27,6 +27,12 @@ Page {
         color: Theme.textMuted; font.pixelSize: Theme.smallFontSize; wrapMode: Text.Wrap
         Layout.columnSpan: 2; Layout.preferredWidth: 520; Layout.maximumWidth: 520
     }
+    // An editable whole number: its text editor (what Tab focuses) carries the box's name.
+    component NumberBox: SpinBox {
+        id: box
+        editable: true
+        Component.onCompleted: contentItem.Accessible.name = Qt.binding(() => box.Accessible.name)
+    }
     // A decimal entry: written to the setting when editing ends with a valid value.
     component Decimal: TextField {
         id: field
@@ -82,9 +88,9 @@ Page {
             Section {
                 title: qsTr("Engine")
                 Name { text: qsTr("Threads") }
-                SpinBox {
+                NumberBox {
                     objectName: "threadsSetting"
-                    from: 0; to: 256; editable: true
+                    from: 0; to: 256
                     value: page.appSettings ? page.appSettings.threads : 0
                     textFromValue: function(v) { return v === 0 ? qsTr("automatic") : String(v) }
                     valueFromText: function(t) { return t === qsTr("automatic") ? 0 : parseInt(t) }
@@ -92,9 +98,9 @@ Page {
                     onValueModified: page.appSettings.threads = value
                 }
                 Name { text: qsTr("RAM for experts (MiB)") }
-                SpinBox {
+                NumberBox {
                     objectName: "ramBudgetSetting"
-                    from: 0; to: 1048576; stepSize: 64; editable: true
+                    from: 0; to: 1048576; stepSize: 64
                     value: page.appSettings ? page.appSettings.ramBudgetMiB : 0
                     textFromValue: function(v) { return v === 0 ? qsTr("automatic") : String(v) }
                     valueFromText: function(t) { return t === qsTr("automatic") ? 0 : parseInt(t) }
@@ -143,7 +149,7 @@ Page {
                 Name { text: qsTr("Temperature") }
                 Decimal { objectName: "temperatureSetting"; enabled: custom.checked; from: 0; to: 100; value: page.appSettings ? page.appSettings.temperature : 0.8; Accessible.name: qsTr("Temperature"); onCommitted: (v) => page.appSettings.temperature = v }
                 Name { text: qsTr("Top-k (0 = off)") }
-                SpinBox { enabled: custom.checked; from: 0; to: 100000; editable: true; value: page.appSettings ? page.appSettings.topK : 40; Accessible.name: qsTr("Top-k"); onValueModified: page.appSettings.topK = value }
+                NumberBox { enabled: custom.checked; from: 0; to: 100000; value: page.appSettings ? page.appSettings.topK : 40; Accessible.name: qsTr("Top-k"); onValueModified: page.appSettings.topK = value }
                 Name { text: qsTr("Top-p (1 = off)") }
                 Decimal { enabled: custom.checked; from: 0; to: 1; value: page.appSettings ? page.appSettings.topP : 0.95; Accessible.name: qsTr("Top-p"); onCommitted: (v) => page.appSettings.topP = v }
                 Name { text: qsTr("Min-p (0 = off)") }
@@ -151,7 +157,7 @@ Page {
                 Name { text: qsTr("Repeat penalty (1 = off)") }
                 Decimal { enabled: custom.checked; from: 0.01; to: 100; value: page.appSettings ? page.appSettings.repeatPenalty : 1; Accessible.name: qsTr("Repeat penalty"); onCommitted: (v) => page.appSettings.repeatPenalty = v }
                 Name { text: qsTr("Max new tokens") }
-                SpinBox { objectName: "maxTokensSetting"; from: 1; to: 1000000; editable: true; value: page.appSettings ? page.appSettings.maxNewTokens : 512; Accessible.name: qsTr("Most new tokens per answer"); onValueModified: page.appSettings.maxNewTokens = value }
+                NumberBox { objectName: "maxTokensSetting"; from: 1; to: 1000000; value: page.appSettings ? page.appSettings.maxNewTokens : 512; Accessible.name: qsTr("Most new tokens per answer"); onValueModified: page.appSettings.maxNewTokens = value }
             }
 
             Section {

@@ -5,6 +5,7 @@
 #include "app_window.h"
 #include "engine_controller.h"
 
+#include <QAccessible>
 #include <QApplication>
 #include <QDir>
 #include <QFile>
@@ -116,6 +117,7 @@ private slots:
     void tooLongMessageIsRefusedBeforeSending();
     void defaultWindowSizeFitsASmallScreen();
     void everyViewInBothThemesAndSizes();
+    void tabReachesNamedControls();
     void bubblesFitTheirText();
     void focusReturnsToComposer();
     void modelWithoutTemplateFailsAtLoad();
@@ -519,6 +521,50 @@ void TstAppUi::everyViewInBothThemesAndSizes() {
             }
         }
     }
+    QVERIFY2(g_warnings.isEmpty(), qPrintable(g_warnings.join('\n')));
+}
+
+// Tab walks the window's controls (out of the message box too, which would otherwise take a tab
+// character): the sidebar's views, the header's New chat, each Settings control, and every
+// control reached has an accessible name (what a screen reader says).
+void TstAppUi::tabReachesNamedControls() {
+    App app;
+    QVERIFY(app.window);
+    QVERIFY(QTest::qWaitForWindowExposed(app.window));
+    auto* input = app.find("composerInput");
+    QVERIFY(input);
+    input->forceActiveFocus();
+    QTRY_VERIFY(input->hasActiveFocus());
+    auto nameOf = [](QQuickItem* item) {
+        QAccessibleInterface* a = QAccessible::queryAccessibleInterface(item);
+        return a ? a->text(QAccessible::Name) : QString();
+    };
+    auto walk = [&](int steps) {
+        QStringList seen;
+        for (int i = 0; i < steps; ++i) {
+            QTest::keyClick(app.window, Qt::Key_Tab);
+            QQuickItem* f = app.window->activeFocusItem();
+            if (!f) return seen << QStringLiteral("<none>");
+            const QString name = nameOf(f);
+            if (name.isEmpty()) qWarning() << "control without an accessible name:" << f;
+            seen << (f->objectName().isEmpty() ? name : f->objectName() + "=" + name);
+            if (f == input) break; // round the chain
+        }
+        return seen;
+    };
+    QStringList chat = walk(40);
+    QVERIFY2(input->property("text").toString().isEmpty(), "Tab typed into the message box");
+    const QString chain = chat.join(" | ");
+    qInfo("chat view tab chain: %s", qPrintable(chain));
+    for (const char* name : {"sidebar_chat", "sidebar_settings", "newChatButton"})
+        QVERIFY2(chain.contains(QLatin1String(name)), qPrintable(chain));
+    QTest::keyClick(app.window, Qt::Key_4, Qt::ControlModifier); // Settings
+    QStringList settings = walk(60);
+    const QString schain = settings.join(" | ");
+    qInfo("settings view tab chain: %s", qPrintable(schain));
+    for (const char* name : {"Theme: Dark", "Forward-pass threads", "RAM budget", "Direct I/O",
+                             "Use these sampling values", "Usage database file"})
+        QVERIFY2(schain.contains(QLatin1String(name)), qPrintable(schain));
     QVERIFY2(g_warnings.isEmpty(), qPrintable(g_warnings.join('\n')));
 }
 

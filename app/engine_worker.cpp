@@ -182,7 +182,10 @@ void EngineWorker::doGenerate(const Command& c) {
         frame.push_back(ChatMessage{c.messages.back().role, ""});
         auto wrapped = m_model->renderChat(frame, true, c.cancel.get());
         const int around = wrapped ? int(tok.encode(wrapped.value(), false).size()) : 0;
-        return fail(tooLongForContext(own, context - reserve - around));
+        const int limit = context - reserve - around;
+        if (limit <= 0) // the system message alone leaves no room: the message is not the problem
+            return fail(systemMessageTooLong(around, context - reserve));
+        return fail(tooLongForContext(own, limit));
     }
     if (!fitted.isOk()) return fail(fitted.status().message());
     const std::vector<int32_t>& ids = fitted.value().ids;

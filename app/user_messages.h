@@ -36,4 +36,13 @@ inline std::string tooLongForContext(int messageTokens, int maxTokens) {
            std::to_string(maxTokens < 0 ? 0 : maxTokens) + ". Shorten it or split it into parts.";
 }
 
+// The system message (with the template's wrapping) leaves no room for any message: "The system
+// message is about 80 tokens; with room kept for the answer, the model reads at most 24. Shorten
+// the system message."
+inline std::string systemMessageTooLong(int systemTokens, int maxTokens) {
+    return "The system message is about " + std::to_string(systemTokens) +
+           " tokens; with room kept for the answer, the model reads at most " +
+           std::to_string(maxTokens < 0 ? 0 : maxTokens) + ". Shorten the system message.";
+}
+
 } // namespace coli::app

@@ -4,6 +4,7 @@
 // tokenizer_config.json named, and the context-full message gives the model's context length.
 #include "app_window.h"
 #include "engine_controller.h"
+#include "engine_worker.h"
 
 #include <QAccessible>
 #include <QApplication>
@@ -22,6 +23,9 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
+
+#include <atomic>
 
 #include <memory>
 
@@ -118,6 +122,7 @@ private slots:
     void defaultWindowSizeFitsASmallScreen();
     void everyViewInBothThemesAndSizes();
     void tabReachesNamedControls();
+    void engineRefusesTooLongInWords();
     void bubblesFitTheirText();
     void focusReturnsToComposer();
     void modelWithoutTemplateFailsAtLoad();
@@ -311,6 +316,7 @@ void TstAppUi::contextFullNamesContextLength() {
     auto* icon = app.find("bannerIcon");
     QVERIFY(icon);
     QTRY_COMPARE(icon->property("text").toString(), QStringLiteral("ℹ"));
+    saveScreenshot(app.window, "context_full_notice.png");
     // A second message: the first exchange is left out of the prompt (rolling window) and the
     // window says so; the turn runs.
     QVERIFY(c.send(QStringLiteral("More")));
@@ -566,6 +572,62 @@ void TstAppUi::tabReachesNamedControls() {
                              "Use these sampling values", "Usage database file"})
         QVERIFY2(schain.contains(QLatin1String(name)), qPrintable(schain));
     QVERIFY2(g_warnings.isEmpty(), qPrintable(g_warnings.join('\n')));
+}
+
+// The engine thread's own check, for what the window's estimate cannot see (a system message):
+// the same plain words, never "... > 48" or a status name.
+void TstAppUi::engineRefusesTooLongInWords() {
+    constexpr int kContext = 48;
+    QTemporaryDir dir;
+    QVERIFY(copyModel(
+        dir.path(), [](QJsonObject& o) { o["max_position_embeddings"] = kContext; },
+        [](QJsonObject&) {}));
+    std::atomic<int> wakes{0};
+    WorkerOptions wo;
+    wo.threads = 2;
+    EngineWorker worker(wo, [&] { ++wakes; });
+    std::vector<EngineEvent> events;
+    auto waitFor = [&](EventKind kind) {
+        for (int i = 0; i < 6000; ++i) {
+            worker.ring().drain([&](EngineEvent&& e) { events.push_back(std::move(e)); });
+            for (const EngineEvent& e : events)
+                if (e.kind == kind) return true;
+            QThread::msleep(10);
+        }
+        return false;
+    };
+    Command load(CommandKind::Load);
+    load.id = 1;
+    load.dir = dir.path().toStdString();
+    worker.post(load);
+    QVERIFY(waitFor(EventKind::Loaded));
+    auto generate = [&](uint64_t id, std::vector<ChatMessage> messages) {
+        events.clear();
+        Command g(CommandKind::Generate);
+        g.id = id;
+        g.messages = std::move(messages);
+        g.params.maxNewTokens = 8;
+        worker.post(g);
+        if (!waitFor(EventKind::Failed)) return QString();
+        for (const EngineEvent& e : events)
+            if (e.kind == EventKind::Failed) return QString::fromStdString(e.text);
+        return QString();
+    };
+    QString longText;
+    for (int i = 0; i < 60; ++i)
+        longText += QStringLiteral("word ");
+    // A short system message and a long user message: the message's size and the limit.
+    QString msg = generate(2, {{"system", "Be brief."}, {"user", longText.toStdString()}});
+    QVERIFY2(msg.startsWith("This message is about ") && msg.contains("Shorten it or split it"),
+             qPrintable(msg));
+    QVERIFY2(!msg.contains('>') && !msg.contains("Invalid argument"), qPrintable(msg));
+    qInfo("engine: %s", qPrintable(msg));
+    // A system message that leaves no room: it is named as the thing to shorten.
+    msg = generate(3, {{"system", longText.toStdString()}, {"user", "Hi"}});
+    QVERIFY2(msg.startsWith("The system message is about ") &&
+                 msg.contains("Shorten the system message"),
+             qPrintable(msg));
+    worker.quit();
 }
 
 int main(int argc, char** argv) {

@@ -27,7 +27,10 @@ Page {
     background: Rectangle { color: Theme.background }
 
     ColumnLayout {
-        anchors { fill: parent; margins: Theme.padding * 1.5 }
+        // A readable column on wide windows, as the chat's.
+        anchors { top: parent.top; bottom: parent.bottom; horizontalCenter: parent.horizontalCenter
+                  margins: Theme.padding * 1.5 }
+        width: Math.min(parent.width - Theme.padding * 3, 960)
         spacing: Theme.padding
 
         RowLayout {

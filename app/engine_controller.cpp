@@ -26,7 +26,7 @@ EngineController::~EngineController() {
 void EngineController::shutdown() {
     if (!m_worker) return;
     m_telemetryTimer.stop();
-    m_tokenizer.reset(); // before the engine drops the model (its last owner)
+    m_tokenizer.reset(); // the tokenizer goes with its model (it alone is shared)
     m_worker->quit();    // cancels the running command first, then joins
     m_worker.reset();
     if (m_turnRow >= 0) endTurn();
@@ -53,7 +53,7 @@ void EngineController::loadModel(const QString& dir) {
         endTurn();
     }
     m_chat.clear();
-    m_tokenizer.reset(); // the engine thread frees the old model: it must be the last owner
+    m_tokenizer.reset(); // the old model's: its memory goes with the model being replaced
     Command c{CommandKind::Load};
     c.id = m_loadId = m_nextId++;
     c.load = m_loadSettings;

@@ -108,8 +108,8 @@ QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* 
     engine.setInitialProperties(
         {{QStringLiteral("controller"), QVariant::fromValue<QObject*>(controller)},
          {QStringLiteral("appSettings"), QVariant::fromValue<QObject*>(settings)}});
-    // Qt 6.4 has no loadFromModule(); importing the module loads its plugin (PLATFORM.md pitfall
-    // 1).
+    // Qt 6.4 has no loadFromModule(); importing the module loads its plugin (docs/design.md,
+    // "Qt 6.4 facts").
     engine.loadData("import Colibri\nMain {}", QUrl(QStringLiteral("qrc:/colibri_bootstrap.qml")));
     QObject::disconnect(conn);
     QQuickWindow* win = engine.rootObjects().isEmpty()

@@ -104,6 +104,21 @@ void ChatModel::clear() {
     emit countChanged();
 }
 
+void ChatModel::replaceAll(const QVector<Message>& rows) {
+    beginResetModel();
+    m_rows = rows;
+    endResetModel();
+    emit countChanged();
+}
+
+void ChatModel::truncate(int row) {
+    if (row < 0 || row >= m_rows.size()) return;
+    beginRemoveRows({}, row, int(m_rows.size()) - 1);
+    m_rows.resize(row);
+    endRemoveRows();
+    emit countChanged();
+}
+
 std::vector<ChatMessage> ChatModel::conversation() const {
     std::vector<ChatMessage> out;
     for (const Message& m : m_rows) {

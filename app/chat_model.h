@@ -64,6 +64,10 @@ public:
     // Ends streaming with an error (the text streamed so far stays).
     void fail(int row, const QString& error);
     void clear();
+    // Shows a saved conversation (a session reopened): one reset.
+    void replaceAll(const QVector<Message>& rows);
+    // Removes rows >= `row` (edit and resend, regenerate); one remove.
+    void truncate(int row);
 
     // The conversation for the engine: every message with text; a failed or empty answer is left
     // out together with the question before it.

@@ -23,9 +23,17 @@
 #include <string>
 #include <vector>
 
+namespace coli::learning {
+struct LearnedUsage;
+}
+
 namespace coli::app {
 
-enum class CommandKind { Load, Generate, Cancel, Reset, Quit };
+// ApplySettings wakes an idle engine thread to apply the pending expert budget / prefetch switch
+// (EngineWorker::requestBudget); during an answer they are applied between tokens instead.
+// ApplyUsage hands the learned expert usage of the loaded model (read by the storage thread) to
+// the engine thread, which puts it into the expert cache before the first answer.
+enum class CommandKind { Load, Generate, Cancel, Reset, Quit, ApplySettings, ApplyUsage };
 
 // Load: what the Settings view chose for the next model load (ModelLoadOptions).
 struct LoadSettings {
@@ -45,6 +53,7 @@ struct Command {
     GenerateParams params;             // Generate (params.sampler is resolved by the engine
     SamplingOverrides sampling;        //   thread from these and the model's defaults)
     std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+    std::shared_ptr<const learning::LearnedUsage> usage; // ApplyUsage (for the model in `dir`)
 };
 
 class CommandQueue {

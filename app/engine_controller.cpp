@@ -17,6 +17,16 @@ EngineController::EngineController(WorkerOptions opt, QObject* parent) : QObject
     m_worker = std::make_unique<EngineWorker>(opt, [this] {
         QMetaObject::invokeMethod(this, &EngineController::drainEvents, Qt::QueuedConnection);
     });
+    m_tiers.setRequests(
+        [this](uint64_t bytes) {
+            if (m_worker) m_worker->requestBudget(bytes);
+        },
+        [this](bool on) {
+            if (m_worker) m_worker->requestPrefetch(on);
+        });
+    // The tier status changes between answers too (a load, a budget change, pins being read):
+    // sampled all the time; a sample whose serial was seen costs one mutex copy.
+    m_telemetryTimer.start();
 }
 
 EngineController::~EngineController() {
@@ -52,6 +62,7 @@ void EngineController::loadModel(const QString& dir) {
         m_chat.fail(m_turnRow, tr("stopped: another model was opened"));
         endTurn();
     }
+    if (m_hooks.cleared) m_hooks.cleared();
     m_chat.clear();
     m_tokenizer.reset(); // the old model's: its memory goes with the model being replaced
     Command c{CommandKind::Load};
@@ -85,17 +96,18 @@ bool EngineController::send(const QString& text) {
         return false;
     }
     clearError();
-    m_chat.appendMessage(QStringLiteral("user"), text);
+    const int userRow = m_chat.appendMessage(QStringLiteral("user"), text);
+    if (m_hooks.userMessage) m_hooks.userMessage(userRow);
     Command c{CommandKind::Generate};
     c.id = m_turnId = m_nextId++;
     c.messages = m_chat.conversation(); // before the empty answer row exists
     c.params = m_params;
     c.sampling = m_sampling;
     m_turnRow = m_chat.beginAssistant();
+    if (m_hooks.answerStarted) m_hooks.answerStarted(m_turnRow);
     m_liveRate = 0;
     emit liveTokensPerSecondChanged();
     setGenerating(true);
-    m_telemetryTimer.start();
     m_worker->post(std::move(c));
     return true;
 }
@@ -110,8 +122,29 @@ void EngineController::newChat() {
     if (!m_worker) return;
     m_worker->post(Command{CommandKind::Cancel});
     if (m_turnRow >= 0) endTurn(); // late events of that turn are ignored (id mismatch)
+    if (m_hooks.cleared) m_hooks.cleared();
     m_chat.clear();
     m_worker->post(Command{CommandKind::Reset});
+    m_tiers.resetSession();
+    clearError();
+}
+
+void EngineController::applyLearnedUsage(const QString& dir,
+                                         std::shared_ptr<const learning::LearnedUsage> usage) {
+    if (!m_worker || !usage) return;
+    Command c{CommandKind::ApplyUsage};
+    c.dir = QDir::cleanPath(dir).toStdString();
+    c.usage = std::move(usage);
+    m_worker->post(std::move(c));
+}
+
+void EngineController::showConversation(const QVector<ChatModel::Message>& rows) {
+    if (!m_worker) return;
+    m_worker->post(Command{CommandKind::Cancel});
+    if (m_turnRow >= 0) endTurn();
+    m_chat.replaceAll(rows);
+    m_worker->post(Command{CommandKind::Reset});
+    m_tiers.resetSession();
     clearError();
 }
 
@@ -142,6 +175,7 @@ void EngineController::drainEvents() {
             break;
         case EventKind::Finished:
             flush();
+            if (ev.usage && m_hooks.usageSnapshot) m_hooks.usageSnapshot(ev.usage);
             if (ev.id == m_turnId && m_turnRow >= 0) {
                 const GenerateStats& s = ev.stats;
                 m_chat.finish(m_turnRow, s.generatedTokens, s.decodeTokensPerSecond, s.ttftSeconds,
@@ -157,6 +191,7 @@ void EngineController::drainEvents() {
                                                             : s.promptTokens + s.generatedTokens));
                 const int row = m_turnRow;
                 endTurn();
+                if (m_hooks.answerEnded) m_hooks.answerEnded(row, &s);
                 emit answerFinished(row);
             }
             break;
@@ -171,6 +206,7 @@ void EngineController::drainEvents() {
                 setError(msg);
                 const int row = m_turnRow;
                 endTurn();
+                if (m_hooks.answerEnded) m_hooks.answerEnded(row, nullptr);
                 emit answerFinished(row);
             }
             break;
@@ -211,7 +247,9 @@ void EngineController::drainEvents() {
 }
 
 void EngineController::sampleTelemetry() {
-    if (!m_worker || m_turnRow < 0) return;
+    if (!m_worker) return;
+    m_tiers.apply(m_worker->tierStatus());
+    if (m_turnRow < 0) return;
     const TelemetrySnapshot s = m_worker->telemetry();
     if (s.id != m_turnId || !s.generating) return;
     if (s.tokensPerSecond != m_liveRate) {
@@ -246,7 +284,6 @@ void EngineController::endTurn() {
                       m_chat.at(m_turnRow).ttft);
     m_turnRow = -1;
     m_turnId = 0;
-    m_telemetryTimer.stop();
     setGenerating(false);
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// The GUI-thread face of the engine (DESIGN.md threading contract). Owns one EngineWorker (the
+// The GUI-thread face of the engine (docs/design.md threading contract). Owns one EngineWorker (the
 // engine thread), the ChatModel, and the QML-visible state: load state/progress, errors,
 // generating, live tok/s. The GUI thread never blocks on the engine: commands are posted, events
 // come back through the worker's ring and are drained here in one go per queued wake-up; live
@@ -8,12 +8,14 @@
 // Thread-safety: GUI thread only (QObject affinity), except the wake-up the worker posts.
 #include "chat_model.h"
 #include "engine_worker.h"
+#include "tier_monitor.h"
 
 #include <QObject>
 #include <QString>
 #include <QTimer>
 #include <QUrl>
 
+#include <functional>
 #include <memory>
 
 namespace coli::app {
@@ -21,6 +23,7 @@ namespace coli::app {
 class EngineController : public QObject {
     Q_OBJECT
     Q_PROPERTY(QObject* chatModel READ chatModelObject CONSTANT)
+    Q_PROPERTY(QObject* tiers READ tiersObject CONSTANT)
     Q_PROPERTY(QString modelDir READ modelDir NOTIFY modelChanged)
     Q_PROPERTY(QString modelName READ modelName NOTIFY modelChanged)
     Q_PROPERTY(QString modelInfo READ modelInfo NOTIFY modelChanged)
@@ -41,6 +44,8 @@ public:
 
     ChatModel* chatModel() { return &m_chat; }
     QObject* chatModelObject() { return &m_chat; }
+    TierMonitor* tiers() { return &m_tiers; }
+    QObject* tiersObject() { return &m_tiers; }
     QString modelDir() const { return m_modelDir; }
     QString modelName() const { return m_modelName; }
     QString modelInfo() const { return m_modelInfo; }
@@ -77,6 +82,27 @@ public:
     Q_INVOKABLE void shutdown();
 
     static QString settingsKeyLastDir() { return QStringLiteral("model/lastDir"); }
+
+    // What happens to the conversation, for the sessions glue (SessionManager) that saves it.
+    // Plain callbacks on the GUI thread, called after the ChatModel changed (except `cleared`).
+    struct TurnHooks {
+        std::function<void(int row)> userMessage;   // a user message was added at `row`
+        std::function<void(int row)> answerStarted; // an empty streaming answer row was added
+        // The answer at `row` ended (finished, stopped or failed: stats null when failed).
+        std::function<void(int row, const GenerateStats* stats)> answerEnded;
+        // The heat and pins after a turn of a learning model (learning::endTurnSnapshot).
+        std::function<void(std::shared_ptr<const learning::UsageSnapshot>)> usageSnapshot;
+        std::function<void()> cleared; // New chat or another model: called just before the
+                                       // conversation is cleared (its rows still readable)
+    };
+    void setTurnHooks(TurnHooks hooks) { m_hooks = std::move(hooks); }
+    // Hands the learned usage read for the model folder `dir` to the engine thread (dropped there
+    // when another model is loaded by then, or a turn already ran: see EngineWorker).
+    void applyLearnedUsage(const QString& dir, std::shared_ptr<const learning::LearnedUsage> usage);
+    // Shows a saved conversation (the engine's KV cache is cleared; the next turn prefills it).
+    void showConversation(const QVector<ChatModel::Message>& rows);
+    // The sampling of the next answers (what a session stores with each answer).
+    const SamplingOverrides& sampling() const { return m_sampling; }
 
 signals:
     void modelChanged();
@@ -118,7 +144,9 @@ private:
     void setGenerating(bool g);
     void endTurn();
 
+    TurnHooks m_hooks;
     ChatModel m_chat;
+    TierMonitor m_tiers;
     GenerateParams m_params;
     SamplingOverrides m_sampling;
     QString m_modelDir, m_modelName, m_modelInfo;

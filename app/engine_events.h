@@ -8,6 +8,10 @@
 #include <memory>
 #include <string>
 
+namespace coli::learning {
+struct UsageSnapshot;
+}
+
 namespace coli::app {
 
 enum class EventKind {
@@ -35,6 +39,9 @@ struct EngineEvent {
     // (the chat template's wrapping and the generation prompt).
     std::shared_ptr<const Tokenizer> tokenizer;
     int promptOverheadTokens = 0;
+    // Finished, when the loaded model learns (its usage was applied): the heat and pins after
+    // the turn (learning::endTurnSnapshot), for the storage thread to save.
+    std::shared_ptr<const learning::UsageSnapshot> usage;
 
     static EngineEvent make(EventKind k, uint64_t id, std::string text) {
         EngineEvent e;

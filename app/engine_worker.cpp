@@ -1,5 +1,7 @@
 #include "engine_worker.h"
 
+#include "aio/io_pool.h"
+#include "learning/learned_usage.h"
 #include "runtime/context_fit.h"
 #include "runtime/expert_budget.h"
 #include "tiers/expert_cache.h"
@@ -54,7 +56,19 @@ void EngineWorker::publish(EngineEvent ev) {
 
 void EngineWorker::run() {
     for (;;) {
-        Command c = m_queue.pop();
+        // Idle with expert reads in flight (pins being read after a load or a budget change):
+        // the tier status is published again every 50 ms until they land, so the Tiers view
+        // does not show a stale picture until the next token.
+        std::optional<Command> next;
+        while (!next) {
+            if (m_tierState.residency.loadingExperts > 0) {
+                next = m_queue.popFor(std::chrono::milliseconds(50));
+                if (!next) publishTiers(0, nullptr);
+            } else {
+                next = m_queue.pop();
+            }
+        }
+        Command c = std::move(*next);
         switch (c.kind) {
         case CommandKind::Quit:
             m_session.reset();
@@ -69,15 +83,76 @@ void EngineWorker::run() {
         case CommandKind::Reset:
             if (m_session) m_session->reset();
             break;
+        case CommandKind::ApplySettings:
+            applyPendingSettings();
+            break;
+        case CommandKind::ApplyUsage:
+            doApplyUsage(c);
+            break;
         case CommandKind::Cancel: // handled inside the queue, never delivered
             break;
         }
     }
 }
 
+void EngineWorker::requestBudget(uint64_t bytes) {
+    // One queued wake-up per pending value: a slider sends many requests, the latest wins.
+    if (m_pendingBudget.exchange(bytes == kNoRequest ? kNoRequest - 1 : bytes,
+                                 std::memory_order_relaxed) == kNoRequest)
+        m_queue.push(Command{CommandKind::ApplySettings});
+}
+
+void EngineWorker::requestPrefetch(bool on) {
+    if (m_pendingPrefetch.exchange(on ? 1 : 0, std::memory_order_relaxed) < 0)
+        m_queue.push(Command{CommandKind::ApplySettings});
+}
+
+void EngineWorker::applyPendingSettings() {
+    const uint64_t budget = m_pendingBudget.exchange(kNoRequest, std::memory_order_relaxed);
+    const int prefetch = m_pendingPrefetch.exchange(-1, std::memory_order_relaxed);
+    tiers::ExpertCache* cache = m_model ? m_model->model().expertCache() : nullptr;
+    if (!cache || (budget == kNoRequest && prefetch < 0)) return;
+    if (budget != kNoRequest) {
+        const uint64_t lo = cache->minimumBudget(), hi = m_tierState.maximumBudget;
+        // Within [lo, hi] setBudget cannot fail (it refuses only values below the minimum).
+        (void)cache->setBudget(std::clamp(budget, lo, std::max(lo, hi)));
+    }
+    if (prefetch >= 0) cache->setPrefetch(prefetch == 1);
+    publishTiers(0, nullptr);
+}
+
+void EngineWorker::publishTiers(int tokens, const tiers::TierTelemetry* after) {
+    tiers::ExpertCache* cache = m_model ? m_model->model().expertCache() : nullptr;
+    TierStatus& st = m_tierState;
+    ++st.serial;
+    st.streaming = cache != nullptr;
+    if (cache) {
+        const tiers::TierTelemetry t = after ? *after : cache->telemetry();
+        if (tokens > 0) {
+            st.last = t.counters - st.counters;
+            st.lastTokens = tokens;
+        }
+        st.counters = t.counters;
+        st.residency = t.residency;
+        st.pinCapacity = cache->pinCapacity();
+        st.prefetch = cache->prefetchEnabled();
+    }
+    st.busySeconds = m_busyBefore + (m_inGenerate ? secondsSince(m_generateStart) : 0.0);
+    m_tiers.publish(st);
+}
+
 void EngineWorker::doLoad(const Command& c) {
+    if (m_model && m_model->model().expertCache())
+        m_model->model().expertCache()->setTokenObserver(nullptr);
     m_session.reset(); // references the model: drop it first
     m_model.reset();
+    const uint64_t serial = m_tierState.serial;
+    m_tierState = TierStatus{};
+    m_tierState.serial = serial; // keeps growing: the GUI never mistakes a new status for seen
+    m_busyBefore = 0;
+    m_learning = false;
+    m_generatedSinceLoad = false;
+    publishTiers(0, nullptr); // no tiers until the next model is in
     ModelLoadOptions mo;
     mo.threads = c.load.threads > 0 ? c.load.threads : m_opt.threads;
     mo.tiers.directIo = c.load.directIo;
@@ -105,18 +180,39 @@ void EngineWorker::doLoad(const Command& c) {
                                         "model folder."));
         return;
     }
+    m_loadedDir = c.dir;
     m_model = std::move(lm.value());
     std::string budget;
     if (tiers::ExpertCache* cache = m_model->model().expertCache()) {
-        Result<uint64_t> avail = memAvailableBytes();
-        // The Settings view's budget, else one from MemAvailable; never under the minimum.
-        const uint64_t want = c.load.ramBudgetBytes > 0 ? c.load.ramBudgetBytes
-                              : avail                   ? defaultExpertBudget(*cache, *avail)
-                                                        : 0;
-        (void)cache->setBudget(std::max(want, cache->minimumBudget()));
+        // Every routed expert plus the working set: more buys nothing (defaultExpertBudget's cap).
+        const uint64_t most =
+            cache->minimumBudget() +
+            uint64_t(cache->telemetry().residency.totalExperts) * cache->slotBytes();
+        // The Settings view's budget (this load's), else the worker's, else one from MemAvailable.
+        uint64_t want = c.load.ramBudgetBytes > 0 ? c.load.ramBudgetBytes : m_opt.expertBudgetBytes;
+        if (want == 0) {
+            Result<uint64_t> avail = memAvailableBytes();
+            want = avail ? defaultExpertBudget(*cache, *avail) : 0;
+        }
+        (void)cache->setBudget(std::clamp(want, cache->minimumBudget(), most)); // >= minimum
+        cache->setPrefetch(m_opt.prefetch && c.load.prefetch);
         budget = formatBytes(cache->budget());
+        m_tierState.minimumBudget = cache->minimumBudget();
+        m_tierState.maximumBudget = most;
+        m_tierState.directIo = cache->pool().directIo();
+        m_tierState.backend = aio::ioBackendName(cache->pool().backend());
+        m_tierState.expertReadBytes = cache->source().readBytes();
+        m_tierState.source = cache->source().describe();
+        // Runs on this thread after every forward step, outside OpenMP and the cache's lock:
+        // the one place between two tokens of an answer (budget changes land here).
+        cache->setTokenObserver([this](int tokens, const tiers::TierTelemetry& after) {
+            publishTiers(tokens, &after);
+            applyPendingSettings();
+        });
     }
     m_session = std::make_unique<Session>(*m_model);
+    applyPendingSettings(); // a budget asked for while loading
+    publishTiers(0, nullptr);
     const std::string name = std::filesystem::path(c.dir).lexically_normal().filename().string();
     const ModelSummary sum = m_model->model().summary();
     std::ostringstream info;
@@ -140,8 +236,33 @@ void EngineWorker::doLoad(const Command& c) {
     if (!warnings.empty()) publish(EngineEvent::make(EventKind::Notice, c.id, warnings));
 }
 
+void EngineWorker::doApplyUsage(const Command& c) {
+    tiers::ExpertCache* cache = m_model ? m_model->model().expertCache() : nullptr;
+    // The usage belongs to the folder it was read for (another model may be loaded by now).
+    if (!cache || !c.usage || c.dir != m_loadedDir) return;
+    // It may arrive after the first answers (hashing a large checkpoint takes a while): its clock
+    // then must not go back behind the tokens already counted; the stored heat records replace
+    // those few tokens' heat of the same experts. Placement only: no token changes either way.
+    learning::LearnedUsage usage = *c.usage;
+    if (m_generatedSinceLoad) usage.tokenClock = std::max(usage.tokenClock, cache->tokenClock());
+    learning::applyLearnedUsage(*cache, usage);
+    m_learning = true;
+    publishTiers(0, nullptr);
+}
+
 void EngineWorker::doGenerate(const Command& c) {
     const auto t0 = Clock::now();
+    m_generatedSinceLoad = true;
+    m_inGenerate = true;
+    m_generateStart = t0;
+    struct BusyEnd { // the time spent generating counts however the turn ends
+        EngineWorker* w;
+        ~BusyEnd() {
+            w->m_busyBefore += secondsSince(w->m_generateStart);
+            w->m_inGenerate = false;
+            w->publishTiers(0, nullptr);
+        }
+    } busyEnd{this};
     TelemetrySnapshot snap;
     snap.id = c.id;
     snap.generating = true;
@@ -220,6 +341,9 @@ void EngineWorker::doGenerate(const Command& c) {
     m_telemetry.publish(snap);
     EngineEvent done = EngineEvent::make(EventKind::Finished, c.id, {});
     done.stats = std::move(stats.value());
+    tiers::ExpertCache* cache = m_model->model().expertCache();
+    if (m_learning && cache) // pins rebalanced between turns; heat and pins go to the database
+        done.usage = std::make_shared<learning::UsageSnapshot>(learning::endTurnSnapshot(*cache));
     publish(std::move(done));
 }
 

@@ -19,6 +19,7 @@
 #include "telemetry.h"
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -28,6 +29,10 @@ namespace coli::app {
 struct WorkerOptions {
     int threads = 0;            // OpenMP threads for the forward pass; 0 = all cores
     size_t ringCapacity = 1024; // events
+    // RAM budget of the streamed experts at load, bytes; 0 = from MemAvailable
+    // (defaultExpertBudget), clamped to [minimum working set, every expert + working set].
+    uint64_t expertBudgetBytes = 0;
+    bool prefetch = true; // router-lookahead prefetch at load
 };
 
 class EngineWorker {
@@ -45,20 +50,45 @@ public:
 
     EventRing<EngineEvent>& ring() { return m_ring; }
     TelemetrySnapshot telemetry() const { return m_telemetry.sample(); }
+    TierStatus tierStatus() const { return m_tiers.sample(); }
+
+    // The expert cache's RAM budget (bytes, clamped to [minimumBudget, maximumBudget] of
+    // TierStatus) and the prefetch switch, from any thread. Applied by the engine thread between
+    // two forward steps while an answer runs (so the next token already runs under it), or at
+    // once when idle; the latest request wins. A later TierStatus shows the value in force.
+    // Changing them never changes a token (placement invariance), only speed.
+    void requestBudget(uint64_t bytes);
+    void requestPrefetch(bool on);
 
 private:
     void run();
     void publish(EngineEvent ev);
     void doLoad(const Command& c);
     void doGenerate(const Command& c);
+    void applyPendingSettings(); // engine thread
+    void doApplyUsage(const Command& c);
+    void publishTiers(int tokens, const tiers::TierTelemetry* after); // engine thread
 
     WorkerOptions m_opt;
     std::function<void()> m_wake;
     CommandQueue m_queue;
     EventRing<EngineEvent> m_ring;
     TelemetrySlot m_telemetry;
+    TierStatusSlot m_tiers;
+    static constexpr uint64_t kNoRequest = ~uint64_t(0);
+    // relaxed: a request carries only its own value; the engine thread exchanges it out.
+    std::atomic<uint64_t> m_pendingBudget{kNoRequest};
+    std::atomic<int> m_pendingPrefetch{-1}; // -1: none, 0 off, 1 on
+    // engine thread only: the last publication's counters and the time spent generating
+    TierStatus m_tierState;
+    double m_busyBefore = 0; // seconds generating in earlier answers
+    std::chrono::steady_clock::time_point m_generateStart{};
+    bool m_inGenerate = false;
+    bool m_learning = false;           // the loaded model's usage was applied
+    bool m_generatedSinceLoad = false; // a turn ran before the learned usage arrived
     std::atomic<bool> m_quitting{false};
     std::unique_ptr<LoadedModel> m_model; // engine thread only
+    std::string m_loadedDir;              // engine thread only: the folder of m_model
     std::unique_ptr<Session> m_session;   // engine thread only
     std::thread m_thread;                 // last: starts after everything above exists
 };

@@ -32,7 +32,17 @@ void printStats(const GenerateStats& s, const std::string& sampling) {
     fmt::print(stderr, "decode:           {:.1f} tok/s ({} tokens in {:.1f} ms)\n",
                s.decodeTokensPerSecond, s.generatedTokens > 0 ? s.generatedTokens - 1 : 0,
                s.decodeSeconds * 1e3);
+    fmt::print(stderr, "time:             {}\n", describeTimeSplit(s));
     fmt::print(stderr, "stop reason:      {}\n", stopReasonName(s.stopReason));
+}
+
+std::string describeTimeSplit(const GenerateStats& s) {
+    const TimeSplit& t = s.time;
+    auto pct = [&](double part) { return 100.0 * t.share(part); };
+    return fmt::format("attention {:.0f}% \u00b7 expert FFN {:.0f}% \u00b7 expert wait {:.0f}% "
+                       "\u00b7 sampling {:.0f}% \u00b7 other {:.0f}% of {:.1f} ms",
+                       pct(t.attention), pct(t.expertFfn), pct(t.expertWait), pct(t.sampling),
+                       pct(t.other), t.total() * 1e3);
 }
 
 void printTurnStats(const GenerateStats& s) {

@@ -25,6 +25,9 @@ private:
 
 // The end-of-generation report for `generate` (one fact per line).
 void printStats(const GenerateStats& s, const std::string& sampling);
+// The engine thread's time split (GenerateStats::time) as shares of the call's wall time:
+// "attention 31% · expert FFN 42% · expert wait 12% · sampling 2% · other 13% of 412.3 ms".
+std::string describeTimeSplit(const GenerateStats& s);
 // One line per chat turn: "[12 tokens, ttft 3.1 ms, 250.0 tok/s, stop: eos]".
 void printTurnStats(const GenerateStats& s);
 

@@ -7,7 +7,6 @@ import Colibri
 Page {
     id: page
     property QtObject controller
-    property QtObject appSettings
     background: Rectangle { color: Theme.background }
     ColumnLayout {
         anchors { fill: parent; margins: Theme.padding * 2 }

@@ -165,8 +165,8 @@ ApplicationWindow {
                     controller: win.controller
                     onStopRequested: win.stop()
                 }
-                TiersView { objectName: "tiersView"; controller: win.controller; appSettings: win.appSettings }
-                ChartsView { objectName: "chartsView"; controller: win.controller; appSettings: win.appSettings }
+                TiersView { objectName: "tiersView"; controller: win.controller }
+                ChartsView { objectName: "chartsView"; controller: win.controller }
                 ModelsView {
                     id: modelsView
                     objectName: "modelsView"

@@ -38,6 +38,98 @@ CREATE TABLE file_hashes(
     sha256 TEXT NOT NULL);
 )sql";
 
+// Version 2: the chat history (docs/storage.md "Schema version 2"). Times in Unix milliseconds;
+// durations in seconds; seeds are the engine's uint64 stored with the same 64 bits (a seed of
+// 2^63 or more reads as negative in SQL). Sampling settings are JSON objects (absent key = the
+// model's default). Search: external-content FTS5 tables over sessions.title and messages.text,
+// kept in step by triggers (docs/storage.md explains the choice).
+constexpr const char* kV2 = R"sql(
+CREATE TABLE sessions(
+    id INTEGER PRIMARY KEY,
+    title TEXT NOT NULL DEFAULT '',
+    model_identity TEXT NOT NULL DEFAULT '',
+    model_path TEXT NOT NULL DEFAULT '',
+    created INTEGER NOT NULL,
+    updated INTEGER NOT NULL,
+    system_prompt TEXT NOT NULL DEFAULT '',
+    sampling TEXT NOT NULL DEFAULT '{}'
+        CHECK(CASE WHEN json_valid(sampling) THEN json_type(sampling) = 'object' ELSE 0 END),
+    seed INTEGER);
+CREATE INDEX sessions_by_updated ON sessions(updated DESC, id DESC);
+CREATE TABLE runs(
+    id INTEGER PRIMARY KEY,
+    session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    created INTEGER NOT NULL,
+    prompt_tokens INTEGER NOT NULL CHECK(prompt_tokens >= 0),
+    reused_tokens INTEGER NOT NULL CHECK(reused_tokens >= 0),
+    generated_tokens INTEGER NOT NULL CHECK(generated_tokens >= 0),
+    tokens_per_second REAL NOT NULL CHECK(tokens_per_second >= 0),
+    ttft_seconds REAL NOT NULL CHECK(ttft_seconds >= 0),
+    prefill_seconds REAL NOT NULL CHECK(prefill_seconds >= 0),
+    decode_seconds REAL NOT NULL CHECK(decode_seconds >= 0),
+    attention_s REAL NOT NULL CHECK(attention_s >= 0),
+    expert_ffn_s REAL NOT NULL CHECK(expert_ffn_s >= 0),
+    expert_wait_s REAL NOT NULL CHECK(expert_wait_s >= 0),
+    sampling_s REAL NOT NULL CHECK(sampling_s >= 0),
+    other_s REAL NOT NULL CHECK(other_s >= 0),
+    routed INTEGER NOT NULL CHECK(routed >= 0),
+    hits_pinned INTEGER NOT NULL CHECK(hits_pinned >= 0),
+    hits_cache INTEGER NOT NULL CHECK(hits_cache >= 0),
+    in_flight_hits INTEGER NOT NULL CHECK(in_flight_hits >= 0),
+    misses INTEGER NOT NULL CHECK(misses >= 0),
+    bytes_read INTEGER NOT NULL CHECK(bytes_read >= 0),
+    evictions INTEGER NOT NULL CHECK(evictions >= 0),
+    prefetch_issued INTEGER NOT NULL CHECK(prefetch_issued >= 0),
+    prefetch_used INTEGER NOT NULL CHECK(prefetch_used >= 0),
+    tier_tokens INTEGER NOT NULL CHECK(tier_tokens >= 0));
+CREATE INDEX runs_by_session ON runs(session);
+CREATE TABLE messages(
+    id INTEGER PRIMARY KEY,
+    session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL CHECK(position >= 0),
+    role TEXT NOT NULL CHECK(role IN ('system', 'user', 'assistant')),
+    text TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    stop_reason TEXT CHECK(stop_reason IN
+        ('eos', 'max_tokens', 'stop_string', 'cancelled', 'context_full', 'failed')),
+    seed INTEGER,
+    sampling TEXT
+        CHECK(CASE WHEN json_valid(sampling) THEN json_type(sampling) = 'object'
+                   ELSE sampling IS NULL END),
+    run INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+    UNIQUE(session, position));
+CREATE INDEX messages_by_run ON messages(run);
+CREATE TABLE app_state(
+    key TEXT PRIMARY KEY,
+    value) WITHOUT ROWID;
+CREATE VIRTUAL TABLE sessions_fts USING fts5(
+    title, content = 'sessions', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    text, content = 'messages', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2');
+CREATE TRIGGER sessions_fts_insert AFTER INSERT ON sessions BEGIN
+    INSERT INTO sessions_fts(rowid, title) VALUES(new.id, new.title);
+END;
+CREATE TRIGGER sessions_fts_delete AFTER DELETE ON sessions BEGIN
+    INSERT INTO sessions_fts(sessions_fts, rowid, title) VALUES('delete', old.id, old.title);
+END;
+CREATE TRIGGER sessions_fts_update AFTER UPDATE OF title ON sessions BEGIN
+    INSERT INTO sessions_fts(sessions_fts, rowid, title) VALUES('delete', old.id, old.title);
+    INSERT INTO sessions_fts(rowid, title) VALUES(new.id, new.title);
+END;
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, text) VALUES(new.id, new.text);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, text) VALUES('delete', old.id, old.text);
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, text) VALUES('delete', old.id, old.text);
+    INSERT INTO messages_fts(rowid, text) VALUES(new.id, new.text);
+END;
+)sql";
+
 struct TableColumns {
     const char* table;
     std::vector<const char*> columns;
@@ -49,7 +141,51 @@ const std::vector<TableColumns>& expectedTables() {
         {"expert_usage", {"model", "layer", "expert", "heat", "last_seen"}},
         {"pins", {"model", "layer", "expert", "tier"}},
         {"file_hashes", {"path", "bytes", "mtime_ns", "sha256"}},
+        {"sessions",
+         {"id", "title", "model_identity", "model_path", "created", "updated", "system_prompt",
+          "sampling", "seed"}},
+        {"messages",
+         {"id", "session", "position", "role", "text", "created", "stop_reason", "seed", "sampling",
+          "run"}},
+        {"runs",
+         {"id",
+          "session",
+          "created",
+          "prompt_tokens",
+          "reused_tokens",
+          "generated_tokens",
+          "tokens_per_second",
+          "ttft_seconds",
+          "prefill_seconds",
+          "decode_seconds",
+          "attention_s",
+          "expert_ffn_s",
+          "expert_wait_s",
+          "sampling_s",
+          "other_s",
+          "routed",
+          "hits_pinned",
+          "hits_cache",
+          "in_flight_hits",
+          "misses",
+          "bytes_read",
+          "evictions",
+          "prefetch_issued",
+          "prefetch_used",
+          "tier_tokens"}},
+        {"app_state", {"key", "value"}},
+        {"sessions_fts", {"title"}},
+        {"messages_fts", {"text"}},
     };
+    return t;
+}
+
+// The triggers that keep the full-text indexes in step with their tables: without one, search
+// silently goes stale (or an external-content index goes corrupt), so a missing one is refused.
+const std::vector<const char*>& expectedTriggers() {
+    static const std::vector<const char*> t = {"sessions_fts_insert", "sessions_fts_delete",
+                                               "sessions_fts_update", "messages_fts_insert",
+                                               "messages_fts_delete", "messages_fts_update"};
     return t;
 }
 
@@ -58,7 +194,7 @@ const std::vector<TableColumns>& expectedTables() {
 static_assert(kApplicationId == 1131375721, "kV1 spells kApplicationId in decimal");
 
 const std::vector<Migration>& schemaMigrations() {
-    static const std::vector<Migration> steps = {{1, kV1}};
+    static const std::vector<Migration> steps = {{1, kV1}, {2, kV2}};
     return steps;
 }
 
@@ -80,6 +216,18 @@ Status validateSchema(sqlite3* db, const std::string& file) {
             if (!have.count(c))
                 return {ErrorCode::Malformed,
                         file + ": table '" + t.table + "' lacks the column '" + c + "'"};
+    }
+    for (const char* trigger : expectedTriggers()) {
+        detail::Stmt s;
+        COLI_RETURN_IF_ERROR(
+            s.prepare(db, "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?", file));
+        s.bind(1, std::string(trigger));
+        const int rc = s.step();
+        if (rc == SQLITE_DONE)
+            return {ErrorCode::Malformed,
+                    file + ": schema version " + std::to_string(kSchemaVersion) +
+                        " but the search trigger '" + trigger + "' is missing"};
+        if (rc != SQLITE_ROW) return detail::sqliteStatus(db, rc, file, "checking the schema");
     }
     return {};
 }

@@ -1,8 +1,9 @@
 #pragma once
 // The released database schema (docs/storage.md "Schema"): its migrations and a check that an
 // opened file has the tables and columns this code reads and writes.
-// Version 1: models, expert_usage, pins, file_hashes. Later versions add sessions, messages and
-// runs as new steps appended to schemaMigrations(); a released step is never edited, and each
+// Version 1: models, expert_usage, pins, file_hashes. Version 2: sessions, messages, runs,
+// app_state and the full-text indexes sessions_fts, messages_fts (with their triggers). Later
+// versions are new steps appended to schemaMigrations(); a released step is never edited, and each
 // released version has a fixture dump in tests/storage/fixtures/ that a test upgrades.
 // Thread-safety: schemaMigrations() returns immutable data; validateSchema uses the connection's
 // thread.
@@ -16,15 +17,16 @@
 
 namespace coli::storage {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 // PRAGMA application_id of a Colibri database ("Coli" in ASCII): a file with another non-zero
 // application_id belongs to another program and is refused, never migrated.
 constexpr int32_t kApplicationId = 0x436F6C69;
 
 const std::vector<Migration>& schemaMigrations();
 
-// Checks that every table of kSchemaVersion exists with (at least) its columns. Errors: Malformed
-// naming the file and the missing table or column; Io.
+// Checks that every table of kSchemaVersion exists with (at least) its columns, and that the
+// full-text search triggers exist. Errors: Malformed naming the file and the missing table,
+// column or trigger; Io.
 Status validateSchema(sqlite3* db, const std::string& file);
 
 } // namespace coli::storage

@@ -5,6 +5,8 @@
 
 namespace coli::storage::detail {
 
+const char* const kLockedText = "the database is locked by another connection";
+
 Status sqliteStatus(sqlite3* db, int rc, const std::string& file, const std::string& what) {
     const int primary = rc & 0xff;
     std::string detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
@@ -20,10 +22,9 @@ Status sqliteStatus(sqlite3* db, int rc, const std::string& file, const std::str
                     "); the file is left as it is: move it away to start a new one"};
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-        return {ErrorCode::Io, head +
-                                   "the database is locked by another connection (another "
-                                   "Colibri or sqlite3 holds it; SQLite: " +
-                                   detail + ")"};
+        return {ErrorCode::Io, head + kLockedText +
+                                   " (another Colibri or sqlite3 holds it; SQLite: " + detail +
+                                   ")"};
     case SQLITE_READONLY:
     case SQLITE_PERM:
         return {ErrorCode::Io,

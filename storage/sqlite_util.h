@@ -11,6 +11,9 @@
 
 namespace coli::storage::detail {
 
+// The words every "locked by another connection" Status carries (sessions.h isBusy looks for them).
+extern const char* const kLockedText;
+
 // A Status for SQLite result `rc` on connection `db` (may be null) while doing `what` to `file`.
 // Mapping: NOTADB/CORRUPT -> Malformed ("not a SQLite database or damaged; left untouched"),
 // BUSY/LOCKED -> Io ("locked by another connection"), READONLY/PERM/CANTOPEN -> Io (names the
@@ -32,6 +35,7 @@ public:
     Status prepare(sqlite3* db, const char* sql, const std::string& file);
     void bind(int i, int64_t v) { sqlite3_bind_int64(m_s, i, v); }
     void bind(int i, double v) { sqlite3_bind_double(m_s, i, v); }
+    void bindNull(int i) { sqlite3_bind_null(m_s, i); }
     void bind(int i, const std::string& v) {
         sqlite3_bind_text(m_s, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
     }
@@ -43,6 +47,7 @@ public:
     int64_t int64(int col) const { return sqlite3_column_int64(m_s, col); }
     double real(int col) const { return sqlite3_column_double(m_s, col); }
     std::string text(int col) const;
+    bool isNull(int col) const { return sqlite3_column_type(m_s, col) == SQLITE_NULL; }
 
 private:
     sqlite3_stmt* m_s = nullptr;

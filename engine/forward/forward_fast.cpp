@@ -11,6 +11,7 @@
 #include "quant/matmul.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -125,7 +126,8 @@ void swiglu(const SwiGluView& e, const float* X, int n, int d, float* Y, FastWor
 
 class ChunkRunner {
 public:
-    ChunkRunner(const ModelImpl& m, KVCache& kv) : m(m), c(m.cfg), ws(m.ws), kv(kv), T(m.threads) {}
+    ChunkRunner(const ModelImpl& m, KVCache& kv, ForwardTimes& times)
+        : m(m), c(m.cfg), ws(m.ws), kv(kv), times(times), T(m.threads) {}
 
     // Runs n <= kChunk tokens at positions pos0.. and, when `logits` is set, writes the logits
     // of rows [firstLogitRow, n) to logits (one [vocab] row each). When `routing` is set, the
@@ -144,11 +146,16 @@ public:
         for (int l = 0; l < c.nLayers; ++l) {
             const LayerWeights& L = m.w.layers[l];
             normRows(L.attnNorm.data(), n);
+            const auto tAttention = std::chrono::steady_clock::now();
             attention(L, l, n, pos0);
+            times.attention += regionSeconds(tAttention);
             addResidual(ws.o.data(), n);
             normRows(L.ffnNorm.data(), n);
             if (L.sparse) {
-                COLI_RETURN_IF_ERROR(moe(L, l, m.w.experts[l], n));
+                const auto tMoe = std::chrono::steady_clock::now();
+                const Status moeStatus = moe(L, l, m.w.experts[l], n);
+                times.moe += regionSeconds(tMoe);
+                COLI_RETURN_IF_ERROR(moeStatus);
                 if (routing) recordRouting(*routing, row0, moeIndex, n);
                 ++moeIndex;
             } else {
@@ -403,7 +410,8 @@ private:
     const ModelConfig& c;
     FastWorkspace& ws;
     KVCache& kv;
-    const int T; // OpenMP threads
+    ForwardTimes& times; // the region clocks (ForwardTimes), read between OpenMP regions
+    const int T;         // OpenMP threads
 };
 
 } // namespace
@@ -453,10 +461,11 @@ void FastWorkspace::reserveScores(int tokens, int maxTokens) {
 }
 
 Status forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
-                   std::vector<float>& logits, bool allLogits, RoutingTrace* routing) {
+                   std::vector<float>& logits, bool allLogits, RoutingTrace* routing,
+                   ForwardTimes& times) {
     const int n = int(tokens.size()), V = m.cfg.vocabSize;
     logits.resize(size_t(allLogits ? n : 1) * V);
-    ChunkRunner runner(m, kv);
+    ChunkRunner runner(m, kv, times);
     for (int c0 = 0; c0 < n; c0 += FastWorkspace::kChunk) {
         const int cn = std::min(FastWorkspace::kChunk, n - c0);
         const bool last = c0 + cn == n;

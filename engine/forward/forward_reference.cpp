@@ -7,6 +7,7 @@
 #include "quant/matmul.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -183,7 +184,8 @@ Vec attention(const ModelImpl& m, const LayerWeights& L, int layer, const Vec& h
 } // namespace
 
 Status forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
-                        std::vector<float>& logits, bool allLogits, RoutingTrace* routing) {
+                        std::vector<float>& logits, bool allLogits, RoutingTrace* routing,
+                        ForwardTimes& times) {
     const ModelConfig& c = m.cfg;
     const int n = int(tokens.size()), start = kv.size();
     logits.assign(size_t(allLogits ? n : 1) * c.vocabSize, 0.0f);
@@ -201,7 +203,9 @@ Status forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVC
             const LayerWeights& L = m.w.layers[l];
             Vec h(c.dModel);
             rmsNorm(x.data(), L.attnNorm.data(), c.dModel, c.rmsNormEps, h.data());
+            const auto tAttention = std::chrono::steady_clock::now();
             const Vec a = attention(m, L, l, h, pos, kv);
+            times.attention += regionSeconds(tAttention);
             for (int i = 0; i < c.dModel; ++i)
                 x[i] += a[i] * c.residualMultiplier;
 
@@ -210,8 +214,10 @@ Status forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVC
             if (L.sparse) {
                 const size_t at = routing ? routing->offset(t, moeIndex++) : 0;
                 Status err;
+                const auto tMoe = std::chrono::steady_clock::now();
                 f = moe(c, L, m.w.experts[l], h, routing ? &routing->experts[at] : nullptr,
                         routing ? &routing->weights[at] : nullptr, m.cache.get(), l, &err);
+                times.moe += regionSeconds(tMoe);
                 COLI_RETURN_IF_ERROR(err);
             } else {
                 f = swiglu(L.dense, h);

@@ -193,7 +193,7 @@ void Model::setThreads(int n) {
 }
 
 Status Model::forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<float>& logits,
-                      bool allLogits, RoutingTrace* routing) const {
+                      bool allLogits, RoutingTrace* routing, ForwardTimes* times) const {
     const ModelConfig& c = m_impl->cfg;
     if (tokens.empty()) return {ErrorCode::InvalidArgument, "forward: no tokens given"};
     for (size_t i = 0; i < tokens.size(); ++i) {
@@ -223,9 +223,14 @@ Status Model::forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<
         routing->weights.assign(slots, 0.0f);
     }
     const int start = kv.size();
+    ForwardTimes spent;
     const Status st = m_impl->path == ForwardPath::Reference
-                          ? forwardReference(*m_impl, tokens, kv, logits, allLogits, routing)
-                          : forwardFast(*m_impl, tokens, kv, logits, allLogits, routing);
+                          ? forwardReference(*m_impl, tokens, kv, logits, allLogits, routing, spent)
+                          : forwardFast(*m_impl, tokens, kv, logits, allLogits, routing, spent);
+    if (times) {
+        times->attention += spent.attention;
+        times->moe += spent.moe;
+    }
     if (!st.isOk()) {
         if (m_impl->cache) m_impl->cache->abortLayer();
         kv.truncate(start);

@@ -34,7 +34,7 @@ struct LoadProgress {
 };
 using ProgressFn = std::function<void(const LoadProgress&)>;
 
-// Streaming the routed experts from disk (DESIGN.md "Expert tiers"; tiers/expert_cache.h): dense
+// Streaming the routed experts from disk (docs/design.md "Expert tiers"; tiers/expert_cache.h): dense
 // weights stay resident, routed experts are read on demand into a RAM cache of ramBudgetBytes.
 // Placement never changes a bit of the result (tests/tiers/test_placement_invariance).
 struct ExpertTierOptions {
@@ -106,6 +106,20 @@ struct RoutingTrace {
     }
 };
 
+// Where a forward() call spent the calling thread's time, in seconds (steady_clock around coarse
+// regions of the layer loop: a few clock reads per layer, never inside an OpenMP region).
+// forward() ADDS to these, so one ForwardTimes can sum a whole generation.
+//   attention: the attention blocks (Q/K/V projections, norms, RoPE, scores, output projection);
+//   moe:       the MoE blocks (router, lookahead, routed experts, shared expert), the time the
+//              thread waited for streamed expert reads included (TierCounters::ioWaitSeconds
+//              counts that part).
+// Embeddings, norms, residual adds, dense (non-MoE) FFN layers and the logits are in neither.
+// Thread-safety: plain values.
+struct ForwardTimes {
+    double attention = 0;
+    double moe = 0;
+};
+
 class Model {
 public:
     // Loads config.json and every tensor the family needs from `dir`: a Hugging Face checkpoint
@@ -143,9 +157,12 @@ public:
     // streamed expert cannot be read (naming the file); on error kv is unchanged. Concurrent calls
     // on one Model are serialised (the Fast path's scratch buffers are per model). routing: when
     // not null, replaced by the call's RoutingTrace (n_tokens = tokens.size()); on error it is left
-    // unchanged. When null nothing is recorded (no cost).
+    // unchanged. When null nothing is recorded (no cost). times: when not null, the call's
+    // region times are added to it (also after an error: the time was spent); the clocks run
+    // either way (their cost is a few clock reads per layer).
     Status forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<float>& logits,
-                   bool allLogits = false, RoutingTrace* routing = nullptr) const;
+                   bool allLogits = false, RoutingTrace* routing = nullptr,
+                   ForwardTimes* times = nullptr) const;
 
 private:
     Model();

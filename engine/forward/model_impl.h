@@ -5,6 +5,7 @@
 #include "model/weights.h"
 #include "tiers/expert_cache.h"
 
+#include <chrono>
 #include <mutex>
 #include <span>
 #include <vector>
@@ -52,14 +53,23 @@ struct ModelImpl {
     float attentionScale() const;
 };
 
+// The seconds from t0 to now (one steady_clock read: tens of nanoseconds, vDSO). For the
+// ForwardTimes regions; called on the forward() caller's thread, outside OpenMP regions.
+inline double regionSeconds(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // Both: tokens already validated, kv already reserved for kv.size() + tokens.size() positions.
 // They append to kv and fill logits as Model::forward documents. routing, when not null, is
 // already sized by forward() (moeLayers, topK, nTokens, experts, weights); they write its rows.
+// times: the regions' seconds are added to it (ForwardTimes; regionSeconds below).
 // Errors: only from streamed experts (Io: a failed read); kv may then hold a partial chunk
 // (Model::forward truncates it back).
 Status forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
-                        std::vector<float>& logits, bool allLogits, RoutingTrace* routing);
+                        std::vector<float>& logits, bool allLogits, RoutingTrace* routing,
+                        ForwardTimes& times);
 Status forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
-                   std::vector<float>& logits, bool allLogits, RoutingTrace* routing);
+                   std::vector<float>& logits, bool allLogits, RoutingTrace* routing,
+                   ForwardTimes& times);
 
 } // namespace coli

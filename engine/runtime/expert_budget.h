@@ -1,5 +1,5 @@
 #pragma once
-// The default RAM budget of the streamed experts (DESIGN.md "Expert tiers", step 3: "budgets come
+// The default RAM budget of the streamed experts (docs/design.md "Expert tiers", step 3: "budgets come
 // from free memory at start (MemAvailable ...) minus a safety margin") and the one-line summaries
 // the CLI prints about the tiers.
 // Thread-safety: pure functions apart from reading /proc/meminfo.

@@ -1,6 +1,7 @@
 #include "runtime/session.h"
 
 #include "runtime/stop_matcher.h"
+#include "tiers/expert_cache.h"
 
 #include <algorithm>
 #include <chrono>
@@ -67,8 +68,10 @@ Result<GenerateStats> Session::generate(std::span<const int32_t> prompt,
                                         const GenerateParams& params, const PieceFn& onPiece,
                                         const std::atomic<bool>* cancel) {
     const auto tStart = Clock::now();
-    COLI_RETURN_IF_ERROR(validate(params));
     const Model& model = m_model.model();
+    tiers::ExpertCache* cache = model.expertCache();
+    const tiers::TierCounters tiersBefore = cache ? cache->counters() : tiers::TierCounters{};
+    COLI_RETURN_IF_ERROR(validate(params));
     const int context = model.config().maxPositions;
     const int vocab = model.config().vocabSize;
     if (prompt.empty()) return Status(ErrorCode::InvalidArgument, "empty prompt");
@@ -87,6 +90,22 @@ Result<GenerateStats> Session::generate(std::span<const int32_t> prompt,
     GenerateStats stats;
     stats.promptTokens = static_cast<int>(prompt.size());
 
+    // The time split (TimeSplit): forward() adds its regions, the sampler is timed here, and
+    // `other` is the rest of the wall time.
+    ForwardTimes forwardTimes;
+    double samplingSeconds = 0;
+    auto finish = [&] {
+        stats.wallSeconds = secondsSince(tStart, Clock::now());
+        if (cache) stats.tiers = cache->counters() - tiersBefore;
+        TimeSplit& t = stats.time;
+        t.attention = forwardTimes.attention;
+        // The reads are waited for inside the MoE regions (ExpertCache::next).
+        t.expertWait = std::clamp(stats.tiers.ioWaitSeconds, 0.0, forwardTimes.moe);
+        t.expertFfn = forwardTimes.moe - t.expertWait;
+        t.sampling = samplingSeconds;
+        t.other = std::max(0.0, stats.wallSeconds - t.attention - forwardTimes.moe - t.sampling);
+    };
+
     // Prefix reuse: keep the exact common id prefix, but re-run at least the last prompt token.
     if (static_cast<int>(m_tokens.size()) != m_kv.size()) reset(); // never trust a broken cache
     size_t common = 0;
@@ -100,7 +119,7 @@ Result<GenerateStats> Session::generate(std::span<const int32_t> prompt,
     // Any failure below leaves m_tokens == the tokens whose forward succeeded; a failed forward
     // may have written part of a chunk, so the cache is cut back to m_tokens.
     auto forward = [&](std::span<const int32_t> ids, std::vector<float>& logits) -> Status {
-        Status s = model.forward(ids, m_kv, logits, false);
+        Status s = model.forward(ids, m_kv, logits, false, nullptr, &forwardTimes);
         if (!s) {
             m_kv.truncate(static_cast<int>(m_tokens.size()));
             return s;
@@ -115,6 +134,7 @@ Result<GenerateStats> Session::generate(std::span<const int32_t> prompt,
         if (cancelled(cancel)) {
             stats.stopReason = StopReason::Cancelled;
             stats.prefillSeconds = secondsSince(tPrefill, Clock::now());
+            finish();
             return stats;
         }
         const size_t n = std::min(kPrefillChunk, prompt.size() - pos);
@@ -143,7 +163,9 @@ Result<GenerateStats> Session::generate(std::span<const int32_t> prompt,
     Clock::time_point tFirst;
     bool stopped = false;
     while (!stopped) {
+        const auto tSample = Clock::now();
         auto next = sampler.sample(logits, history);
+        samplingSeconds += secondsSince(tSample, Clock::now());
         if (!next) return next.status();
         const int32_t id = next.value();
         if (stats.generatedIds.empty()) {
@@ -194,6 +216,7 @@ Result<GenerateStats> Session::generate(std::span<const int32_t> prompt,
     stats.decodeSeconds = secondsSince(tFirst, Clock::now());
     if (stats.generatedTokens > 1 && stats.decodeSeconds > 0)
         stats.decodeTokensPerSecond = (stats.generatedTokens - 1) / stats.decodeSeconds;
+    finish();
     return stats;
 }
 

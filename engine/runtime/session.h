@@ -15,6 +15,7 @@
 #include "forward/model.h"
 #include "runtime/generation_config.h"
 #include "sampler/sampler.h"
+#include "tiers/tier_telemetry.h"
 #include "tokenizer/tokenizer.h"
 
 #include <atomic>
@@ -84,6 +85,31 @@ struct GenerateParams {
     bool ignoreEos = false;               // keep sampling past EOS ids (their text is not emitted)
 };
 
+// Where the engine thread's wall time went during one generate() call, in seconds: a partition
+// (the five parts add up to the call's wall time; `other` is what the rest leaves, never
+// negative). Measured by the engine with steady_clock around coarse regions (ForwardTimes), on the
+// calling thread only.
+//   attention:  the attention blocks of every layer (forward/model.h ForwardTimes::attention);
+//   expertFfn:  the MoE blocks (router, routed and shared experts) minus expertWait;
+//   expertWait: blocked waiting for streamed expert reads (the turn's
+//               TierCounters::ioWaitSeconds; 0 with resident experts);
+//   sampling:   the sampler (logits -> next id);
+//   other:      embeddings, norms, residual adds, dense FFN layers, the output projection,
+//               detokenising, stop strings, the onPiece callback, validation.
+struct TimeSplit {
+    double attention = 0;
+    double expertFfn = 0;
+    double expertWait = 0;
+    double sampling = 0;
+    double other = 0;
+    double total() const { return attention + expertFfn + expertWait + sampling + other; }
+    // part / total(); 0 when total() is 0.
+    double share(double part) const {
+        const double t = total();
+        return t > 0 ? part / t : 0.0;
+    }
+};
+
 struct GenerateStats {
     int promptTokens = 0;
     int reusedTokens = 0;      // prompt tokens served from the KV cache (exact id prefix)
@@ -95,6 +121,14 @@ struct GenerateStats {
     double decodeTokensPerSecond = 0;  // (generatedTokens - 1) / decodeSeconds
     StopReason stopReason = StopReason::MaxTokens;
     std::vector<int32_t> generatedIds; // every sampled id in order (a final EOS included)
+    TimeSplit time;                    // the call's wall time, split (sums to wallSeconds)
+    double wallSeconds = 0;            // generate() call -> return
+    // The turn's expert tier counters (ExpertCache counters after - before the call), for the
+    // turn's hit rate (tiers::hitRate) and bytes read per token (tiers::bytesReadPerToken). All
+    // zero when the experts are resident (no ExpertCache). `tokens` counts the tokens run through
+    // the model: the prompt's non-reused ones and every sampled token but the last (which is not
+    // run, see Session).
+    tiers::TierCounters tiers;
 };
 
 // Called with each piece of text as soon as it is complete UTF-8 and cannot be part of a stop

@@ -625,6 +625,11 @@ void ExpertCache::setHeat(ExpertId id, double heat, int64_t asOf) {
     m->heat.setHeat(id, heat, asOf);
 }
 
+TierCounters ExpertCache::counters() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    return m->counters;
+}
+
 TierTelemetry ExpertCache::telemetry() const {
     std::lock_guard<std::mutex> lock(m->mutex);
     TierTelemetry t;

@@ -1,5 +1,5 @@
 #pragma once
-// The RAM tiers of the routed experts (DESIGN.md "Expert tiers"): one pool of equal-sized slots
+// The RAM tiers of the routed experts (docs/design.md "Expert tiers"): one pool of equal-sized slots
 // under ONE byte budget (slots being read included), holding
 //   - the pinned hot-store: experts chosen from learned heat (setPins, rebalancePins), never
 //     evicted while pinned;
@@ -8,7 +8,7 @@
 //     heat's share of its layer gives a per-token routing chance, the layer cycle the distance;
 //     frequency first, recency breaks ties; docs/perf-cache-policy.md);
 // and reading everything else from disk through an ExpertSource on an aio::IoPool.
-// Slot safety (DESIGN.md "Threading contract" 7): a slot is empty, loading or ready, with a
+// Slot safety (docs/design.md "Threading contract" 7): a slot is empty, loading or ready, with a
 // reference count; only ready, unreferenced, unpinned slots that the current layer does not
 // still need are evicted or reused; a failed read frees its slot and is reported to the layer
 // that wanted it.
@@ -104,7 +104,7 @@ public:
     // n tokens were processed (a decode step or a prefill chunk): advances the heat clocks, then
     // calls the token observer, if any, with the telemetry after them.
     void endTokens(int n);
-    // Per-token telemetry (DESIGN.md threading rule 4: the engine aggregates, a consumer samples):
+    // Per-token telemetry (docs/design.md threading rule 4: the engine aggregates, a consumer samples):
     // `fn` is called by endTokens on the compute thread, outside any OpenMP region and without
     // the cache's lock held, with the tokens of the step and the cumulative telemetry. It must be
     // quick (copy what it needs). Null removes it.
@@ -129,6 +129,9 @@ public:
     void setHeat(ExpertId id, double heat, int64_t asOf);
 
     TierTelemetry telemetry() const;
+    // telemetry().counters alone: one copy under the lock, no walk over the slots (for a
+    // per-turn difference, TierCounters operator-).
+    TierCounters counters() const;
     const ExpertSource& source() const;
     aio::IoPool& pool();
     const aio::IoPool& pool() const;

@@ -1,5 +1,5 @@
 #pragma once
-// Usage heat of every routed expert, the "frequency" of LFRU (DESIGN.md "Expert tiers", step 5):
+// Usage heat of every routed expert, the "frequency" of LFRU (docs/design.md "Expert tiers", step 5):
 // a routing count with exponential forgetting, heat_now = heat * 0.5^(elapsed / halfLife), where
 // elapsed is counted in tokens (the same rule and default half-life as storage/heat.h, so heat
 // saved to SQLite and loaded again continues unchanged). Recency is a global access sequence

@@ -1,5 +1,5 @@
 #pragma once
-// What the expert tiers report (DESIGN.md "Threading contract" 4: aggregated in the engine,
+// What the expert tiers report (docs/design.md "Threading contract" 4: aggregated in the engine,
 // published latest-wins; the GUI's tier bars, Brain and Atlas draw it). Counters are cumulative
 // since the cache was made: a per-token figure is the difference of two snapshots.
 // Thread-safety: plain values.
@@ -27,6 +27,15 @@ struct TierCounters {
     double ioWaitSeconds = 0;       // compute thread blocked waiting for reads
     uint64_t tokens = 0;            // tokens counted by endTokens()
 };
+
+// after - before, field by field: the counters of the steps between two cumulative snapshots
+// (a turn's, a token's). `after` must be the later snapshot of the same cache (each field >=).
+TierCounters operator-(const TierCounters& after, const TierCounters& before);
+// Routed experts found ready in RAM (pinned or cache, not still being read) / routed; 0 when
+// nothing was routed.
+double hitRate(const TierCounters& c);
+// Bytes read per token (bytesRead / tokens); 0 without tokens.
+double bytesReadPerToken(const TierCounters& c);
 
 struct TierResidency {
     int pinnedExperts = 0;                    // ready in the hot-store

@@ -152,11 +152,17 @@ class Generate(unittest.TestCase):
         out, err = r.stdout.decode("utf-8", "replace"), r.stderr.decode()
         self.assertNotEqual(out, "")
         for key in ("prompt tokens:", "generated tokens:", "ttft:", "prefill:", "decode:",
-                    "stop reason:", "tok/s"):
+                    "time:", "stop reason:", "tok/s"):
             self.assertIn(key, err)
             self.assertNotIn(key, out)
         self.assertRegex(err, r"generated tokens:\s+8\b")
         self.assertRegex(err, r"stop reason:\s+(max tokens|eos)")
+        # The engine thread's time split: five shares of the wall time (rounded: 100 +- 3).
+        m = re.search(r"time:\s+attention (\d+)% \u00b7 expert FFN (\d+)% \u00b7 expert wait (\d+)% "
+                      r"\u00b7 sampling (\d+)% \u00b7 other (\d+)% of ([\d.]+) ms", err)
+        self.assertIsNotNone(m, err)
+        self.assertLessEqual(abs(sum(int(g) for g in m.groups()[:5]) - 100), 3, m.group(0))
+        self.assertGreater(float(m.group(6)), 0)
         # Greedy is deterministic.
         r2 = coli("generate", fixture(LARGEST), "-p", "Hello", "-n", "8", "--temp", "0")
         self.assertEqual(r.stdout, r2.stdout)

@@ -1,8 +1,10 @@
-// Schema migrations: from an empty file, from the checked-in v1 fixture, the mechanism taking a
-// file from v1 to a (test-only) v2, a failing step rolled back, a newer file refused untouched.
+// Schema migrations: from an empty file, from the checked-in v1 and v2 fixtures (v1 upgraded to
+// v2 keeping its rows), the mechanism taking a file to a (test-only) next version, a failing step
+// rolled back, a newer file refused untouched, missing columns and search triggers refused.
 #include "storage/database.h"
 #include "storage/migrations.h"
 #include "storage/schema.h"
+#include "storage/sessions.h"
 #include "storage_test_util.h"
 
 #include <fstream>
@@ -44,7 +46,8 @@ TEST(Schema, EmptyFileIsMigratedToCurrentVersionWithWalAndForeignKeys) {
     { std::ofstream(path).flush(); } // an existing, empty file
     auto st = Storage::open(path);
     ASSERT_TRUE(st.isOk()) << st.status().toString();
-    EXPECT_EQ(st.value()->commits(), 1u); // one migration step, one transaction
+    // One transaction per migration step.
+    EXPECT_EQ(st.value()->commits(), uint64_t(kSchemaVersion));
     RawDb raw(path);
     EXPECT_EQ(raw.queryInt("PRAGMA user_version"), kSchemaVersion);
     EXPECT_EQ(raw.queryInt("PRAGMA application_id"), kApplicationId);
@@ -107,24 +110,161 @@ TEST(Schema, CheckedInV1FixtureOpensAndKeepsItsData) {
     EXPECT_EQ(h.value()->substr(0, 8), "5d41402a");
 }
 
-TEST(Schema, MechanismTakesV1ToV2AndKeepsRows) {
+TEST(Schema, V1FixtureIsUpgradedToV2WithEmptySessionTables) {
+    TempDir t;
+    const std::string path = t.file("v1.db");
+    loadDump(path, fixtureSql("v1.sql"));
+    {
+        auto st = Storage::open(path);
+        ASSERT_TRUE(st.isOk()) << st.status().toString();
+        EXPECT_EQ(st.value()->commits(), 1u); // the v2 step, one transaction
+    }
+    RawDb raw(path);
+    EXPECT_EQ(raw.queryInt("PRAGMA user_version"), 2);
+    EXPECT_EQ(raw.queryInt("PRAGMA application_id"), kApplicationId);
+    // Every v1 row is kept.
+    EXPECT_EQ(raw.queryInt("SELECT count(*) FROM models"), 2);
+    EXPECT_EQ(raw.queryInt("SELECT count(*) FROM expert_usage"), 5);
+    EXPECT_EQ(raw.queryInt("SELECT count(*) FROM pins"), 2);
+    EXPECT_EQ(raw.queryInt("SELECT count(*) FROM file_hashes"), 1);
+    EXPECT_EQ(raw.queryInt("SELECT sum(heat) FROM expert_usage WHERE model = 1"), 65);
+    // The v2 tables exist and are empty, the search indexes consistent.
+    for (const char* table :
+         {"sessions", "messages", "runs", "app_state", "sessions_fts", "messages_fts"}) {
+        EXPECT_EQ(raw.queryInt(std::string("SELECT count(*) FROM ") + table), 0) << table;
+    }
+    std::string err;
+    EXPECT_EQ(raw.exec("INSERT INTO messages_fts(messages_fts) VALUES('integrity-check');"
+                       "INSERT INTO sessions_fts(sessions_fts) VALUES('integrity-check');",
+                       &err),
+              SQLITE_OK)
+        << err;
+    EXPECT_EQ(raw.queryInt("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"), 6);
+    // And the upgraded file is usable for sessions.
+    auto st = Storage::open(path);
+    ASSERT_TRUE(st.isOk()) << st.status().toString();
+    EXPECT_EQ(st.value()->commits(), 0u);
+    SessionStore sessions(*st.value());
+    SessionInfo chat;
+    chat.title = "first chat";
+    auto id = sessions.createSession(chat);
+    ASSERT_TRUE(id.isOk()) << id.status().toString();
+    auto hits = sessions.searchSessions("first");
+    ASSERT_TRUE(hits.isOk()) << hits.status().toString();
+    ASSERT_EQ(hits.value().size(), 1u);
+    EXPECT_EQ(hits.value()[0].session, id.value());
+}
+
+TEST(Schema, CheckedInV2FixtureOpensValidatesAndReads) {
+    TempDir t;
+    const std::string path = t.file("v2.db");
+    loadDump(path, fixtureSql("v2.sql"));
+    auto st = Storage::open(path);
+    ASSERT_TRUE(st.isOk()) << st.status().toString();
+    EXPECT_EQ(st.value()->commits(), 0u); // nothing to migrate
+    Storage& db = *st.value();
+    auto heat = db.loadHeat(1);
+    ASSERT_TRUE(heat.isOk());
+    EXPECT_EQ(heat.value().size(), 2u);
+    SessionStore sessions(db);
+    auto list = sessions.listSessions();
+    ASSERT_TRUE(list.isOk()) << list.status().toString();
+    ASSERT_EQ(list.value().size(), 2u);
+    // Most recently updated first.
+    const SessionInfo& sorting = list.value()[0];
+    EXPECT_EQ(sorting.id, 2);
+    EXPECT_EQ(sorting.title, "Sorting in C++");
+    EXPECT_EQ(sorting.messageCount, 2);
+    EXPECT_EQ(sorting.sampling, SamplingSettings{});
+    EXPECT_FALSE(sorting.seed.has_value());
+    const SessionInfo& creme = list.value()[1];
+    EXPECT_EQ(creme.title, "Crème brûlée recipe");
+    EXPECT_EQ(creme.modelPath, "/models/mixtral-tiny");
+    EXPECT_EQ(creme.createdMs, 1764547200000);
+    EXPECT_EQ(creme.updatedMs, 1764547265000);
+    EXPECT_EQ(creme.systemPrompt, "You are a pastry chef.");
+    EXPECT_EQ(creme.sampling.temperature, 0.7);
+    EXPECT_EQ(creme.sampling.topK, 40);
+    EXPECT_EQ(creme.sampling.maxNewTokens, 256);
+    EXPECT_FALSE(creme.sampling.topP.has_value());
+    EXPECT_EQ(creme.seed, 42u);
+    EXPECT_EQ(creme.messageCount, 4);
+
+    auto msgs = sessions.loadMessages(1);
+    ASSERT_TRUE(msgs.isOk()) << msgs.status().toString();
+    ASSERT_EQ(msgs.value().size(), 4u);
+    EXPECT_EQ(msgs.value()[1].role, Role::Assistant);
+    EXPECT_EQ(msgs.value()[1].text.substr(0, 8), "<think>\n");
+    EXPECT_EQ(msgs.value()[1].stopReason, StopReason::Eos);
+    EXPECT_EQ(msgs.value()[1].run, 1);
+    EXPECT_FALSE(msgs.value()[3].stopReason.has_value()); // still streaming when saved
+    EXPECT_FALSE(msgs.value()[2].sampling.has_value());
+    auto code = sessions.loadMessages(2);
+    ASSERT_TRUE(code.isOk());
+    ASSERT_EQ(code.value().size(), 2u);
+    EXPECT_EQ(code.value()[1].seed, 9301275439245913091u); // above 2^63: stored as its 64 bits
+    EXPECT_EQ(code.value()[1].stopReason, StopReason::MaxTokens);
+    EXPECT_EQ(code.value()[1].sampling->temperature, 0.0);
+
+    auto runs = sessions.loadRuns(1);
+    ASSERT_TRUE(runs.isOk()) << runs.status().toString();
+    ASSERT_EQ(runs.value().size(), 1u);
+    const RunRecord& r = runs.value()[0];
+    EXPECT_EQ(r.generatedTokens, 120);
+    EXPECT_EQ(r.tokensPerSecond, 18.5);
+    EXPECT_EQ(r.split.expertFfnS, 3.0);
+    EXPECT_EQ(r.tiers.bytesRead, 13841203200u);
+    EXPECT_DOUBLE_EQ(r.expertHitRate(), (6144.0 + 20480 - 1024) / 30720);
+    EXPECT_DOUBLE_EQ(r.mibReadPerToken(), 13841203200.0 / 1048576 / 162);
+
+    auto last = sessions.lastSessionId();
+    ASSERT_TRUE(last.isOk());
+    EXPECT_EQ(last.value(), 2);
+    // The search indexes were filled by the triggers as the dump's rows went in.
+    auto hits = sessions.searchSessions("creme brulee");
+    ASSERT_TRUE(hits.isOk()) << hits.status().toString();
+    ASSERT_EQ(hits.value().size(), 1u);
+    EXPECT_EQ(hits.value()[0].session, 1);
+    auto fence = sessions.searchSessions("std::sort");
+    ASSERT_TRUE(fence.isOk());
+    ASSERT_EQ(fence.value().size(), 1u);
+    EXPECT_EQ(fence.value()[0].session, 2);
+}
+
+TEST(Schema, MissingSearchTriggerIsMalformed) {
+    TempDir t;
+    const std::string path = t.file("broken.db");
+    loadDump(path, fixtureSql("v2.sql"));
+    {
+        RawDb raw(path);
+        ASSERT_EQ(raw.exec("DROP TRIGGER messages_fts_update"), SQLITE_OK);
+    }
+    auto st = Storage::open(path);
+    ASSERT_FALSE(st.isOk());
+    EXPECT_EQ(st.status().code(), coli::ErrorCode::Malformed);
+    EXPECT_NE(st.status().message().find("messages_fts_update"), std::string::npos)
+        << st.status().message();
+}
+
+TEST(Schema, MechanismTakesTheFileToANextVersionAndKeepsRows) {
     TempDir t;
     const std::string path = t.file("v1.db");
     loadDump(path, fixtureSql("v1.sql"));
     RawDb raw(path);
+    const int next = kSchemaVersion + 1;
     std::vector<Migration> steps = schemaMigrations();
-    steps.push_back({2, "CREATE TABLE sessions(id INTEGER PRIMARY KEY, model INTEGER NOT NULL "
-                        "REFERENCES models(id), title TEXT);"
-                        "ALTER TABLE models ADD COLUMN note TEXT DEFAULT 'x';"});
+    steps.push_back({next, "CREATE TABLE notes(id INTEGER PRIMARY KEY, model INTEGER NOT NULL "
+                           "REFERENCES models(id), body TEXT);"
+                           "ALTER TABLE models ADD COLUMN note TEXT DEFAULT 'x';"});
     ASSERT_TRUE(applyMigrations(raw.get(), steps, path).isOk());
-    EXPECT_EQ(raw.queryInt("PRAGMA user_version"), 2);
+    EXPECT_EQ(raw.queryInt("PRAGMA user_version"), next);
     EXPECT_EQ(raw.queryInt("SELECT count(*) FROM expert_usage"), 5);
-    EXPECT_EQ(raw.queryInt("SELECT count(*) FROM sessions"), 0);
+    EXPECT_EQ(raw.queryInt("SELECT count(*) FROM notes"), 0);
     EXPECT_EQ(raw.queryInt("SELECT count(*) FROM models WHERE note = 'x'"), 2);
     // Applying again is a no-op.
     ASSERT_TRUE(applyMigrations(raw.get(), steps, path).isOk());
-    EXPECT_EQ(raw.queryInt("PRAGMA user_version"), 2);
-    // This code knows only v1: the v2 file is refused and left as it is.
+    EXPECT_EQ(raw.queryInt("PRAGMA user_version"), next);
+    // This code knows only kSchemaVersion: the newer file is refused and left as it is.
     const auto before = storage_test::fileBytes(path);
     auto st = Storage::open(path);
     ASSERT_FALSE(st.isOk());
@@ -140,6 +280,8 @@ TEST(Schema, FailingStepIsRolledBackWhole) {
     loadDump(path, fixtureSql("v1.sql"));
     RawDb raw(path);
     std::vector<Migration> steps = schemaMigrations();
+    // Steps up to v1 as released, then a v2 that fails half-way.
+    steps.resize(1);
     steps.push_back({2, "CREATE TABLE sessions(id INTEGER PRIMARY KEY);"
                         "INSERT INTO no_such_table VALUES(1);"});
     const coli::Status s = applyMigrations(raw.get(), steps, path);

@@ -1,0 +1,626 @@
+#include "session_manager.h"
+
+#include "learning/learned_usage.h"
+#include "storage/model_identity.h"
+#include "storage/session_export.h"
+
+#include <QDir>
+#include <QMetaObject>
+#include <QPointer>
+
+#include <fstream>
+#include <limits>
+
+namespace coli::app {
+
+namespace {
+using storage::MessageRecord;
+using storage::Role;
+using storage::SessionInfo;
+
+std::string utf8(const QString& s) {
+    return s.toStdString();
+}
+
+storage::StopReason storedStop(StopReason r) {
+    switch (r) {
+    case StopReason::Eos:
+        return storage::StopReason::Eos;
+    case StopReason::StopString:
+        return storage::StopReason::StopString;
+    case StopReason::MaxTokens:
+        return storage::StopReason::MaxTokens;
+    case StopReason::Cancelled:
+        return storage::StopReason::Cancelled;
+    case StopReason::ContextFull:
+        return storage::StopReason::ContextFull;
+    case StopReason::Error:
+        return storage::StopReason::Failed;
+    }
+    return storage::StopReason::Failed;
+}
+
+// The ChatModel spelling of a stored stop reason (as stopReasonName() of the engine writes it).
+QString shownStop(std::optional<storage::StopReason> r) {
+    if (!r) return {};
+    switch (*r) {
+    case storage::StopReason::Eos:
+        return QStringLiteral("eos");
+    case storage::StopReason::MaxTokens:
+        return QStringLiteral("max tokens");
+    case storage::StopReason::StopString:
+        return QStringLiteral("stop string");
+    case storage::StopReason::Cancelled:
+        return QStringLiteral("cancelled");
+    case storage::StopReason::ContextFull:
+        return QStringLiteral("context full");
+    case storage::StopReason::Failed:
+        return QStringLiteral("error");
+    }
+    return {};
+}
+
+storage::SamplingSettings samplingOf(const SamplingOverrides& o, int maxNewTokens) {
+    storage::SamplingSettings s;
+    if (o.temperature) s.temperature = *o.temperature;
+    if (o.topK) s.topK = *o.topK;
+    if (o.topP) s.topP = *o.topP;
+    if (o.minP) s.minP = *o.minP;
+    if (o.repeatPenalty) s.repeatPenalty = *o.repeatPenalty;
+    if (o.repeatLastN) s.repeatLastN = *o.repeatLastN;
+    s.maxNewTokens = maxNewTokens;
+    return s;
+}
+
+storage::RunRecord runOf(const GenerateStats& s) {
+    storage::RunRecord r;
+    r.promptTokens = s.promptTokens;
+    r.reusedTokens = s.reusedTokens;
+    r.generatedTokens = s.generatedTokens;
+    r.tokensPerSecond = s.decodeTokensPerSecond;
+    r.ttftSeconds = s.ttftSeconds;
+    r.prefillSeconds = s.prefillSeconds;
+    r.decodeSeconds = s.decodeSeconds;
+    r.split.attentionS = s.time.attention;
+    r.split.expertFfnS = s.time.expertFfn;
+    r.split.expertWaitS = s.time.expertWait;
+    r.split.samplingS = s.time.sampling;
+    r.split.otherS = s.time.other;
+    r.tiers.routed = s.tiers.routed;
+    r.tiers.hitsPinned = s.tiers.hitsPinned;
+    r.tiers.hitsCache = s.tiers.hitsCache;
+    r.tiers.inFlightHits = s.tiers.inFlightHits;
+    r.tiers.misses = s.tiers.misses;
+    r.tiers.bytesRead = s.tiers.bytesRead;
+    r.tiers.evictions = s.tiers.evictions;
+    r.tiers.prefetchIssued = s.tiers.prefetchIssued;
+    r.tiers.prefetchUsed = s.tiers.prefetchUsed;
+    r.tiers.tokens = s.tiers.tokens;
+    return r;
+}
+} // namespace
+
+SessionManager::SessionManager(EngineController* controller, StorageWorkerOptions options,
+                               QObject* parent)
+    : QObject(parent), m_controller(controller), m_path(options.path) {
+    m_streamSave.setInterval(2000); // the most of an answer a killed app may lose
+    connect(&m_streamSave, &QTimer::timeout, this, &SessionManager::saveStreamingText);
+    EngineController::TurnHooks hooks;
+    hooks.userMessage = [this](int row) { onUserMessage(row); };
+    hooks.answerStarted = [this](int row) { onAnswerStarted(row); };
+    hooks.answerEnded = [this](int row, const GenerateStats* s) { onAnswerEnded(row, s); };
+    hooks.cleared = [this] { onCleared(); };
+    hooks.usageSnapshot = [this](std::shared_ptr<const learning::UsageSnapshot> s) {
+        saveUsage(std::move(s));
+    };
+    m_controller->setTurnHooks(std::move(hooks));
+    connect(m_controller, &EngineController::loadStateChanged, this, [this] {
+        if (m_controller->loadState() == QLatin1String("ready")) onModelReady();
+    });
+    // The callback runs on the storage thread: it only posts the value to this (GUI) thread.
+    QPointer<SessionManager> self(this);
+    m_worker = std::make_unique<StorageWorker>(std::move(options), [self](StorageEvent ev) {
+        if (!self) return;
+        QMetaObject::invokeMethod(
+            self.data(),
+            [self, ev = std::move(ev)]() mutable {
+                if (self) self->onStorageEvent(std::move(ev));
+            },
+            Qt::QueuedConnection);
+    });
+    refreshList();
+    // The last session shown comes back at start.
+    m_worker->post("Reading the last chat", [self](StorageContext& ctx) -> Status {
+        auto last = ctx.sessions().lastSessionId();
+        if (!last) return last.status();
+        if (*last) {
+            const qint64 id = **last;
+            ctx.notify([self, id] {
+                if (self && self->m_current == 0 &&
+                    self->m_controller->chatModel()->rowCount() == 0)
+                    self->openSession(id);
+            });
+        }
+        return Status::ok();
+    });
+}
+
+SessionManager::~SessionManager() {
+    shutdown();
+    if (m_controller) m_controller->setTurnHooks({});
+}
+
+QString SessionManager::titleFrom(const QString& firstMessage) {
+    QString line = firstMessage.trimmed().section(QLatin1Char('\n'), 0, 0).simplified();
+    constexpr int kMax = 60;
+    if (line.size() > kMax) line = line.left(kMax - 1).trimmed() + QStringLiteral("…");
+    return line.isEmpty() ? tr("New chat") : line;
+}
+
+QString SessionManager::currentTitle() const {
+    const int at = m_list.indexOf(m_current);
+    return at >= 0 ? m_list.at(at).title : tr("New chat");
+}
+
+qint64 SessionManager::realId(qint64 key) const {
+    return key < 0 ? m_rekeyed.value(key, key) : key;
+}
+
+void SessionManager::onStorageEvent(StorageEvent ev) {
+    switch (ev.kind) {
+    case StorageEvent::Kind::Opened:
+        break;
+    case StorageEvent::Kind::Unavailable:
+        setProblem(tr("Chats and learned expert usage are not being saved: %1")
+                       .arg(QString::fromStdString(ev.text)));
+        break;
+    case StorageEvent::Kind::Failed: // "<what> failed: <why, naming the file>"
+        setProblem(QString::fromStdString(ev.text));
+        break;
+    case StorageEvent::Kind::Result:
+        if (ev.apply) ev.apply();
+        break;
+    }
+}
+
+void SessionManager::setProblem(const QString& text) {
+    if (text == m_problem) return;
+    m_problem = text;
+    emit storageProblemChanged();
+}
+
+void SessionManager::dismissStorageProblem() {
+    setProblem({});
+}
+
+void SessionManager::refreshList() {
+    QPointer<SessionManager> self(this);
+    const quint64 edits = m_listEdits;
+    m_worker->post("Listing the chats", [self, edits](StorageContext& ctx) -> Status {
+        auto list = ctx.sessions().listSessions();
+        if (!list) return list.status();
+        QVector<SessionListModel::Row> rows;
+        for (const SessionInfo& s : *list)
+            rows.append(SessionListModel::fromInfo(s));
+        ctx.notify([self, edits, rows] {
+            if (self) self->showList(edits, rows);
+        });
+        return Status::ok();
+    });
+}
+
+void SessionManager::showList(quint64 edits, const QVector<SessionListModel::Row>& rows) {
+    if (!m_search.isEmpty()) return;
+    if (edits != m_listEdits) return refreshList(); // read before a local change: read again
+    m_list.setRows(rows);
+    emit currentSessionChanged(); // the title may have arrived
+    emit listLoaded();
+}
+
+void SessionManager::onModelReady() {
+    m_modelDir = m_controller->modelDir();
+    m_modelIdentity.clear();
+    m_learnedModel = 0;
+    QPointer<SessionManager> self(this);
+    const QString qdir = m_modelDir;
+    const std::string dir = utf8(m_modelDir);
+    // On the storage thread: the model's identity (a checkpoint's shards are hashed once, the
+    // digests cached in the database), then what was learned about it; both come back as values.
+    m_worker->post(
+        "Reading the learned expert usage", [self, qdir, dir](StorageContext& ctx) -> Status {
+            auto id = storage::modelIdentity(dir, &ctx.db());
+            if (!id)
+                return Status::ok(); // not a database problem: sessions still record the folder
+            // Every learned pin is offered; the cache keeps those its hot-store can hold.
+            auto usage =
+                learning::loadLearnedUsage(ctx.db(), *id, dir, std::numeric_limits<int>::max());
+            if (!usage) return usage.status();
+            auto shared = std::make_shared<const learning::LearnedUsage>(std::move(usage.value()));
+            const QString identity = QString::fromStdString(*id);
+            ctx.notify([self, qdir, identity, shared] {
+                if (!self || qdir != self->m_controller->modelDir()) return; // another model by now
+                self->m_modelIdentity = identity;
+                self->m_learnedModel = shared->modelId;
+                self->m_controller->applyLearnedUsage(qdir, shared);
+                self->updateModelNotice();
+            });
+            return Status::ok();
+        });
+    updateModelNotice();
+}
+
+void SessionManager::saveUsage(std::shared_ptr<const learning::UsageSnapshot> snapshot) {
+    if (m_learnedModel == 0 || !snapshot) return;
+    const int64_t model = m_learnedModel;
+    m_worker->post("Saving the learned expert usage", [model, snapshot](StorageContext& ctx) {
+        return learning::saveUsage(ctx.db(), model, *snapshot);
+    });
+}
+
+void SessionManager::updateModelNotice() {
+    QString notice, dir;
+    const int at = m_list.indexOf(m_current);
+    if (m_current != 0 && at >= 0 && !m_sessionIdentity.isEmpty() && !m_modelIdentity.isEmpty() &&
+        m_sessionIdentity != m_modelIdentity) {
+        const QString folder = m_list.at(at).modelPath;
+        if (QDir(folder).exists()) {
+            notice =
+                tr("This chat was held with the model in %1, not the one loaded now.").arg(folder);
+            dir = folder;
+        } else {
+            notice = tr("This chat was held with a model whose folder (%1) is gone; answers "
+                        "now come from the loaded model.")
+                         .arg(folder);
+        }
+    }
+    if (notice == m_modelNotice && dir == m_sessionModelDir) return;
+    m_modelNotice = notice;
+    m_sessionModelDir = dir;
+    emit modelNoticeChanged();
+}
+
+void SessionManager::loadSessionModel() {
+    if (m_sessionModelDir.isEmpty()) return;
+    const qint64 keep = m_current;
+    const QString dir = m_sessionModelDir;
+    m_controller->loadModel(dir); // clears the conversation: reopen the session after it
+    QPointer<SessionManager> self(this);
+    auto conn = std::make_shared<QMetaObject::Connection>();
+    *conn = connect(m_controller, &EngineController::loadStateChanged, this, [self, keep, conn] {
+        if (!self || self->m_controller->loadState() == QLatin1String("loading")) return;
+        QObject::disconnect(*conn);
+        self->openSession(keep);
+    });
+}
+
+void SessionManager::ensureSession(const QString& firstText) {
+    if (m_current != 0) return;
+    const qint64 key = m_worker->newKey();
+    m_current = key;
+    SessionInfo info;
+    info.title = utf8(titleFrom(firstText));
+    info.modelIdentity = utf8(m_modelIdentity);
+    info.modelPath = utf8(m_modelDir);
+    info.sampling = samplingOf(m_controller->sampling(), m_controller->maxNewTokens());
+    m_sessionIdentity = m_modelIdentity;
+    SessionListModel::Row row = SessionListModel::fromInfo(info);
+    row.id = key;
+    row.updated = QDateTime::currentDateTime();
+    touchList();
+    m_list.upsertTop(row);
+    QPointer<SessionManager> self(this);
+    m_worker->post("Saving the new chat", [self, key, info](StorageContext& ctx) -> Status {
+        auto id = ctx.sessions().createSession(info);
+        if (!id) return id.status();
+        ctx.bind(key, *id);
+        const qint64 real = *id;
+        ctx.notify([self, key, real] {
+            if (!self) return;
+            self->m_rekeyed.insert(key, real);
+            self->touchList();
+            self->m_list.rekey(key, real);
+            if (self->m_current == key) {
+                self->m_current = real;
+                emit self->currentSessionChanged();
+            }
+            for (qint64& k : self->m_rowKeys)
+                if (k == key) k = real;
+        });
+        return ctx.sessions().setLastSessionId(*id);
+    });
+    emit currentSessionChanged();
+}
+
+void SessionManager::onUserMessage(int row) {
+    const ChatModel::Message& m = m_controller->chatModel()->at(row);
+    ensureSession(m.text);
+    const qint64 session = m_current;
+    const qint64 key = m_worker->newKey();
+    m_rowKeys.resize(row);
+    m_rowKeys.append(key);
+    MessageRecord rec;
+    rec.position = row;
+    rec.role = Role::User;
+    rec.text = utf8(m.text);
+    m_worker->post("Saving your message", [session, key, rec](StorageContext& ctx) mutable {
+        rec.session = ctx.resolve(session);
+        auto id = ctx.sessions().appendMessage(rec);
+        if (!id) return id.status();
+        ctx.bind(key, *id);
+        ctx.ack(*id, rec.text);
+        return Status::ok();
+    });
+    const int at = m_list.indexOf(m_current);
+    if (at >= 0) {
+        SessionListModel::Row r = m_list.at(at);
+        r.updated = QDateTime::currentDateTime();
+        r.messageCount = row + 1;
+        touchList();
+        m_list.upsertTop(r);
+    }
+}
+
+void SessionManager::onAnswerStarted(int row) {
+    const qint64 session = m_current;
+    const qint64 key = m_worker->newKey();
+    m_rowKeys.resize(row);
+    m_rowKeys.append(key);
+    m_streamRow = row;
+    m_savedText.clear();
+    MessageRecord rec;
+    rec.position = row;
+    rec.role = Role::Assistant;
+    const SamplingOverrides& o = m_controller->sampling();
+    rec.sampling = samplingOf(o, m_controller->maxNewTokens());
+    if (o.seed) rec.seed = *o.seed;
+    m_worker->post("Saving the answer", [session, key, rec](StorageContext& ctx) mutable {
+        rec.session = ctx.resolve(session);
+        auto id = ctx.sessions().appendMessage(rec);
+        if (!id) return id.status();
+        ctx.bind(key, *id);
+        ctx.ack(*id, rec.text);
+        return Status::ok();
+    });
+    m_streamSave.start();
+}
+
+void SessionManager::saveStreamingText() {
+    ChatModel* chat = m_controller->chatModel();
+    if (m_streamRow < 0 || m_streamRow >= chat->rowCount() || m_streamRow >= m_rowKeys.size())
+        return;
+    const QString text = chat->at(m_streamRow).text;
+    if (text == m_savedText) return;
+    m_savedText = text;
+    const qint64 key = m_rowKeys[m_streamRow];
+    m_worker->post("Saving the answer", [key, t = utf8(text)](StorageContext& ctx) -> Status {
+        const int64_t id = ctx.resolve(key);
+        if (id == 0) return Status::ok(); // its row was never created (reported already)
+        COLI_RETURN_IF_ERROR(ctx.sessions().updateMessageText(id, t));
+        ctx.ack(id, t);
+        return Status::ok();
+    });
+}
+
+void SessionManager::onAnswerEnded(int row, const GenerateStats* stats) {
+    m_streamSave.stop();
+    m_streamRow = -1;
+    ChatModel* chat = m_controller->chatModel();
+    if (row < 0 || row >= chat->rowCount() || row >= m_rowKeys.size()) return;
+    const qint64 session = m_current;
+    const qint64 key = m_rowKeys[row];
+    const std::string text = utf8(chat->at(row).text);
+    const storage::StopReason stop =
+        stats ? storedStop(stats->stopReason) : storage::StopReason::Failed;
+    std::optional<storage::RunRecord> run;
+    if (stats) run = runOf(*stats);
+    m_worker->post("Saving the answer",
+                   [session, key, text, stop, run](StorageContext& ctx) mutable {
+                       const int64_t id = ctx.resolve(key);
+                       if (id == 0) return Status::ok();
+                       std::optional<int64_t> runId;
+                       if (run) {
+                           run->session = ctx.resolve(session);
+                           auto r = ctx.sessions().addRun(*run);
+                           if (!r) return r.status();
+                           runId = *r;
+                       }
+                       COLI_RETURN_IF_ERROR(ctx.sessions().finishMessage(id, text, stop, runId));
+                       ctx.ack(id, text);
+                       return Status::ok();
+                   });
+}
+
+void SessionManager::onCleared() {
+    // An answer cut short by New chat or another model: keep what was written, as stopped.
+    ChatModel* chat = m_controller->chatModel();
+    if (m_streamRow >= 0 && m_streamRow < m_rowKeys.size() && m_streamRow < chat->rowCount()) {
+        const qint64 key = m_rowKeys[m_streamRow];
+        const std::string text = utf8(chat->at(m_streamRow).text);
+        m_worker->post("Saving the answer", [key, text](StorageContext& ctx) -> Status {
+            const int64_t id = ctx.resolve(key);
+            if (id == 0) return Status::ok();
+            COLI_RETURN_IF_ERROR(
+                ctx.sessions().finishMessage(id, text, storage::StopReason::Cancelled));
+            ctx.ack(id, text);
+            return Status::ok();
+        });
+    }
+    m_streamSave.stop();
+    m_streamRow = -1;
+    m_rowKeys.clear();
+    if (m_current != 0) {
+        m_current = 0;
+        m_sessionIdentity.clear();
+        emit currentSessionChanged();
+        updateModelNotice();
+    }
+}
+
+void SessionManager::newSession() {
+    m_controller->newChat(); // -> onCleared
+    m_worker->post("Saving the chat list", [](StorageContext& ctx) {
+        return ctx.sessions().setLastSessionId(std::nullopt);
+    });
+}
+
+void SessionManager::openSession(qint64 id) {
+    id = realId(id);
+    if (id <= 0) return; // not created yet: it is the one on screen
+    QPointer<SessionManager> self(this);
+    m_worker->post("Opening the chat", [self, id](StorageContext& ctx) -> Status {
+        auto info = ctx.sessions().session(id);
+        if (!info) return info.status();
+        auto messages = ctx.sessions().loadMessages(id);
+        if (!messages) return messages.status();
+        auto runs = ctx.sessions().loadRuns(id);
+        if (!runs) return runs.status();
+        COLI_RETURN_IF_ERROR(ctx.sessions().setLastSessionId(id));
+        QVector<ChatModel::Message> rows;
+        QVector<qint64> keys;
+        for (const MessageRecord& m : *messages) {
+            ChatModel::Message r;
+            r.role = QString::fromLatin1(storage::roleName(m.role));
+            r.text = QString::fromStdString(m.text);
+            r.stopReason = shownStop(m.stopReason);
+            if (m.role == Role::Assistant && !m.stopReason)
+                r.stopReason = QStringLiteral("cancelled");
+            if (m.run)
+                for (const storage::RunRecord& run : *runs)
+                    if (run.id == *m.run) {
+                        r.tokens = int(run.generatedTokens);
+                        r.tokensPerSecond = run.tokensPerSecond;
+                        r.ttft = run.ttftSeconds;
+                    }
+            rows.append(r);
+            keys.append(m.id);
+        }
+        const SessionListModel::Row row = SessionListModel::fromInfo(*info);
+        ctx.notify([self, id, rows, keys, row] {
+            if (!self) return;
+            self->m_controller->showConversation(rows); // no hooks: nothing to save
+            self->m_rowKeys = keys;
+            self->m_streamRow = -1;
+            self->m_current = id;
+            self->m_sessionIdentity = row.modelIdentity;
+            if (self->m_list.indexOf(id) < 0 && self->m_search.isEmpty()) {
+                self->touchList();
+                self->m_list.upsertTop(row);
+            }
+            emit self->currentSessionChanged();
+            self->updateModelNotice();
+            emit self->sessionOpened(id);
+        });
+        return Status::ok();
+    });
+}
+
+void SessionManager::renameSession(qint64 id, const QString& title) {
+    const QString t = title.simplified();
+    if (t.isEmpty()) return;
+    touchList();
+    m_list.rename(id, t);
+    if (realId(id) == m_current || id == m_current) emit currentSessionChanged();
+    m_worker->post("Renaming the chat", [id, t = utf8(t)](StorageContext& ctx) -> Status {
+        const int64_t real = ctx.resolve(id);
+        return real == 0 ? Status::ok() : ctx.sessions().renameSession(real, t);
+    });
+}
+
+void SessionManager::deleteSession(qint64 id) {
+    const bool current = realId(id) == m_current || id == m_current;
+    touchList();
+    m_list.remove(id);
+    m_list.remove(realId(id));
+    if (current) m_controller->newChat(); // -> onCleared
+    m_worker->post("Deleting the chat", [id](StorageContext& ctx) -> Status {
+        const int64_t real = ctx.resolve(id);
+        return real == 0 ? Status::ok() : ctx.sessions().deleteSession(real);
+    });
+}
+
+void SessionManager::setSearchText(const QString& text) {
+    if (text == m_search) return;
+    m_search = text;
+    emit searchTextChanged();
+    if (text.trimmed().isEmpty()) {
+        refreshList();
+        return;
+    }
+    const quint64 serial = ++m_searchSerial;
+    const quint64 edits = m_listEdits;
+    QPointer<SessionManager> self(this);
+    auto job = [self, serial, edits, q = utf8(text)](StorageContext& ctx) -> Status {
+        auto hits = ctx.sessions().searchSessions(q);
+        if (!hits) return hits.status();
+        QVector<SessionListModel::Row> rows;
+        for (const storage::SearchHit& h : *hits) {
+            auto info = ctx.sessions().session(h.session);
+            if (!info) continue; // deleted meanwhile
+            SessionListModel::Row r = SessionListModel::fromInfo(*info);
+            r.snippet = QString::fromStdString(h.snippet)
+                            .replace(QChar(0x02), QStringLiteral("«"))
+                            .replace(QChar(0x03), QStringLiteral("»"));
+            rows.append(r);
+        }
+        ctx.notify([self, serial, edits, rows] {
+            if (self) self->showSearch(serial, edits, rows);
+        });
+        return Status::ok();
+    };
+    m_worker->post("Searching the chats", std::move(job));
+}
+
+void SessionManager::showSearch(quint64 serial, quint64 edits,
+                                const QVector<SessionListModel::Row>& rows) {
+    if (serial != m_searchSerial || m_search.isEmpty()) return; // a newer search runs
+    if (edits != m_listEdits) {                                 // stale: search again
+        const QString q = m_search;
+        m_search.clear();
+        return setSearchText(q);
+    }
+    m_list.setRows(rows);
+}
+
+void SessionManager::exportSession(qint64 id, const QUrl& file, const QString& format) {
+    const QString path = file.isLocalFile() ? file.toLocalFile() : file.toString();
+    const bool json = format.compare(QLatin1String("json"), Qt::CaseInsensitive) == 0;
+    QPointer<SessionManager> self(this);
+    m_worker->post("Exporting the chat", [self, id, path, json](StorageContext& ctx) -> Status {
+        auto report = [&](const QString& error) {
+            ctx.notify([self, path, error] {
+                if (self) emit self->exported(path, error);
+            });
+        };
+        const int64_t real = ctx.resolve(id);
+        auto info = ctx.sessions().session(real);
+        if (!info) {
+            report(QString::fromStdString(info.status().message()));
+            return Status::ok();
+        }
+        auto messages = ctx.sessions().loadMessages(real);
+        auto runs = ctx.sessions().loadRuns(real);
+        if (!messages || !runs) {
+            report(
+                QString::fromStdString((!messages ? messages.status() : runs.status()).message()));
+            return Status::ok();
+        }
+        const std::string text = json ? storage::exportJson(*info, *messages, *runs)
+                                      : storage::exportMarkdown(*info, *messages);
+        std::ofstream out(path.toStdString(), std::ios::binary | std::ios::trunc);
+        out << text;
+        out.close();
+        report(out ? QString() : tr("could not write %1").arg(path));
+        return Status::ok();
+    });
+}
+
+size_t SessionManager::shutdown() {
+    if (!m_worker) return 0;
+    if (m_streamRow >= 0) {
+        onCleared(); // quitting mid-answer: the text so far is kept as a stopped answer
+    }
+    const size_t lost = m_worker->shutdown();
+    return lost;
+}
+
+} // namespace coli::app

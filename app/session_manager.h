@@ -1,0 +1,124 @@
+#pragma once
+// Persistent chat sessions (docs/app.md "Sessions"): the glue between the conversation on screen
+// (EngineController + ChatModel) and the storage thread (StorageWorker, schema v2 of
+// docs/storage.md). GUI thread only; every database access is a job on the storage thread, and
+// results come back as values (threading contract rule 6).
+//
+// What is saved when: a user message when it is sent; an answer row when it starts (empty), its
+// text so far at most every `streamSaveInterval` while it streams, and its final text, stop reason
+// and run (turn statistics) when it ends or is stopped. So a killed app loses at most the last
+// seconds of one answer. shutdown() saves the answer being written as stopped and waits for the
+// queued writes.
+// A session is created at its first message (title: that message's first line, shortened); the
+// list restores at start with the last session shown. A session held with another model than
+// the loaded one says so (modelNotice) and offers to load it (loadSessionModel).
+// Storage problems (a damaged, read-only or newer database) set `storageProblem` (one banner);
+// the app keeps working without saving.
+#include "engine_controller.h"
+#include "session_list_model.h"
+#include "storage_worker.h"
+
+#include <QObject>
+#include <QString>
+#include <QTimer>
+#include <QUrl>
+#include <QVector>
+
+#include <memory>
+
+namespace coli::app {
+
+class SessionManager : public QObject {
+    Q_OBJECT
+    Q_PROPERTY(QObject* sessions READ sessionsObject CONSTANT)
+    Q_PROPERTY(qint64 currentSessionId READ currentSessionId NOTIFY currentSessionChanged)
+    Q_PROPERTY(QString currentTitle READ currentTitle NOTIFY currentSessionChanged)
+    Q_PROPERTY(QString storageProblem READ storageProblem NOTIFY storageProblemChanged)
+    Q_PROPERTY(QString modelNotice READ modelNotice NOTIFY modelNoticeChanged)
+    Q_PROPERTY(bool canLoadSessionModel READ canLoadSessionModel NOTIFY modelNoticeChanged)
+    Q_PROPERTY(QString searchText READ searchText WRITE setSearchText NOTIFY searchTextChanged)
+    Q_PROPERTY(QString databasePath READ databasePath CONSTANT)
+public:
+    SessionManager(EngineController* controller, StorageWorkerOptions options,
+                   QObject* parent = nullptr);
+    ~SessionManager() override;
+
+    SessionListModel* sessions() { return &m_list; }
+    QObject* sessionsObject() { return &m_list; }
+    qint64 currentSessionId() const { return m_current; }
+    QString currentTitle() const;
+    QString storageProblem() const { return m_problem; }
+    QString modelNotice() const { return m_modelNotice; }
+    bool canLoadSessionModel() const { return !m_sessionModelDir.isEmpty(); }
+    QString searchText() const { return m_search; }
+    void setSearchText(const QString& text);
+    QString databasePath() const { return QString::fromStdString(m_path); }
+
+    Q_INVOKABLE void newSession();
+    Q_INVOKABLE void openSession(qint64 id);
+    Q_INVOKABLE void renameSession(qint64 id, const QString& title);
+    Q_INVOKABLE void deleteSession(qint64 id);
+    // Writes the session to `file` as "markdown" or "json" (storage/session_export.h); the result
+    // arrives as exported(path, error).
+    Q_INVOKABLE void exportSession(qint64 id, const QUrl& file, const QString& format);
+    Q_INVOKABLE void loadSessionModel();
+    Q_INVOKABLE void dismissStorageProblem();
+
+    // Saves the answer being written (as stopped), waits for the queued writes and closes the
+    // database. Returns the number of writes lost (0 unless the database stayed locked).
+    size_t shutdown();
+    // Sets the interval of the streaming saves (default 2 s); tests shorten it.
+    void setStreamSaveInterval(int ms) { m_streamSave.setInterval(ms); }
+    StorageWorker* worker() { return m_worker.get(); }
+
+    static QString titleFrom(const QString& firstMessage);
+
+signals:
+    void currentSessionChanged();
+    void storageProblemChanged();
+    void modelNoticeChanged();
+    void searchTextChanged();
+    void exported(const QString& path, const QString& error);
+    void sessionOpened(qint64 id); // its messages are on screen
+    void listLoaded();
+
+private:
+    void onStorageEvent(StorageEvent ev); // storage thread: posts to the GUI thread
+    void onUserMessage(int row);
+    void onAnswerStarted(int row);
+    void onAnswerEnded(int row, const GenerateStats* stats);
+    void onCleared();
+    void saveStreamingText();
+    void ensureSession(const QString& firstText);
+    void refreshList();
+    void showList(quint64 edits, const QVector<SessionListModel::Row>& rows);
+    void showSearch(quint64 serial, quint64 edits, const QVector<SessionListModel::Row>& rows);
+    void updateModelNotice();
+    void setProblem(const QString& text);
+    void onModelReady();
+    void saveUsage(std::shared_ptr<const learning::UsageSnapshot> snapshot);
+    qint64 realId(qint64 key) const;
+
+    EngineController* m_controller;
+    SessionListModel m_list;
+    std::string m_path;
+    qint64 m_current = 0;      // 0: a new chat not saved yet
+    QVector<qint64> m_rowKeys; // message key of each ChatModel row
+    int m_streamRow = -1;      // the answer being written
+    QString m_savedText;       // its text as last saved
+    QTimer m_streamSave;
+    QString m_problem, m_modelNotice, m_search, m_sessionModelDir;
+    QString m_modelIdentity, m_modelDir; // of the loaded model
+    QString m_sessionIdentity;           // of the session shown
+    int64_t m_learnedModel = 0;          // database id of the loaded model (0: not learning)
+    QHash<qint64, qint64> m_rekeyed;     // provisional key -> database id
+    quint64 m_searchSerial = 0;
+    // Local list changes (a chat created, renamed, deleted, moved up): a listing read before the
+    // latest of them is stale and is read again instead of shown (jobs run in order, so the
+    // next one sees those changes).
+    quint64 m_listEdits = 0;
+    void touchList() { ++m_listEdits; }
+    std::unique_ptr<StorageWorker> m_worker; // last: its thread stops before the rest dies
+};
+
+} // namespace coli::app

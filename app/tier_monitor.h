@@ -1,0 +1,113 @@
+#pragma once
+// The Tiers view's data: the latest TierStatus of the engine thread turned into rows (VRAM, the
+// RAM budget's parts, disk) and figures (hit rates, prefetch recall and precision, MiB read per
+// token, I/O wait share), for the last forward step and for the session (since the model was
+// loaded or resetSession() was called: a new or another chat). Also the controls: the RAM budget
+// and the prefetch switch, forwarded to EngineWorker::requestBudget / requestPrefetch (applied by
+// the engine thread between two tokens, also during an answer).
+// Definitions (counters of tiers/tier_telemetry.h over the period):
+//   hit rate        = (hitsPinned + hitsCache - inFlightHits) / routed: found ready in RAM
+//   per row         = hitsPinned / routed (pinned), (hitsCache - inFlightHits) / routed (cache),
+//                     inFlightHits / routed (in flight: being read by a prefetch), misses / routed
+//                     (disk); the four add up to 1
+//   recall          = lookaheadRecalled / lookaheadRouted; precision = prefetchCorrect /
+//                     prefetchPredicted
+//   MiB per token   = bytesRead / 2^20 / tokens
+//   I/O wait share  = ioWaitSeconds / seconds the engine thread spent generating
+// Thread-safety: GUI thread only (QObject affinity).
+#include "tier_rows_model.h"
+#include "tier_status.h"
+
+#include <QObject>
+#include <QString>
+#include <QVariantList>
+
+#include <functional>
+
+namespace coli::app {
+
+class TierMonitor : public QObject {
+    Q_OBJECT
+    Q_PROPERTY(QObject* rows READ rowsObject CONSTANT)
+    Q_PROPERTY(bool available READ available NOTIFY changed)
+    Q_PROPERTY(double budgetBytes READ budgetBytes NOTIFY changed)
+    Q_PROPERTY(double minimumBudgetBytes READ minimumBudgetBytes NOTIFY changed)
+    Q_PROPERTY(double maximumBudgetBytes READ maximumBudgetBytes NOTIFY changed)
+    Q_PROPERTY(double allocatedBytes READ allocatedBytes NOTIFY changed)
+    Q_PROPERTY(int totalExperts READ totalExperts NOTIFY changed)
+    Q_PROPERTY(int pinnedExperts READ pinnedExperts NOTIFY changed)
+    Q_PROPERTY(int diskExperts READ diskExperts NOTIFY changed)
+    Q_PROPERTY(int pinCapacity READ pinCapacity NOTIFY changed)
+    Q_PROPERTY(double hitRateLast READ hitRateLast NOTIFY changed)
+    Q_PROPERTY(double hitRateSession READ hitRateSession NOTIFY changed)
+    Q_PROPERTY(double prefetchRecall READ prefetchRecall NOTIFY changed)
+    Q_PROPERTY(double prefetchPrecision READ prefetchPrecision NOTIFY changed)
+    Q_PROPERTY(double mibPerTokenLast READ mibPerTokenLast NOTIFY changed)
+    Q_PROPERTY(double mibPerTokenSession READ mibPerTokenSession NOTIFY changed)
+    Q_PROPERTY(double ioWaitShare READ ioWaitShare NOTIFY changed)
+    Q_PROPERTY(bool prefetch READ prefetch NOTIFY changed)
+    Q_PROPERTY(bool directIo READ directIo NOTIFY changed)
+    Q_PROPERTY(QString backend READ backend NOTIFY changed)
+    Q_PROPERTY(QString source READ source NOTIFY changed)
+    Q_PROPERTY(int sessionTokens READ sessionTokens NOTIFY changed)
+    // The RAM bar's segments in order (pinned, cache, loading, free): [{key, name, share}] where
+    // share = bytes / RAM budget; they add up to 1 when the allocation is within the budget.
+    Q_PROPERTY(QVariantList ramSegments READ ramSegments NOTIFY changed)
+public:
+    // `requestBudget` / `requestPrefetch` reach the engine (EngineWorker's); null in tests that
+    // only feed apply().
+    explicit TierMonitor(QObject* parent = nullptr);
+    void setRequests(std::function<void(uint64_t)> budget, std::function<void(bool)> prefetch);
+
+    // A new status (from the 30 Hz sample); ignored when its serial was already applied. The
+    // first status after a load (or with a lower serial) restarts the session.
+    void apply(const TierStatus& s);
+    Q_INVOKABLE void resetSession(); // figures "this session" count from now
+
+    // Controls. Bytes are clamped to [minimumBudgetBytes, maximumBudgetBytes].
+    Q_INVOKABLE void setBudgetBytes(double bytes);
+    Q_INVOKABLE void setPrefetchEnabled(bool on);
+
+    TierRowsModel* rows() { return &m_rows; }
+    QObject* rowsObject() { return &m_rows; }
+    bool available() const { return m_now.streaming; }
+    double budgetBytes() const { return double(m_now.residency.budgetBytes); }
+    double minimumBudgetBytes() const { return double(m_now.minimumBudget); }
+    double maximumBudgetBytes() const { return double(m_now.maximumBudget); }
+    double allocatedBytes() const { return double(m_now.residency.allocatedBytes); }
+    int totalExperts() const { return m_now.residency.totalExperts; }
+    int pinnedExperts() const { return m_now.residency.pinnedExperts; }
+    int pinCapacity() const { return m_now.pinCapacity; }
+    int diskExperts() const { return m_now.residency.diskExperts; }
+    double hitRateLast() const { return m_hitLast; }
+    double hitRateSession() const { return m_hitSession; }
+    double prefetchRecall() const { return m_recall; }
+    double prefetchPrecision() const { return m_precision; }
+    double mibPerTokenLast() const { return m_mibLast; }
+    double mibPerTokenSession() const { return m_mibSession; }
+    double ioWaitShare() const { return m_ioWait; }
+    bool prefetch() const { return m_now.prefetch; }
+    bool directIo() const { return m_now.directIo; }
+    QString backend() const { return QString::fromStdString(m_now.backend); }
+    QString source() const { return QString::fromStdString(m_now.source); }
+    int sessionTokens() const { return int(m_session.tokens); }
+    QVariantList ramSegments() const;
+    const TierStatus& status() const { return m_now; }
+
+signals:
+    void changed();
+
+private:
+    void recompute();
+
+    TierRowsModel m_rows;
+    TierStatus m_now;
+    TierStatus m_base; // the status when the session started
+    tiers::TierCounters m_session;
+    std::function<void(uint64_t)> m_requestBudget;
+    std::function<void(bool)> m_requestPrefetch;
+    double m_hitLast = -1, m_hitSession = -1, m_recall = -1, m_precision = -1;
+    double m_mibLast = 0, m_mibSession = 0, m_ioWait = 0;
+};
+
+} // namespace coli::app

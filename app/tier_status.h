@@ -1,0 +1,33 @@
+#pragma once
+// What the Tiers view draws, as one plain value published latest-wins by the engine thread after
+// every forward step (a decode token or a prefill chunk), after a load and after a budget or
+// prefetch change (threading contract rule 4: aggregated in the engine, sampled by the GUI at
+// ~30 Hz; never one event per expert). Counters are cumulative since the model was loaded: the
+// GUI takes differences for "the last token" and "this session".
+// Thread-safety: a plain value.
+#include "tiers/tier_telemetry.h"
+
+#include <cstdint>
+#include <string>
+
+namespace coli::app {
+
+struct TierStatus {
+    uint64_t serial = 0;    // incremented at every publication (0: no model with streamed experts)
+    bool streaming = false; // routed experts stream through the expert cache
+    tiers::TierCounters counters;   // cumulative since load
+    tiers::TierCounters last;       // the last forward step's counters (after - before)
+    int lastTokens = 0;             // tokens of the last forward step (1 for a decode token)
+    tiers::TierResidency residency; // after the last step
+    int pinCapacity = 0;            // experts the hot-store may hold under this budget
+    uint64_t minimumBudget = 0;     // bytes: the working set (the smallest budget allowed)
+    uint64_t maximumBudget = 0;     // bytes: every routed expert + the working set
+    bool prefetch = false;          // router-lookahead prefetch on
+    bool directIo = false;          // expert reads through O_DIRECT
+    std::string backend;            // "io_uring" or "pread-threads"
+    uint64_t expertReadBytes = 0;   // bytes read from disk per expert
+    std::string source;             // what the experts are read from ("colibri container", ...)
+    double busySeconds = 0;         // engine-thread wall time spent generating since load (seconds)
+};
+
+} // namespace coli::app

@@ -1,0 +1,64 @@
+#include "learning/learned_usage.h"
+
+#include "storage/model_identity.h"
+
+#include <algorithm>
+
+namespace coli::learning {
+
+Result<LearnedUsage> loadLearnedUsage(storage::Storage& db, const std::string& identity,
+                                      const std::string& modelPath, int pinCapacity) {
+    LearnedUsage u;
+    Result<int64_t> model = db.modelId(identity, modelPath);
+    if (!model) return model.status();
+    u.modelId = *model;
+    Result<int64_t> clock = db.tokenClock(u.modelId);
+    if (!clock) return clock.status();
+    u.tokenClock = *clock;
+    Result<std::vector<storage::HeatRecord>> heat = db.loadHeat(u.modelId);
+    if (!heat) return heat.status();
+    u.heat = std::move(heat.value());
+    Result<std::vector<storage::HeatRecord>> hottest =
+        db.hottest(u.modelId, size_t(std::max(0, pinCapacity)), u.tokenClock);
+    if (!hottest) return hottest.status();
+    for (const storage::HeatRecord& r : *hottest)
+        u.pins.push_back({r.layer, r.expert});
+    return u;
+}
+
+Result<LearnedUsage> loadLearnedUsageFor(storage::Storage& db, const std::string& modelDir,
+                                         int pinCapacity) {
+    Result<std::string> identity = storage::modelIdentity(modelDir, &db);
+    if (!identity) return identity.status();
+    return loadLearnedUsage(db, *identity, modelDir, pinCapacity);
+}
+
+Status saveUsage(storage::Storage& db, int64_t modelId, const UsageSnapshot& snapshot) {
+    COLI_RETURN_IF_ERROR(db.saveHeat(modelId, snapshot.heat, snapshot.tokenClock));
+    std::vector<storage::Pin> pins;
+    pins.reserve(snapshot.pins.size());
+    for (const tiers::ExpertId& id : snapshot.pins)
+        pins.push_back({id.layer, id.expert, storage::PinTier::Ram});
+    return db.setPins(modelId, pins);
+}
+
+void applyLearnedUsage(tiers::ExpertCache& cache, const LearnedUsage& usage) {
+    cache.setTokenClock(usage.tokenClock);
+    for (const storage::HeatRecord& r : usage.heat)
+        cache.setHeat({r.layer, r.expert}, r.heat, r.lastSeen);
+    cache.setPins(usage.pins);
+}
+
+UsageSnapshot endTurnSnapshot(tiers::ExpertCache& cache) {
+    cache.rebalancePins();
+    UsageSnapshot s;
+    const std::vector<double> heat = cache.heatSnapshot();
+    const int perLayer = cache.expertsPerLayer();
+    for (size_t k = 0; k < heat.size(); ++k)
+        if (heat[k] > 0) s.heat.push_back({int(k / perLayer), int(k % perLayer), heat[k]});
+    s.tokenClock = cache.tokenClock();
+    s.pins = cache.pins();
+    return s;
+}
+
+} // namespace coli::learning

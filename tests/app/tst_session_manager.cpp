@@ -1,0 +1,253 @@
+// Persistent sessions through the real EngineController and storage thread (no window): a chat
+// is saved as it happens (title from the first message, user message at send, answer with its
+// run at the end), the list restores at restart with the last session on screen, rename,
+// search, delete, export, streaming saves during an answer, and a damaged database gives one
+// banner while the chat keeps working. The list model runs under QAbstractItemModelTester.
+#include "session_manager.h"
+
+#include "storage/model_identity.h"
+#include "storage/sessions.h"
+
+#include <QAbstractItemModelTester>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <memory>
+
+using namespace coli;
+using namespace coli::app;
+
+namespace {
+const QString kModel = QStringLiteral(COLI_FIXTURE_DIR "/qwen3moe");
+
+struct Rig {
+    std::unique_ptr<EngineController> controller;
+    std::unique_ptr<SessionManager> sessions;
+    std::unique_ptr<QAbstractItemModelTester> tester;
+
+    explicit Rig(const QString& db, int maxTokens = 12) {
+        controller = std::make_unique<EngineController>(WorkerOptions{.threads = 1});
+        GenerateParams p;
+        p.maxNewTokens = maxTokens;
+        SamplingOverrides s;
+        s.temperature = 0;
+        controller->setGenerateParams(p, s);
+        sessions = std::make_unique<SessionManager>(controller.get(),
+                                                    StorageWorkerOptions{.path = db.toStdString()});
+        tester = std::make_unique<QAbstractItemModelTester>(
+            sessions->sessions(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        controller->loadModel(kModel);
+    }
+    ~Rig() {
+        sessions->shutdown();
+        controller->shutdown();
+        tester.reset();
+        sessions.reset();
+    }
+    bool ready() {
+        return QTest::qWaitFor([&] { return controller->loadState() != "loading"; }, 60000) &&
+               controller->loadState() == "ready";
+    }
+    bool ask(const QString& text) {
+        QSignalSpy done(controller.get(), &EngineController::answerFinished);
+        return controller->send(text) && done.wait(60000);
+    }
+    // Waits until the storage thread has run everything posted so far.
+    bool settle() {
+        return QTest::qWaitFor([&] { return sessions->worker()->pending() == 0; }, 10000) &&
+               (QTest::qWait(50), true);
+    }
+};
+
+// The database as another connection sees it.
+struct Peek {
+    std::unique_ptr<storage::Storage> db;
+    std::unique_ptr<storage::SessionStore> ss;
+    explicit Peek(const QString& path) {
+        db = std::move(storage::Storage::open(path.toStdString()).value());
+        ss = std::make_unique<storage::SessionStore>(*db);
+    }
+};
+} // namespace
+
+class TestSessionManager : public QObject {
+    Q_OBJECT
+private slots:
+    void titleFromTheFirstLine() {
+        QCOMPARE(SessionManager::titleFrom("  Hello there\nsecond line"), QString("Hello there"));
+        const QString t = SessionManager::titleFrom(QString(100, QChar('x')));
+        QCOMPARE(t.size(), 60);
+        QVERIFY(t.endsWith(QChar(0x2026)));
+        QCOMPARE(SessionManager::titleFrom("   "), QString("New chat"));
+    }
+
+    void aChatIsSavedAndComesBackAfterARestart() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("colibri.db");
+        QString answer1, answer2;
+        {
+            Rig r(db);
+            QVERIFY(r.ready());
+            QVERIFY(r.ask("What is the sea like?"));
+            answer1 = r.controller->chatModel()->at(1).text;
+            QVERIFY(r.ask("And the ships?"));
+            answer2 = r.controller->chatModel()->at(3).text;
+            QVERIFY(r.settle());
+            QCOMPARE(r.sessions->sessions()->rowCount(), 1);
+            QVERIFY(r.sessions->currentSessionId() > 0);
+            QCOMPARE(r.sessions->currentTitle(), QString("What is the sea like?"));
+            // A second chat goes on top of the list.
+            r.sessions->newSession();
+            QCOMPARE(r.controller->chatModel()->rowCount(), 0);
+            QVERIFY(r.ask("Another topic"));
+            QVERIFY(r.settle());
+            QCOMPARE(r.sessions->sessions()->rowCount(), 2);
+            QCOMPARE(r.sessions->sessions()->at(0).title, QString("Another topic"));
+            // Back to the first one: it becomes the last session shown.
+            r.sessions->openSession(r.sessions->sessions()->at(1).id);
+            QSignalSpy opened(r.sessions.get(), &SessionManager::sessionOpened);
+            QVERIFY(opened.wait(10000));
+            QCOMPARE(r.controller->chatModel()->rowCount(), 4);
+        }
+        {
+            Peek p(db);
+            auto list = p.ss->listSessions().value();
+            QCOMPARE(int(list.size()), 2);
+            const auto& first = list[1].title == "What is the sea like?" ? list[1] : list[0];
+            auto msgs = p.ss->loadMessages(first.id).value();
+            QCOMPARE(int(msgs.size()), 4);
+            QCOMPARE(QString::fromStdString(msgs[1].text), answer1);
+            QVERIFY(msgs[1].stopReason.has_value());
+            QVERIFY(msgs[1].run.has_value());
+            QCOMPARE(p.ss->loadRuns(first.id).value().size(), size_t(2));
+            QVERIFY(!p.ss->loadRuns(first.id).value()[0].tokensPerSecond == 0 ||
+                    p.ss->loadRuns(first.id).value()[0].generatedTokens > 0);
+        }
+        {
+            // The app learned: the model's expert heat is in the database.
+            auto st = storage::Storage::open(db.toStdString());
+            QVERIFY(st.isOk());
+            auto identity = storage::modelIdentity(kModel.toStdString(), st.value().get());
+            QVERIFY(identity.isOk());
+            auto model = st.value()->findModel(*identity);
+            QVERIFY(model.isOk() && model->has_value());
+            QVERIFY(!st.value()->loadHeat(**model).value().empty());
+        }
+        // Restart: the list and the last session shown come back, and the learned experts are
+        // pinned before the first answer.
+        Rig r(db);
+        QVERIFY(r.ready());
+        QTRY_VERIFY_WITH_TIMEOUT(r.controller->tiers()->pinnedExperts() > 0, 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(r.controller->chatModel()->rowCount(), 4, 10000);
+        QCOMPARE(r.controller->chatModel()->at(1).text, answer1);
+        QCOMPARE(r.controller->chatModel()->at(3).text, answer2);
+        QCOMPARE(r.sessions->sessions()->rowCount(), 2);
+        QCOMPARE(r.sessions->currentTitle(), QString("What is the sea like?"));
+        // The conversation goes on from the restored messages.
+        QVERIFY(r.ask("Tell me more"));
+        QCOMPARE(r.controller->chatModel()->rowCount(), 6);
+    }
+
+    void renameSearchDeleteExport() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("colibri.db");
+        Rig r(db);
+        QVERIFY(r.ready());
+        QVERIFY(r.ask("Lighthouses on rocky coasts"));
+        r.sessions->newSession();
+        QVERIFY(r.ask("Recipes with lentils"));
+        QVERIFY(r.settle());
+        QCOMPARE(r.sessions->sessions()->rowCount(), 2);
+        const qint64 lentils = r.sessions->sessions()->at(0).id;
+        const qint64 coast = r.sessions->sessions()->at(1).id;
+        r.sessions->renameSession(coast, "Coast notes");
+        QCOMPARE(r.sessions->sessions()->at(1).title, QString("Coast notes"));
+        r.sessions->setSearchText("lighthouse");
+        QTRY_COMPARE_WITH_TIMEOUT(r.sessions->sessions()->rowCount(), 1, 10000);
+        QCOMPARE(r.sessions->sessions()->at(0).id, coast);
+        QVERIFY(r.sessions->sessions()->at(0).snippet.contains(QStringLiteral("«")));
+        r.sessions->setSearchText("");
+        QTRY_COMPARE_WITH_TIMEOUT(r.sessions->sessions()->rowCount(), 2, 10000);
+
+        QSignalSpy exported(r.sessions.get(), &SessionManager::exported);
+        const QString md = dir.filePath("coast.md"), js = dir.filePath("coast.json");
+        r.sessions->exportSession(coast, QUrl::fromLocalFile(md), "markdown");
+        r.sessions->exportSession(coast, QUrl::fromLocalFile(js), "json");
+        QTRY_COMPARE_WITH_TIMEOUT(exported.count(), 2, 10000);
+        QCOMPARE(exported[0][1].toString(), QString());
+        QFile f(md);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray text = f.readAll();
+        QVERIFY(text.contains("Coast notes"));
+        QVERIFY(text.contains("Lighthouses on rocky coasts"));
+        QFile j(js);
+        QVERIFY(j.open(QIODevice::ReadOnly));
+        const QJsonObject o = QJsonDocument::fromJson(j.readAll()).object();
+        QCOMPARE(o.value("format").toString(), QString("colibri-session"));
+
+        r.sessions->deleteSession(lentils); // the one on screen
+        QCOMPARE(r.controller->chatModel()->rowCount(), 0);
+        QCOMPARE(r.sessions->sessions()->rowCount(), 1);
+        QVERIFY(r.settle());
+        Peek p(db);
+        QCOMPARE(int(p.ss->listSessions().value().size()), 1);
+        QCOMPARE(p.ss->listSessions().value()[0].title, std::string("Coast notes"));
+    }
+
+    void anAnswerIsSavedWhileItStreams() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("colibri.db");
+        Rig r(db, 400);
+        r.sessions->setStreamSaveInterval(30);
+        QVERIFY(r.ready());
+        GenerateParams p = r.controller->generateParams();
+        p.ignoreEos = true;
+        r.controller->setGenerateParams(p, r.controller->sampling());
+        QSignalSpy done(r.controller.get(), &EngineController::answerFinished);
+        QVERIFY(r.controller->send("Write a long story"));
+        // While it streams, another connection sees the answer's text grow.
+        Peek peek(db);
+        size_t seen = 0;
+        int grew = 0;
+        while (done.isEmpty() && done.wait(40) == false) {
+            auto list = peek.ss->listSessions();
+            if (!list || list->empty()) continue;
+            auto msgs = peek.ss->loadMessages((*list)[0].id);
+            if (!msgs || msgs->size() < 2) continue;
+            if ((*msgs)[1].text.size() > seen) {
+                seen = (*msgs)[1].text.size();
+                ++grew;
+            }
+        }
+        QVERIFY2(grew >= 2, qPrintable(QString::number(grew)));
+        QVERIFY(r.settle());
+        auto msgs = peek.ss->loadMessages(peek.ss->listSessions().value()[0].id).value();
+        QCOMPARE(QString::fromStdString(msgs[1].text), r.controller->chatModel()->at(1).text);
+    }
+
+    void aDamagedDatabaseGivesOneBannerAndTheChatGoesOn() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("colibri.db");
+        {
+            QFile f(db);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(QByteArray(8192, 'z'));
+        }
+        Rig r(db);
+        QVERIFY(r.ready());
+        QTRY_VERIFY_WITH_TIMEOUT(!r.sessions->storageProblem().isEmpty(), 10000);
+        QVERIFY(r.sessions->storageProblem().contains(db));
+        QVERIFY(r.ask("Still working?"));
+        QCOMPARE(r.controller->chatModel()->rowCount(), 2);
+        QFile f(db);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(f.readAll(), QByteArray(8192, 'z'));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSessionManager)
+#include "tst_session_manager.moc"

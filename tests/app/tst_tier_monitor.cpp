@@ -1,0 +1,181 @@
+// TierMonitor and TierRowsModel (the Tiers view's data) fed with synthetic TierStatus values:
+// QAbstractItemModelTester on the rows, the figures' definitions (tier_monitor.h), session
+// restarts, one dataChanged per update, and the budget control's clamping.
+#include "tier_monitor.h"
+
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QTest>
+
+using namespace coli::app;
+
+namespace {
+
+TierStatus base() {
+    TierStatus s;
+    s.serial = 1;
+    s.streaming = true;
+    s.residency.totalExperts = 64;
+    s.residency.slotBytes = 1000;
+    s.residency.budgetBytes = 20000;
+    s.minimumBudget = 6000;
+    s.maximumBudget = 70000;
+    s.pinCapacity = 7;
+    s.expertReadBytes = 400;
+    s.backend = "io_uring";
+    s.prefetch = true;
+    return s;
+}
+
+int rowOf(const TierRowsModel& m, const QString& key) {
+    for (int i = 0; i < m.rowCount(); ++i)
+        if (m.at(i).key == key) return i;
+    return -1;
+}
+
+} // namespace
+
+class TestTierMonitor : public QObject {
+    Q_OBJECT
+private slots:
+    void rowsAreFixedAndPassTheModelTester() {
+        TierMonitor mon;
+        QAbstractItemModelTester tester(mon.rows(),
+                                        QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QCOMPARE(mon.rows()->rowCount(), 6);
+        QVERIFY(!mon.rows()->at(rowOf(*mon.rows(), "vram")).available);
+        QSignalSpy reset(mon.rows(), &QAbstractItemModel::modelReset);
+        QSignalSpy changed(mon.rows(), &QAbstractItemModel::dataChanged);
+        TierStatus s = base();
+        for (int i = 0; i < 20; ++i) {
+            s.serial += 1;
+            s.residency.cachedExperts = i;
+            s.residency.cacheBytes = uint64_t(i) * 1000;
+            s.residency.allocatedBytes = s.residency.cacheBytes;
+            s.residency.diskExperts = 64 - i;
+            mon.apply(s);
+        }
+        QCOMPARE(reset.count(), 0);    // values change in place: delegates stay
+        QCOMPARE(changed.count(), 20); // one batch per update, never one signal per row
+        const QHash<int, QByteArray> roles = mon.rows()->roleNames();
+        QVERIFY(roles.values().contains("hitSession"));
+        QVERIFY(roles.values().contains("share"));
+    }
+
+    void aRepeatedSerialChangesNothing() {
+        TierMonitor mon;
+        QSignalSpy changed(&mon, &TierMonitor::changed);
+        mon.apply(base());
+        mon.apply(base());
+        QCOMPARE(changed.count(), 1);
+    }
+
+    void figuresFollowTheirDefinitions() {
+        TierMonitor mon;
+        TierStatus s = base();
+        mon.apply(s); // session starts here (counters 0)
+        s.serial = 2;
+        // 100 routed: 30 pinned, 40 cache of which 10 still in flight, 30 misses.
+        s.counters.routed = 100;
+        s.counters.hitsPinned = 30;
+        s.counters.hitsCache = 40;
+        s.counters.inFlightHits = 10;
+        s.counters.misses = 30;
+        s.counters.bytesRead = 10 * 1024 * 1024;
+        s.counters.tokens = 5;
+        s.counters.lookaheadRouted = 50;
+        s.counters.lookaheadRecalled = 20;
+        s.counters.prefetchPredicted = 40;
+        s.counters.prefetchCorrect = 30;
+        s.counters.ioWaitSeconds = 0.5;
+        s.busySeconds = 2.0;
+        // The last step: 10 routed, 8 found ready, 2 read; one token; 1 MiB read.
+        s.last.routed = 10;
+        s.last.hitsPinned = 5;
+        s.last.hitsCache = 3;
+        s.last.misses = 2;
+        s.last.bytesRead = 1024 * 1024;
+        s.lastTokens = 1;
+        s.residency.pinnedExperts = 3;
+        s.residency.pinnedBytes = 3000;
+        s.residency.cachedExperts = 5;
+        s.residency.loadingExperts = 1;
+        s.residency.cacheBytes = 6000; // loading slots count as cache bytes
+        s.residency.allocatedBytes = 9000;
+        s.residency.diskExperts = 55;
+        mon.apply(s);
+        QCOMPARE(mon.hitRateSession(), 0.6); // (30 + 40 - 10) / 100
+        QCOMPARE(mon.hitRateLast(), 0.8);
+        QCOMPARE(mon.prefetchRecall(), 0.4);
+        QCOMPARE(mon.prefetchPrecision(), 0.75);
+        QCOMPARE(mon.mibPerTokenSession(), 2.0);
+        QCOMPARE(mon.mibPerTokenLast(), 1.0);
+        QCOMPARE(mon.ioWaitShare(), 0.25);
+        const TierRowsModel& rows = *mon.rows();
+        const TierRow& pinned = rows.at(rowOf(rows, "pinned"));
+        const TierRow& cache = rows.at(rowOf(rows, "cache"));
+        const TierRow& loading = rows.at(rowOf(rows, "loading"));
+        const TierRow& free = rows.at(rowOf(rows, "free"));
+        const TierRow& disk = rows.at(rowOf(rows, "disk"));
+        QCOMPARE(pinned.capacity, 7);
+        QCOMPARE(pinned.hitSession, 0.3);
+        QCOMPARE(cache.hitSession, 0.3); // 40 - 10 in flight
+        QCOMPARE(loading.hitSession, 0.1);
+        QCOMPARE(disk.hitSession, 0.3);
+        QCOMPARE(pinned.hitSession + cache.hitSession + loading.hitSession + disk.hitSession, 1.0);
+        QCOMPARE(cache.bytes, 5000.0); // 6000 minus the one loading slot
+        QCOMPARE(loading.bytes, 1000.0);
+        QCOMPARE(free.bytes, 11000.0); // budget 20000 - allocated 9000
+        QCOMPARE(free.experts, 11);
+        // The RAM bar's segments fill the budget.
+        QCOMPARE(pinned.share + cache.share + loading.share + free.share, 1.0);
+        QCOMPARE(disk.bytes, 55 * 400.0);
+        QCOMPARE(free.hitSession, -1.0);
+    }
+
+    void resetSessionCountsFromNowAndAReloadRestarts() {
+        TierMonitor mon;
+        TierStatus s = base();
+        s.counters.routed = 10;
+        s.counters.hitsPinned = 10;
+        s.counters.tokens = 3;
+        mon.apply(s);
+        QCOMPARE(mon.hitRateSession(), -1.0); // nothing since the session began
+        s.serial = 2;
+        s.counters.routed = 20;
+        s.counters.misses = 10;
+        s.counters.tokens = 6;
+        mon.apply(s);
+        QCOMPARE(mon.hitRateSession(), 0.0);
+        mon.resetSession();
+        QCOMPARE(mon.sessionTokens(), 0);
+        s.serial = 3;
+        s.counters.tokens = 2; // the clock went back: another model was loaded
+        s.counters.routed = 4;
+        s.counters.hitsPinned = 10;
+        s.counters.misses = 10;
+        mon.apply(s);
+        QCOMPARE(mon.sessionTokens(), 0);
+    }
+
+    void budgetControlIsClampedAndForwarded() {
+        TierMonitor mon;
+        std::vector<uint64_t> asked;
+        std::vector<bool> prefetch;
+        mon.setRequests([&](uint64_t b) { asked.push_back(b); },
+                        [&](bool on) { prefetch.push_back(on); });
+        mon.setBudgetBytes(50000); // no model yet: nothing to change
+        QVERIFY(asked.empty());
+        mon.apply(base());
+        mon.setBudgetBytes(1);
+        mon.setBudgetBytes(1e12);
+        mon.setBudgetBytes(12345);
+        mon.setBudgetBytes(qQNaN());
+        QCOMPARE(asked, (std::vector<uint64_t>{6000, 70000, 12345}));
+        mon.setPrefetchEnabled(false);
+        QCOMPARE(prefetch, std::vector<bool>{false});
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTierMonitor)
+#include "tst_tier_monitor.moc"

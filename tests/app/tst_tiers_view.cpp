@@ -1,0 +1,158 @@
+// The Tiers view in a real window under Xvfb (the CTest command starts xvfb-run): after a load
+// the bars show the model's experts; during an answer the user types a lower RAM budget into the
+// view's exact entry, and the engine's tier status shows it in force one token later with the
+// allocation within it; the answer is the same as with the budget untouched; the prefetch switch
+// reaches the engine. Saves screenshots/tiers.png and checks that the RAM bar drew.
+#include "engine_controller.h"
+
+#include <QApplication>
+#include <QDir>
+#include <QImage>
+#include <QQmlApplicationEngine>
+#include <QQuickItem>
+#include <QQuickWindow>
+#include <QSignalSpy>
+#include <QTest>
+
+#include <memory>
+
+using namespace coli;
+using namespace coli::app;
+
+namespace {
+const QString kModel = QStringLiteral(COLI_FIXTURE_DIR "/qwen3moe");
+
+struct View {
+    std::unique_ptr<EngineController> controller;
+    std::unique_ptr<QQmlApplicationEngine> engine;
+    QQuickWindow* window = nullptr;
+
+    View() {
+        controller = std::make_unique<EngineController>(WorkerOptions{.threads = 1});
+        GenerateParams p;
+        p.maxNewTokens = 48;
+        p.ignoreEos = true;
+        SamplingOverrides s;
+        s.temperature = 0;
+        controller->setGenerateParams(p, s);
+        engine = std::make_unique<QQmlApplicationEngine>();
+        engine->addImportPath(QStringLiteral(COLI_QML_IMPORT_DIR));
+        engine->setInitialProperties(
+            {{QStringLiteral("controller"), QVariant::fromValue<QObject*>(controller.get())}});
+        engine->loadData("import QtQuick\nimport QtQuick.Controls\nimport Colibri\n"
+                         "ApplicationWindow { id: w; property QtObject controller; width: 900; "
+                         "height: 640; visible: true; TiersView { anchors.fill: parent; "
+                         "controller: w.controller } }");
+        if (!engine->rootObjects().isEmpty())
+            window = qobject_cast<QQuickWindow*>(engine->rootObjects().first());
+    }
+    ~View() {
+        controller->shutdown();
+        engine.reset();
+    }
+    template <class T = QQuickItem> T* find(const char* name) const {
+        return window->findChild<T*>(QString::fromLatin1(name));
+    }
+};
+
+bool loadModel(View& v) {
+    v.controller->loadModel(kModel);
+    return QTest::qWaitFor([&] { return v.controller->loadState() != "loading"; }, 60000) &&
+           v.controller->loadState() == "ready";
+}
+
+// The answer's text once it ends.
+QString answer(View& v, const std::function<void()>& whileStreaming = {}) {
+    QSignalSpy done(v.controller.get(), &EngineController::answerFinished);
+    if (!v.controller->send(QStringLiteral("Tell me about the sea."))) return {};
+    if (whileStreaming) whileStreaming();
+    if (!done.wait(60000) && done.isEmpty()) return {};
+    ChatModel* chat = v.controller->chatModel();
+    return chat->at(chat->rowCount() - 1).text;
+}
+} // namespace
+
+class TestTiersView : public QObject {
+    Q_OBJECT
+private slots:
+    void budgetTypedDuringAnAnswerHoldsOneTokenLater() {
+        QString reference;
+        {
+            View ref;
+            QVERIFY(ref.window);
+            QVERIFY(loadModel(ref));
+            reference = answer(ref);
+            QVERIFY(!reference.isEmpty());
+        }
+        View v;
+        QVERIFY(v.window);
+        QVERIFY(QTest::qWaitForWindowExposed(v.window));
+        QVERIFY(loadModel(v));
+        TierMonitor* tiers = v.controller->tiers();
+        QTRY_VERIFY_WITH_TIMEOUT(tiers->available(), 5000);
+        const double minimum = tiers->minimumBudgetBytes();
+        QVERIFY2(tiers->budgetBytes() > minimum, "the fixture's budget must be able to shrink");
+        auto* field = v.find("budgetField");
+        QVERIFY(field);
+
+        const QString text = answer(v, [&] {
+            // Wait for the answer's first tokens, then type the minimum in MiB as a user would.
+            QTRY_VERIFY_WITH_TIMEOUT(v.controller->chatModel()->at(1).text.size() > 4, 30000);
+            const QPointF c = field->mapToScene(QPointF(field->width() / 2, field->height() / 2));
+            QTest::mouseClick(v.window, Qt::LeftButton, {}, c.toPoint());
+            QTest::keyClick(v.window, Qt::Key_A, Qt::ControlModifier);
+            for (const QChar ch : QString::number(minimum / 1048576.0, 'f', 1))
+                QTest::keyClick(v.window, ch.toLatin1());
+            QTest::keyClick(v.window, Qt::Key_Return);
+        });
+        // Sampled from the engine's status while the answer ran and after (the monitor keeps
+        // the latest): the budget in force and the allocation, at the last token.
+        const TierStatus s = v.controller->tiers()->status();
+        QVERIFY2(!text.isEmpty(), "no answer");
+        QCOMPARE(text, reference); // placement never changes a token
+        // The typed value was rounded to 0.1 MiB, then clamped to the minimum by the engine.
+        QVERIFY2(s.residency.budgetBytes <= uint64_t(minimum) + 52429,
+                 qPrintable(QString::number(s.residency.budgetBytes)));
+        QVERIFY(s.residency.allocatedBytes <= s.residency.budgetBytes);
+
+        // The screenshot: the RAM bar drew coloured segments.
+        QTRY_VERIFY_WITH_TIMEOUT(tiers->allocatedBytes() > 0, 5000);
+        QTest::qWait(100);
+        const QImage shot = v.window->grabWindow();
+        QDir().mkpath(QStringLiteral(COLI_BINARY_DIR "/screenshots"));
+        QVERIFY(shot.save(QStringLiteral(COLI_BINARY_DIR "/screenshots/tiers.png")));
+        auto* bar = v.find("ramBar");
+        QVERIFY(bar);
+        const QPointF tl = bar->mapToScene(QPointF(0, 0));
+        const qreal dpr = v.window->devicePixelRatio();
+        int coloured = 0;
+        for (int x = 2; x < int(bar->width()) - 2; ++x) {
+            const QColor c =
+                shot.pixelColor(int((tl.x() + x) * dpr), int((tl.y() + bar->height() / 2) * dpr));
+            if (c.saturation() > 60) ++coloured;
+        }
+        QVERIFY2(coloured > 0, "the RAM bar drew no segment");
+    }
+
+    void prefetchSwitchReachesTheEngine() {
+        View v;
+        QVERIFY(v.window);
+        QVERIFY(QTest::qWaitForWindowExposed(v.window));
+        QVERIFY(loadModel(v));
+        TierMonitor* tiers = v.controller->tiers();
+        QTRY_VERIFY_WITH_TIMEOUT(tiers->available() && tiers->prefetch(), 5000);
+        auto* sw = v.find("prefetchSwitch");
+        QVERIFY(sw);
+        const QPointF c = sw->mapToScene(QPointF(sw->width() / 2, sw->height() / 2));
+        QTest::mouseClick(v.window, Qt::LeftButton, {}, c.toPoint());
+        QTRY_VERIFY_WITH_TIMEOUT(!tiers->prefetch(), 5000);
+        QVERIFY(!v.controller->tiers()->status().prefetch);
+    }
+};
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    TestTiersView t;
+    return QTest::qExec(&t, argc, argv);
+}
+#include "tst_tiers_view.moc"

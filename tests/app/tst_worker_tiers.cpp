@@ -1,0 +1,156 @@
+// The engine thread's tier status and live controls (docs/app.md "Tiers"): the RAM budget
+// lowered during an answer holds from the next token on, the answer's tokens do not change
+// (placement invariance), prefetch switches when idle, and load-time settings are clamped.
+// Drives the real EngineWorker (the app's engine thread) on a fixture model; no window.
+#include "engine_worker.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace coli;
+using namespace coli::app;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kModel = std::string(COLI_FIXTURE_DIR) + "/qwen3moe";
+
+// Drains events until `stop` says so (or 60 s pass: a hang fails instead of blocking CTest).
+bool pump(EngineWorker& w, const std::function<bool(const EngineEvent&)>& stop) {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    bool done = false;
+    while (!done && std::chrono::steady_clock::now() < deadline) {
+        w.ring().drain([&](EngineEvent&& ev) { done = done || stop(ev); });
+        if (!done) std::this_thread::sleep_for(200us);
+    }
+    return done;
+}
+
+void load(EngineWorker& w) {
+    Command c{CommandKind::Load};
+    c.id = 1;
+    c.dir = kModel;
+    w.post(std::move(c));
+    std::string failed;
+    ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {
+        if (ev.kind == EventKind::LoadFailed) failed = ev.text;
+        return ev.kind == EventKind::Loaded || ev.kind == EventKind::LoadFailed;
+    }));
+    ASSERT_TRUE(failed.empty()) << failed;
+}
+
+Command generate(uint64_t id) {
+    Command c{CommandKind::Generate};
+    c.id = id;
+    c.messages = {{"user", "Tell me about the sea and the ships on it."}};
+    c.params.maxNewTokens = 40;
+    c.params.ignoreEos = true;
+    c.sampling.temperature = 0.f;
+    return c;
+}
+
+} // namespace
+
+TEST(WorkerTiers, StatusAfterLoadDescribesTheCache) {
+    EngineWorker w({.threads = 1}, nullptr);
+    load(w);
+    const TierStatus s = w.tierStatus();
+    ASSERT_TRUE(s.streaming);
+    EXPECT_GT(s.residency.totalExperts, 0);
+    EXPECT_GT(s.minimumBudget, 0u);
+    EXPECT_GE(s.maximumBudget, s.minimumBudget);
+    EXPECT_GE(s.residency.budgetBytes, s.minimumBudget);
+    EXPECT_LE(s.residency.budgetBytes, s.maximumBudget);
+    EXPECT_FALSE(s.backend.empty());
+    EXPECT_GT(s.expertReadBytes, 0u);
+}
+
+TEST(WorkerTiers, BudgetLoweredDuringAnAnswerHoldsFromTheNextTokenAndKeepsTheTokens) {
+    // Reference: the same answer with the budget untouched.
+    std::vector<int32_t> reference;
+    {
+        EngineWorker w({.threads = 1}, nullptr);
+        load(w);
+        w.post(generate(2));
+        ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {
+            if (ev.kind == EventKind::Finished) reference = ev.stats.generatedIds;
+            return ev.kind == EventKind::Finished || ev.kind == EventKind::Failed;
+        }));
+        ASSERT_EQ(reference.size(), 40u);
+    }
+    EngineWorker w({.threads = 1}, nullptr);
+    load(w);
+    const TierStatus before = w.tierStatus();
+    ASSERT_GT(before.maximumBudget, before.minimumBudget) << "the fixture needs room to shrink";
+    const uint64_t target = before.minimumBudget;
+    w.post(generate(2));
+    int pieces = 0;
+    bool asked = false;
+    uint64_t appliedAt = 0; // the token clock when the new budget was first seen in force
+    int checked = 0;
+    std::vector<int32_t> ids;
+    std::string failure;
+    ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {
+        if (ev.kind == EventKind::Piece && ++pieces == 8 && !asked) {
+            w.requestBudget(target);
+            asked = true;
+        }
+        // Every status sampled after the change and at least one token later is within it.
+        const TierStatus s = w.tierStatus();
+        if (asked && s.residency.budgetBytes == target) {
+            if (appliedAt == 0) appliedAt = s.counters.tokens;
+            if (s.counters.tokens > appliedAt) {
+                ++checked;
+                if (s.residency.allocatedBytes > target && failure.empty())
+                    failure = "allocated " + std::to_string(s.residency.allocatedBytes) +
+                              " bytes over the budget of " + std::to_string(target) + " at token " +
+                              std::to_string(s.counters.tokens);
+            }
+        }
+        if (ev.kind == EventKind::Finished) ids = ev.stats.generatedIds;
+        return ev.kind == EventKind::Finished || ev.kind == EventKind::Failed;
+    }));
+    EXPECT_TRUE(failure.empty()) << failure;
+    EXPECT_GT(appliedAt, 0u) << "the budget was never seen in force";
+    EXPECT_GT(checked, 0) << "no status sampled after the change";
+    const TierStatus after = w.tierStatus();
+    EXPECT_EQ(after.residency.budgetBytes, target);
+    EXPECT_LE(after.residency.allocatedBytes, target);
+    EXPECT_GT(after.counters.evictions, before.counters.evictions);
+    EXPECT_EQ(ids, reference) << "a budget change must never change a token";
+}
+
+TEST(WorkerTiers, PrefetchSwitchAndBudgetApplyWhileIdle) {
+    EngineWorker w({.threads = 1}, nullptr);
+    load(w);
+    const TierStatus s0 = w.tierStatus();
+    ASSERT_TRUE(s0.prefetch);
+    w.requestPrefetch(false);
+    w.requestBudget(1); // below the minimum: clamped to it
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    TierStatus s = w.tierStatus();
+    while ((s.prefetch || s.residency.budgetBytes != s0.minimumBudget) &&
+           std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(1ms);
+        s = w.tierStatus();
+    }
+    EXPECT_FALSE(s.prefetch);
+    EXPECT_EQ(s.residency.budgetBytes, s0.minimumBudget);
+    EXPECT_GT(s.serial, s0.serial);
+}
+
+TEST(WorkerTiers, LoadTimeSettingsAreClamped) {
+    EngineWorker w({.threads = 1, .expertBudgetBytes = 1, .prefetch = false}, nullptr);
+    load(w);
+    const TierStatus s = w.tierStatus();
+    EXPECT_EQ(s.residency.budgetBytes, s.minimumBudget);
+    EXPECT_FALSE(s.prefetch);
+    EngineWorker big({.threads = 1, .expertBudgetBytes = uint64_t(1) << 50}, nullptr);
+    load(big);
+    EXPECT_EQ(big.tierStatus().residency.budgetBytes, big.tierStatus().maximumBudget);
+}

@@ -30,7 +30,8 @@ AppOptions parseAppOptions(const QStringList& args) {
     QCommandLineParser p;
     p.setApplicationDescription(
         QStringLiteral("Colibri Desktop: chat with a Mixture-of-Experts model."));
-    p.addPositionalArgument(QStringLiteral("model"),
+    // The same name in "Arguments:" as in the usage line.
+    p.addPositionalArgument(QStringLiteral("MODEL_DIR"),
                             QStringLiteral("Model folder (same as --model)."),
                             QStringLiteral("[MODEL_DIR]"));
     const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")},
@@ -111,6 +112,7 @@ AppOptions parseAppOptions(const QStringList& args) {
     };
     toInt(threads, 0, 4096, &o.threads);
     toInt(maxTokens, 1, 100000000, &o.params.maxNewTokens);
+    o.maxTokensGiven = p.isSet(maxTokens);
     optFloat(temp, &o.sampling.temperature);
     if (p.isSet(topK)) {
         int k = 0;

@@ -10,9 +10,10 @@
 namespace coli::app {
 
 struct AppOptions {
-    QString modelArg;      // --model DIR or the first positional argument ("" when absent)
-    int threads = 0;       // --threads; 0 = defaultEngineThreads()
-    GenerateParams params; // maxNewTokens; params.sampler unused (see `sampling`)
+    QString modelArg;            // --model DIR or the first positional argument ("" when absent)
+    int threads = 0;             // --threads; 0 = defaultEngineThreads()
+    GenerateParams params;       // maxNewTokens; params.sampler unused (see `sampling`)
+    bool maxTokensGiven = false; // -n was given (else the Settings view's value applies)
     SamplingOverrides sampling;
     bool showHelp = false, showVersion = false;
     QString helpText;

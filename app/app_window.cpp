@@ -1,17 +1,97 @@
 #include "app_window.h"
 
+#include "app_options.h"
+#include "app_settings.h"
 #include "engine_controller.h"
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QKeyEvent>
+#include <QKeySequence>
 #include <QQmlApplicationEngine>
 #include <QQmlComponent>
 #include <QQuickWindow>
 
 namespace coli::app {
 
+namespace {
+// Qt 6.4's read-only TextEdit (a message's text, the banner) accepts every ShortcutOverride once
+// it has the focus (a click gives it), so no window shortcut fired until the composer was
+// clicked again. This filter answers the override for it: only the keys a read-only text uses
+// itself (copy, select all, moving the selection) stay with it; the rest reach the shortcuts
+// (and, when none matches, still arrive at the text as key presses).
+class ReadOnlyTextShortcuts : public QObject {
+public:
+    using QObject::QObject;
+    bool eventFilter(QObject* receiver, QEvent* e) override {
+        if (e->type() != QEvent::ShortcutOverride || !receiver->inherits("QQuickTextEdit") ||
+            !receiver->property("readOnly").toBool())
+            return false;
+        auto* ke = static_cast<QKeyEvent*>(e);
+        if (ke->matches(QKeySequence::Copy) || ke->matches(QKeySequence::SelectAll) ||
+            isSelectionKey(ke->key()))
+            return false;
+        ke->ignore();
+        return true;
+    }
+
+private:
+    static bool isSelectionKey(int key) {
+        switch (key) {
+        case Qt::Key_Left:
+        case Qt::Key_Right:
+        case Qt::Key_Up:
+        case Qt::Key_Down:
+        case Qt::Key_Home:
+        case Qt::Key_End:
+        case Qt::Key_PageUp:
+        case Qt::Key_PageDown:
+            return true;
+        default:
+            return false;
+        }
+    }
+};
+
+void installReadOnlyTextShortcuts() {
+    static ReadOnlyTextShortcuts* filter = nullptr; // one per application, owned by it
+    if (filter || !QCoreApplication::instance()) return;
+    filter = new ReadOnlyTextShortcuts(QCoreApplication::instance());
+    QCoreApplication::instance()->installEventFilter(filter);
+}
+} // namespace
+
+void connectSettings(AppSettings* settings, EngineController* controller, int fallbackThreads) {
+    controller->setLoadSettings(settings->loadSettings(fallbackThreads));
+    auto loadOptions = [=] {
+        controller->setLoadSettings(settings->loadSettings(fallbackThreads));
+    };
+    QObject::connect(settings, &AppSettings::threadsChanged, controller, loadOptions);
+    QObject::connect(settings, &AppSettings::ramBudgetChanged, controller, loadOptions);
+    QObject::connect(settings, &AppSettings::directIoChanged, controller, loadOptions);
+    QObject::connect(settings, &AppSettings::prefetchChanged, controller, loadOptions);
+    QObject::connect(settings, &AppSettings::samplingChanged, controller, [=] {
+        GenerateParams p = controller->generateParams();
+        p.maxNewTokens = settings->maxNewTokens();
+        SamplingOverrides s = settings->samplingOverrides();
+        s.seed = controller->samplingOverrides().seed;
+        controller->setGenerateParams(p, s);
+    });
+    QObject::connect(controller, &EngineController::loadStateChanged, settings, [=] {
+        const QString state = controller->loadState();
+        if (state == QStringLiteral("ready") || state == QStringLiteral("error"))
+            settings->modelLoadEnded(controller->modelDir(), state == QStringLiteral("ready"));
+    });
+}
+
 QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* controller,
-                               const QStringList& importDirs, QString* error) {
+                               const QStringList& importDirs, QString* error,
+                               AppSettings* settings) {
+    installReadOnlyTextShortcuts();
+    if (!settings) {
+        settings = new AppSettings(QString(), &engine);
+        connectSettings(settings, controller, 0); // 0: the worker's own threads
+    }
     // The build tree puts the module next to the binary (a default import path); an install puts
     // it under lib/colibri/qml.
     const QString installed = QCoreApplication::applicationDirPath() + "/../lib/colibri/qml";
@@ -26,9 +106,10 @@ QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* 
                                          warnings << w.toString();
                                  });
     engine.setInitialProperties(
-        {{QStringLiteral("controller"), QVariant::fromValue<QObject*>(controller)}});
-    // Qt 6.4 has no loadFromModule(); importing the module loads its plugin (PLATFORM.md pitfall
-    // 1).
+        {{QStringLiteral("controller"), QVariant::fromValue<QObject*>(controller)},
+         {QStringLiteral("appSettings"), QVariant::fromValue<QObject*>(settings)}});
+    // Qt 6.4 has no loadFromModule(); importing the module loads its plugin (docs/design.md,
+    // "Qt 6.4 facts").
     engine.loadData("import Colibri\nMain {}", QUrl(QStringLiteral("qrc:/colibri_bootstrap.qml")));
     QObject::disconnect(conn);
     QQuickWindow* win = engine.rootObjects().isEmpty()

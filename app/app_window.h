@@ -9,11 +9,21 @@ class QQuickWindow;
 
 namespace coli::app {
 
+class AppSettings;
 class EngineController;
 
 // Extra QML import folders are searched before the defaults: the installed layout
-// (<bin>/../lib/colibri/qml) is added automatically. Returns nullptr and sets *error on failure.
+// (<bin>/../lib/colibri/qml) is added automatically. `settings` (the window's `appSettings`) is
+// connected to the controller with connectSettings(); when null, one with no default model is
+// made, owned by `engine`. Returns nullptr and sets *error on failure.
 QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* controller,
-                               const QStringList& importDirs, QString* error);
+                               const QStringList& importDirs, QString* error,
+                               AppSettings* settings = nullptr);
+
+// Keeps the controller in step with the settings from now on: load options for the next loads,
+// sampling and max new tokens for the next answers (on change only: what the command line set
+// stays until the user changes a setting), and tells the settings when a load ends (the recent
+// list, the start folder). `fallbackThreads`: threads when the setting is 0 (automatic).
+void connectSettings(AppSettings* settings, EngineController* controller, int fallbackThreads);
 
 } // namespace coli::app

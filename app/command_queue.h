@@ -35,11 +35,20 @@ namespace coli::app {
 // the engine thread, which puts it into the expert cache before the first answer.
 enum class CommandKind { Load, Generate, Cancel, Reset, Quit, ApplySettings, ApplyUsage };
 
+// Load: what the Settings view chose for the next model load (ModelLoadOptions).
+struct LoadSettings {
+    int threads = 0;             // forward-pass threads; 0 = the worker's default
+    uint64_t ramBudgetBytes = 0; // RAM for streamed experts; 0 = automatic (from MemAvailable)
+    bool directIo = false;       // O_DIRECT expert reads
+    bool prefetch = true;        // router-lookahead prefetch
+};
+
 struct Command {
     explicit Command(CommandKind k = CommandKind::Quit) : kind(k) {}
     CommandKind kind;
     uint64_t id = 0;                   // request id, echoed in the events it produces
     std::string dir;                   // Load: model directory
+    LoadSettings load;                 // Load: options from the Settings view
     std::vector<ChatMessage> messages; // Generate: the whole conversation so far
     GenerateParams params;             // Generate (params.sampler is resolved by the engine
     SamplingOverrides sampling;        //   thread from these and the model's defaults)

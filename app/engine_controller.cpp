@@ -1,8 +1,10 @@
 #include "engine_controller.h"
 
+#include "user_messages.h"
+
 #include <QDir>
 #include <QMetaObject>
-#include <QSettings>
+#include <algorithm>
 
 namespace coli::app {
 
@@ -34,7 +36,8 @@ EngineController::~EngineController() {
 void EngineController::shutdown() {
     if (!m_worker) return;
     m_telemetryTimer.stop();
-    m_worker->quit(); // cancels the running command first, then joins
+    m_tokenizer.reset(); // the tokenizer goes with its model (it alone is shared)
+    m_worker->quit();    // cancels the running command first, then joins
     m_worker.reset();
     if (m_turnRow >= 0) endTurn();
 }
@@ -61,8 +64,10 @@ void EngineController::loadModel(const QString& dir) {
     }
     if (m_hooks.cleared) m_hooks.cleared();
     m_chat.clear();
+    m_tokenizer.reset(); // the old model's: its memory goes with the model being replaced
     Command c{CommandKind::Load};
     c.id = m_loadId = m_nextId++;
+    c.load = m_loadSettings;
     c.dir = QDir::cleanPath(dir).toStdString();
     m_modelDir = QDir::cleanPath(dir);
     m_modelName = QDir(m_modelDir).dirName();
@@ -78,15 +83,18 @@ void EngineController::loadModel(const QString& dir) {
 }
 
 void EngineController::openModelFolder(const QUrl& folder) {
-    const QString dir = folder.isLocalFile() ? folder.toLocalFile() : folder.toString();
-    QSettings settings(QStringLiteral("Colibri"), QStringLiteral("Colibri Desktop"));
-    settings.setValue(settingsKeyLastDir(), dir);
-    loadModel(dir);
+    // Remembered by AppSettings once it has loaded (a folder that fails is not reopened).
+    loadModel(folder.isLocalFile() ? folder.toLocalFile() : folder.toString());
 }
 
 bool EngineController::send(const QString& text) {
     if (!m_worker || text.trimmed().isEmpty() || m_generating || m_loadState != "ready")
         return false;
+    // Refused before anything is committed: the composer keeps the text.
+    if (const QString tooLong = checkMessageLength(text); !tooLong.isEmpty()) {
+        setError(tooLong);
+        return false;
+    }
     clearError();
     const int userRow = m_chat.appendMessage(QStringLiteral("user"), text);
     if (m_hooks.userMessage) m_hooks.userMessage(userRow);
@@ -112,7 +120,8 @@ void EngineController::stop() {
 
 void EngineController::newChat() {
     if (!m_worker) return;
-    m_worker->post(Command{CommandKind::Cancel});
+    // Cancel stops whatever the engine runs: only an answer, never a model load in progress.
+    if (m_turnId != 0) m_worker->post(Command{CommandKind::Cancel});
     if (m_turnRow >= 0) endTurn(); // late events of that turn are ignored (id mismatch)
     if (m_hooks.cleared) m_hooks.cleared();
     m_chat.clear();
@@ -132,7 +141,8 @@ void EngineController::applyLearnedUsage(const QString& dir,
 
 void EngineController::showConversation(const QVector<ChatModel::Message>& rows) {
     if (!m_worker) return;
-    m_worker->post(Command{CommandKind::Cancel});
+    // As newChat: the session restored at start arrives while the model loads.
+    if (m_turnId != 0) m_worker->post(Command{CommandKind::Cancel});
     if (m_turnRow >= 0) endTurn();
     m_chat.replaceAll(rows);
     m_worker->post(Command{CommandKind::Reset});
@@ -142,6 +152,10 @@ void EngineController::showConversation(const QVector<ChatModel::Message>& rows)
 
 void EngineController::showNotice(const QString& text) {
     setError(text);
+    if (!text.isEmpty() && m_noticeKind != QStringLiteral("info")) {
+        m_noticeKind = QStringLiteral("info");
+        emit errorTextChanged();
+    }
 }
 
 void EngineController::clearError() {
@@ -170,11 +184,13 @@ void EngineController::drainEvents() {
                               QString::fromLatin1(stopReasonName(s.stopReason)));
                 // The context length as the model declares it (max_position_embeddings), as the
                 // CLI reports it; the cache holds one token fewer than prompt + generated.
+                // Not an error: the chat goes on, the next prompt leaves out the oldest messages.
                 if (s.stopReason == StopReason::ContextFull)
-                    setError(tr("The conversation filled the model's context (%1 tokens): start a "
-                                "new chat to continue.")
-                                 .arg(m_contextLength > 0 ? m_contextLength
-                                                          : s.promptTokens + s.generatedTokens));
+                    showNotice(tr("The answer stopped when the conversation filled the model's "
+                                  "context (%1 tokens). You can go on: the next answer leaves "
+                                  "out the oldest messages to make room.")
+                                   .arg(m_contextLength > 0 ? m_contextLength
+                                                            : s.promptTokens + s.generatedTokens));
                 const int row = m_turnRow;
                 endTurn();
                 if (m_hooks.answerEnded) m_hooks.answerEnded(row, &s);
@@ -208,6 +224,8 @@ void EngineController::drainEvents() {
                 m_modelName = QString::fromStdString(ev.text);
                 m_modelInfo = QString::fromStdString(ev.info);
                 m_contextLength = ev.contextLength;
+                m_tokenizer = std::move(ev.tokenizer);
+                m_promptOverhead = ev.promptOverheadTokens;
                 emit modelChanged();
                 m_loadProgress = 1;
                 emit loadProgressChanged();
@@ -250,8 +268,9 @@ void EngineController::setLoadState(const QString& s) {
 }
 
 void EngineController::setError(const QString& e) {
-    if (e == m_errorText) return;
+    if (e == m_errorText && m_noticeKind == QStringLiteral("error")) return;
     m_errorText = e;
+    m_noticeKind = QStringLiteral("error");
     emit errorTextChanged();
 }
 
@@ -268,6 +287,35 @@ void EngineController::endTurn() {
     m_turnRow = -1;
     m_turnId = 0;
     setGenerating(false);
+}
+
+int EngineController::countTokens(const QString& text) const {
+    if (!m_tokenizer || m_loadState != QStringLiteral("ready")) return -1;
+    const QByteArray utf8 = text.toUtf8();
+    if (utf8.size() <= kExactCountBytes)
+        return int(m_tokenizer->encode(std::string_view(utf8.constData(), utf8.size())).size());
+    // A prefix cut at a character boundary, its count scaled to the whole text.
+    qsizetype cut = kExactCountBytes;
+    while (cut > 0 && (uchar(utf8[cut]) & 0xC0) == 0x80)
+        --cut;
+    const size_t n = m_tokenizer->encode(std::string_view(utf8.constData(), size_t(cut))).size();
+    return int(double(n) * double(utf8.size()) / double(cut));
+}
+
+int EngineController::maxMessageTokens() const {
+    if (!m_tokenizer || m_contextLength <= 0) return -1;
+    const int reserve = std::clamp(m_params.maxNewTokens, 0, m_contextLength / 2);
+    return m_contextLength - reserve - m_promptOverhead;
+}
+
+QString EngineController::checkMessageLength(const QString& text) const {
+    const int limit = maxMessageTokens();
+    if (limit < 0) return {}; // no model: send() refuses anyway
+    // Each token covers at least one byte: a text of no more bytes than the limit fits.
+    if (text.toUtf8().size() <= limit) return {};
+    const int n = countTokens(text);
+    if (n <= limit) return {};
+    return QString::fromStdString(tooLongForContext(n, limit));
 }
 
 } // namespace coli::app

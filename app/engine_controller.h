@@ -1,5 +1,5 @@
 #pragma once
-// The GUI-thread face of the engine (DESIGN.md threading contract). Owns one EngineWorker (the
+// The GUI-thread face of the engine (docs/design.md threading contract). Owns one EngineWorker (the
 // engine thread), the ChatModel, and the QML-visible state: load state/progress, errors,
 // generating, live tok/s. The GUI thread never blocks on the engine: commands are posted, events
 // come back through the worker's ring and are drained here in one go per queued wake-up; live
@@ -36,6 +36,8 @@ class EngineController : public QObject {
     Q_PROPERTY(
         double liveTokensPerSecond READ liveTokensPerSecond NOTIFY liveTokensPerSecondChanged)
     Q_PROPERTY(int maxNewTokens READ maxNewTokens WRITE setMaxNewTokens NOTIFY paramsChanged)
+    // How the banner shows errorText: "error" (red) or "info" (neutral: a notice, not a failure).
+    Q_PROPERTY(QString noticeKind READ noticeKind NOTIFY errorTextChanged)
 public:
     explicit EngineController(WorkerOptions opt = {}, QObject* parent = nullptr);
     ~EngineController() override;
@@ -64,13 +66,15 @@ public:
 
     // Loads a model folder (cancels whatever runs; the conversation is cleared).
     Q_INVOKABLE void loadModel(const QString& dir);
-    // The folder picker's choice: remembered in QSettings ("model/lastDir"), then loaded.
+    // Loads a folder given as a URL or path (AppSettings remembers it once it has loaded).
     Q_INVOKABLE void openModelFolder(const QUrl& folder);
     // Sends a user message and starts streaming the answer. False (and nothing sent) when the
     // text is blank, an answer is still running, or no model is ready.
     Q_INVOKABLE bool send(const QString& text);
-    Q_INVOKABLE void stop();    // cancels the running answer (its text so far stays)
-    Q_INVOKABLE void newChat(); // cancels, clears the conversation and the engine's KV cache
+    Q_INVOKABLE void stop(); // cancels the running answer (its text so far stays)
+    // Cancels the running answer (a model load goes on), clears the conversation and the
+    // engine's KV cache.
+    Q_INVOKABLE void newChat();
     Q_INVOKABLE void clearError();
     // Shows a message in the window's banner (e.g. "the remembered folder is gone"); dismissable,
     // cleared by the next load or message like an error.
@@ -98,6 +102,7 @@ public:
     // when another model is loaded by then, or a turn already ran: see EngineWorker).
     void applyLearnedUsage(const QString& dir, std::shared_ptr<const learning::LearnedUsage> usage);
     // Shows a saved conversation (the engine's KV cache is cleared; the next turn prefills it).
+    // Cancels the running answer, never a model load (the last session is restored during one).
     void showConversation(const QVector<ChatModel::Message>& rows);
     // The sampling of the next answers (what a session stores with each answer).
     const SamplingOverrides& sampling() const { return m_sampling; }
@@ -112,6 +117,27 @@ signals:
     void paramsChanged();
     void answerFinished(int row); // an answer ended (finished, stopped or failed)
     void drained(int events);     // one wake-up's batch was applied (for tests)
+
+public:
+    // ---- Settings and the message-length check (issue 11) ----
+    QString noticeKind() const { return m_noticeKind; }
+    // Options for the next loads (threads, RAM budget, direct I/O, prefetch).
+    void setLoadSettings(const LoadSettings& s) { m_loadSettings = s; }
+    const LoadSettings& loadSettings() const { return m_loadSettings; }
+    // Tokens of `text` as the loaded model reads it (-1: no model ready). Runs on the GUI thread
+    // with the tokenizer the engine shared at load (Tokenizer's const functions are thread-safe);
+    // texts longer than kExactCountBytes are counted on their first kExactCountBytes and scaled,
+    // so a huge paste cannot stall the window.
+    Q_INVOKABLE int countTokens(const QString& text) const;
+    // Most tokens one message may have to fit the context alone: the context less the room kept
+    // for the answer (maxNewTokens, at most half the context) and the chat template's wrapping.
+    // -1: no model ready.
+    int maxMessageTokens() const;
+    // "" when `text` fits the context as a message of its own, else what to do, in words
+    // ("This message is about 900 tokens; ... Shorten it or split it into parts."). send()
+    // refuses such a message before anything is sent (the composer keeps it).
+    Q_INVOKABLE QString checkMessageLength(const QString& text) const;
+    static constexpr qsizetype kExactCountBytes = 256 * 1024;
 
 private:
     void drainEvents();
@@ -139,6 +165,10 @@ private:
     uint64_t m_turnId = 0; // request id of the running Generate (0: none)
     int m_turnRow = -1;    // ChatModel row being streamed
     QTimer m_telemetryTimer;
+    QString m_noticeKind = QStringLiteral("error");
+    LoadSettings m_loadSettings;
+    std::shared_ptr<const Tokenizer> m_tokenizer; // of the loaded model (null: none ready)
+    int m_promptOverhead = 0;                     // template tokens around one message
     std::unique_ptr<EngineWorker> m_worker; // last member: its thread stops before the rest dies
 };
 

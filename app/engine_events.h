@@ -2,6 +2,7 @@
 // Events from the engine thread to the GUI thread, carried by the EventRing (lossless, in order).
 // Plain values; the GUI thread turns them into property and list-model changes.
 #include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
 
 #include <cstdint>
 #include <memory>
@@ -33,6 +34,11 @@ struct EngineEvent {
     double fraction = 0;
     int contextLength = 0; // Loaded: the model's context length in tokens
     GenerateStats stats;
+    // Loaded: the model's tokenizer, shared read-only (the GUI counts a message's tokens before
+    // sending it), and the tokens a one-message conversation takes beyond the message itself
+    // (the chat template's wrapping and the generation prompt).
+    std::shared_ptr<const Tokenizer> tokenizer;
+    int promptOverheadTokens = 0;
     // Finished, when the loaded model learns (its usage was applied): the heat and pins after
     // the turn (learning::endTurnSnapshot), for the storage thread to save.
     std::shared_ptr<const learning::UsageSnapshot> usage;

@@ -154,7 +154,9 @@ void EngineWorker::doLoad(const Command& c) {
     m_generatedSinceLoad = false;
     publishTiers(0, nullptr); // no tiers until the next model is in
     ModelLoadOptions mo;
-    mo.threads = m_opt.threads;
+    mo.threads = c.load.threads > 0 ? c.load.threads : m_opt.threads;
+    mo.tiers.directIo = c.load.directIo;
+    mo.tiers.prefetch = c.load.prefetch;
     // Routed experts stream from disk through the expert cache (docs/tiers.md); its budget is
     // set from MemAvailable once the dense weights are in.
     mo.tiers.stream = true;
@@ -186,13 +188,14 @@ void EngineWorker::doLoad(const Command& c) {
         const uint64_t most =
             cache->minimumBudget() +
             uint64_t(cache->telemetry().residency.totalExperts) * cache->slotBytes();
-        uint64_t want = m_opt.expertBudgetBytes;
+        // The Settings view's budget (this load's), else the worker's, else one from MemAvailable.
+        uint64_t want = c.load.ramBudgetBytes > 0 ? c.load.ramBudgetBytes : m_opt.expertBudgetBytes;
         if (want == 0) {
             Result<uint64_t> avail = memAvailableBytes();
             want = avail ? defaultExpertBudget(*cache, *avail) : 0;
         }
         (void)cache->setBudget(std::clamp(want, cache->minimumBudget(), most)); // >= minimum
-        cache->setPrefetch(m_opt.prefetch);
+        cache->setPrefetch(m_opt.prefetch && c.load.prefetch);
         budget = formatBytes(cache->budget());
         m_tierState.minimumBudget = cache->minimumBudget();
         m_tierState.maximumBudget = most;
@@ -220,6 +223,10 @@ void EngineWorker::doLoad(const Command& c) {
     EngineEvent ev = EngineEvent::make(EventKind::Loaded, c.id, name.empty() ? c.dir : name);
     ev.info = info.str();
     ev.contextLength = m_model->model().config().maxPositions;
+    ev.tokenizer = m_model->sharedTokenizer();
+    // What the template adds around one user message (its role markers, the generation prompt).
+    if (auto wrapped = m_model->renderChat({ChatMessage{"user", ""}}, true, c.cancel.get()))
+        ev.promptOverheadTokens = int(m_model->tokenizer().encode(wrapped.value(), false).size());
     publish(std::move(ev));
     // Problems that did not stop the load (e.g. ignored generation_config.json keys): the user
     // should know the defaults they get are not the model's.
@@ -280,6 +287,26 @@ void EngineWorker::doGenerate(const Command& c) {
         EngineEvent done = EngineEvent::make(EventKind::Finished, c.id, {});
         done.stats.stopReason = StopReason::Cancelled;
         return publish(std::move(done));
+    }
+    if (!fitted.isOk() && fitted.status().code() == ErrorCode::InvalidArgument &&
+        fitted.status().message().find("too long for the model's context") != std::string::npos) {
+        // The window refuses such a message before sending it (EngineController::send); this is
+        // the rare case its estimate missed (e.g. a system message): the same words.
+        const int context = m_model->model().config().maxPositions;
+        const int reserve = std::clamp(c.params.maxNewTokens, 0, context / 2);
+        const Tokenizer& tok = m_model->tokenizer();
+        const int own = int(tok.encode(c.messages.back().content, false).size());
+        // What the kept messages take around it: a leading system message, the template's wrapping.
+        std::vector<ChatMessage> frame;
+        if (c.messages.size() > 1 && c.messages.front().role == "system")
+            frame.push_back(c.messages.front());
+        frame.push_back(ChatMessage{c.messages.back().role, ""});
+        auto wrapped = m_model->renderChat(frame, true, c.cancel.get());
+        const int around = wrapped ? int(tok.encode(wrapped.value(), false).size()) : 0;
+        const int limit = context - reserve - around;
+        if (limit <= 0) // the system message alone leaves no room: the message is not the problem
+            return fail(systemMessageTooLong(around, context - reserve));
+        return fail(tooLongForContext(own, limit));
     }
     if (!fitted.isOk()) return fail(fitted.status().message());
     const std::vector<int32_t>& ids = fitted.value().ids;

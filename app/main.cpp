@@ -1,5 +1,6 @@
 // colibri: the desktop chat window. See docs/app.md.
 #include "app_options.h"
+#include "app_settings.h"
 #include "app_window.h"
 #include "engine_controller.h"
 #include "startup/omp_defaults.h"
@@ -7,7 +8,6 @@
 #include <QApplication>
 #include <QQmlApplicationEngine>
 #include <QQuickWindow>
-#include <QSettings>
 
 #include <QTimer>
 
@@ -66,26 +66,31 @@ int main(int argc, char* argv[]) {
     QApplication::setApplicationName(QStringLiteral("Colibri Desktop"));
     QApplication::setApplicationVersion(QStringLiteral(COLI_VERSION));
 
-    const QSettings settings(QStringLiteral("Colibri"), QStringLiteral("Colibri Desktop"));
+    // Settings (QSettings) give the defaults; the command line wins over them for this run.
+    AppSettings settings(defaultModelDir(QCoreApplication::applicationDirPath(),
+                                         QStringLiteral(COLI_SHIPPED_MODEL_NAME),
+                                         QStringLiteral(COLI_DEFAULT_MODEL_DIR)));
     QString notice;
-    const QString modelDir = chooseModelDir(
-        opt.modelArg, settings.value(EngineController::settingsKeyLastDir()).toString(),
-        defaultModelDir(QCoreApplication::applicationDirPath(),
-                        QStringLiteral(COLI_SHIPPED_MODEL_NAME),
-                        QStringLiteral(COLI_DEFAULT_MODEL_DIR)),
-        &notice);
+    const QString modelDir =
+        opt.modelArg.isEmpty() ? settings.startupModelDir(&notice) : opt.modelArg;
 
     WorkerOptions wo;
-    wo.threads = opt.threads > 0 ? opt.threads : defaultEngineThreads();
+    wo.threads = defaultEngineThreads();
     EngineController controller(wo);
-    controller.setGenerateParams(opt.params, opt.sampling);
+    connectSettings(&settings, &controller, 0);
+    if (opt.threads > 0) {
+        LoadSettings l = controller.loadSettings();
+        l.threads = opt.threads;
+        controller.setLoadSettings(l);
+    }
+    controller.setGenerateParams(mergedParams(opt, settings), mergedSampling(opt, settings));
     // Quit mid-answer: cancel and join before the QML engine and the window go away.
     QObject::connect(&app, &QCoreApplication::aboutToQuit, &controller,
                      &EngineController::shutdown);
 
     QQmlApplicationEngine engine;
     QString error;
-    if (!createMainWindow(engine, &controller, {}, &error)) {
+    if (!createMainWindow(engine, &controller, {}, &error, &settings)) {
         std::fprintf(stderr, "colibri: %s\n", qPrintable(error));
         return kExitQml;
     }

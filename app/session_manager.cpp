@@ -414,25 +414,25 @@ void SessionManager::onAnswerEnded(int row, const GenerateStats* stats) {
     std::optional<storage::RunRecord> run;
     if (stats) run = runOf(*stats);
     if (run) emit runAdded(*run);
-    m_worker->post("Saving the answer",
-                   [session, key, text, stop, run](StorageContext& ctx) mutable {
-                       const int64_t id = ctx.resolve(key);
-                       if (id == 0) return Status::ok();
-                       std::optional<int64_t> runId;
-                       if (run) {
-                           run->session = ctx.resolve(session);
-                           auto r = ctx.sessions().addRun(*run);
-                           if (!r) return r.status();
-                           runId = *r;
-                       }
-                       COLI_RETURN_IF_ERROR(ctx.sessions().finishMessage(id, text, stop, runId));
-                       ctx.ack(id, text);
-                       return Status::ok();
-                   });
+    auto job = [session, key, text, stop, run](StorageContext& ctx) mutable -> Status {
+        const int64_t id = ctx.resolve(key);
+        if (id == 0) return Status::ok(); // its row was never created (reported already)
+        if (run) { // the end and its run in one transaction: a kill cannot split them
+            run->session = ctx.resolve(session);
+            auto r = ctx.sessions().finishAnswer(id, text, stop, *run);
+            if (!r) return r.status();
+        } else {
+            COLI_RETURN_IF_ERROR(ctx.sessions().finishMessage(id, text, stop));
+        }
+        ctx.ack(id, text);
+        return Status::ok();
+    };
+    m_worker->post("Saving the answer", std::move(job));
 }
 
-void SessionManager::onCleared() {
-    // An answer cut short by New chat or another model: keep what was written, as stopped.
+void SessionManager::finishStreamingAsStopped() {
+    // An answer cut short (New chat, another chat or model, quit): what was written is kept, as
+    // stopped.
     ChatModel* chat = m_controller->chatModel();
     if (m_streamRow >= 0 && m_streamRow < m_rowKeys.size() && m_streamRow < chat->rowCount()) {
         const qint64 key = m_rowKeys[m_streamRow];
@@ -448,6 +448,10 @@ void SessionManager::onCleared() {
     }
     m_streamSave.stop();
     m_streamRow = -1;
+}
+
+void SessionManager::onCleared() {
+    finishStreamingAsStopped();
     m_rowKeys.clear();
     emit conversationCleared();
     if (m_current != 0) {
@@ -500,7 +504,8 @@ void SessionManager::openSession(qint64 id) {
         const QVector<storage::RunRecord> turnRuns(runs->begin(), runs->end());
         ctx.notify([self, id, rows, keys, row, turnRuns] {
             if (!self) return;
-            self->m_controller->showConversation(rows); // no hooks: nothing to save
+            self->finishStreamingAsStopped(); // an answer being written is kept, stopped
+            self->m_controller->showConversation(rows);
             emit self->runsLoaded(turnRuns);
             self->m_rowKeys = keys;
             self->m_streamRow = -1;

@@ -98,6 +98,7 @@ private:
     void onAnswerStarted(int row);
     void onAnswerEnded(int row, const GenerateStats* stats);
     void onCleared();
+    void finishStreamingAsStopped();
     void saveStreamingText();
     void ensureSession(const QString& firstText);
     void refreshList();

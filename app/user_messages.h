@@ -27,4 +27,22 @@ inline std::string samplingErrorForUser(const std::string& msg) {
     return msg;
 }
 
+// A message that cannot fit the model's context even alone, in words that say what to do:
+// "This message is about 900 tokens; with room kept for the answer, the model reads at most 240.
+// Shorten it or split it into parts."
+inline std::string tooLongForContext(int messageTokens, int maxTokens) {
+    return "This message is about " + std::to_string(messageTokens) +
+           " tokens; with room kept for the answer, the model reads at most " +
+           std::to_string(maxTokens < 0 ? 0 : maxTokens) + ". Shorten it or split it into parts.";
+}
+
+// The system message (with the template's wrapping) leaves no room for any message: "The system
+// message is about 80 tokens; with room kept for the answer, the model reads at most 24. Shorten
+// the system message."
+inline std::string systemMessageTooLong(int systemTokens, int maxTokens) {
+    return "The system message is about " + std::to_string(systemTokens) +
+           " tokens; with room kept for the answer, the model reads at most " +
+           std::to_string(maxTokens < 0 ? 0 : maxTokens) + ". Shorten the system message.";
+}
+
 } // namespace coli::app

@@ -1,8 +1,8 @@
 #pragma once
-// The CLI's link between the expert cache and the usage database (DESIGN.md "Expert tiers" step 5
-// "learn", docs/storage.md): at start the model's saved heat is loaded into the cache and its
-// hottest experts within the hot-store size are pinned; at each turn end (and at exit) the decayed
-// heat and the pins are saved in one transaction each. A database that cannot be opened, is
+// The CLI's link between the expert cache and the usage database (docs/design.md "Expert tiers"
+// step 5 "learn", docs/storage.md): at start the model's saved heat is loaded into the cache and
+// its hottest experts within the hot-store size are pinned; at each turn end (and at exit) the
+// decayed heat and the pins are saved in one transaction each. A database that cannot be opened, is
 // corrupt or locked gives one warning and the run goes on without learning; nothing is lost.
 // Built on the thread-split functions of learning/learned_usage.h, called here on one thread.
 // Thread-safety: one thread (the CLI's), which opens and uses the connection.

@@ -14,6 +14,7 @@ Button {
     rightPadding: 14
     topPadding: 7
     bottomPadding: 7
+    Accessible.name: text
 
     contentItem: Text {
         text: control.text
@@ -22,7 +23,7 @@ Button {
         verticalAlignment: Text.AlignVCenter
         elide: Text.ElideRight
         color: !control.enabled ? Theme.textMuted
-             : control.primary ? "#ffffff" : Theme.text
+             : control.primary ? Theme.accentText : Theme.text
     }
     background: Rectangle {
         implicitWidth: 64
@@ -30,13 +31,14 @@ Button {
         radius: 8
         color: {
             if (!control.enabled)
-                return control.primary ? Qt.lighter(Theme.accent, 1.9) : Theme.background
+                return control.primary ? Theme.accentSoft : Theme.background
             if (control.primary)
                 return control.down ? Qt.darker(Theme.accent, 1.2)
                      : control.hovered ? Qt.darker(Theme.accent, 1.08) : Theme.accent
             return control.down ? Theme.border : control.hovered ? Theme.accentSoft : Theme.surface
         }
-        border.color: control.primary ? "transparent" : Theme.border
-        border.width: 1
+        border.color: control.visualFocus ? Theme.accent
+                    : control.primary ? "transparent" : Theme.border
+        border.width: control.visualFocus ? 2 : 1
     }
 }

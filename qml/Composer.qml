@@ -40,12 +40,14 @@ Rectangle {
             TextArea {
                 id: input
                 objectName: "composerInput"
+                Accessible.name: qsTr("Message")
                 placeholderText: composer.ready ? qsTr("Message (Enter to send, Shift+Enter for a new line)")
                                                 : qsTr("Waiting for a model…")
                 wrapMode: TextArea.Wrap
                 font.family: Theme.fontFamily
                 font.pixelSize: Theme.fontSize
                 color: Theme.text
+                placeholderTextColor: Theme.textMuted
                 leftPadding: 10
                 rightPadding: 10
                 topPadding: 10
@@ -54,6 +56,15 @@ Rectangle {
                     radius: 8
                     color: Theme.background
                     border.color: input.activeFocus ? Theme.accent : Theme.border
+                }
+                // Tab moves to the next control (as everywhere in the window), not a tab character.
+                Keys.onTabPressed: function(event) {
+                    input.nextItemInFocusChain(true).forceActiveFocus(Qt.TabFocusReason)
+                    event.accepted = true
+                }
+                Keys.onBacktabPressed: function(event) {
+                    input.nextItemInFocusChain(false).forceActiveFocus(Qt.BacktabFocusReason)
+                    event.accepted = true
                 }
                 Keys.onPressed: function(event) {
                     if ((event.key === Qt.Key_Return || event.key === Qt.Key_Enter)
@@ -67,6 +78,7 @@ Rectangle {
 
         AppButton {
             objectName: "sendButton"
+            Accessible.name: composer.busy ? qsTr("Stop the answer") : qsTr("Send the message")
             text: composer.busy ? qsTr("Stop") : qsTr("Send")
             enabled: composer.busy || (composer.ready && input.text.trim() !== "")
             primary: !composer.busy

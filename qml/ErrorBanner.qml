@@ -3,43 +3,53 @@ import QtQuick.Controls
 import QtQuick.Layouts
 import Colibri
 
-// Shows an error in the window (not only on stderr); hidden when `message` is empty.
+// Shows an error, or a notice, in the window (not only on stderr); hidden when `message` is
+// empty. kind "error": red; "info": neutral (something to know, nothing failed).
 Rectangle {
     id: banner
     property string message: ""
+    property string kind: "error"
     signal dismissed()
 
+    readonly property bool isInfo: kind === "info"
     visible: message !== ""
     implicitHeight: visible ? row.implicitHeight + 2 * Theme.padding : 0
     radius: 6
-    color: Theme.errorBg
-    border.color: Theme.errorBorder
+    color: isInfo ? Theme.infoBg : Theme.errorBg
+    border.color: isInfo ? Theme.infoBorder : Theme.errorBorder
 
     RowLayout {
         id: row
         anchors { fill: parent; margins: Theme.padding }
         spacing: Theme.padding
         Label {
-            text: "⚠"
-            color: Theme.errorText
+            objectName: "bannerIcon"
+            text: banner.isInfo ? "ℹ" : "⚠"
+            color: banner.isInfo ? Theme.infoText : Theme.errorText
             font.pixelSize: Theme.titleFontSize
             Layout.alignment: Qt.AlignTop
+            Accessible.ignored: true
         }
         TextEdit {
             objectName: "errorText"
             text: banner.message
-            color: Theme.errorText
+            color: banner.isInfo ? Theme.infoText : Theme.errorText
             font.family: Theme.fontFamily
             font.pixelSize: Theme.fontSize
             wrapMode: TextEdit.Wrap
             readOnly: true
             selectByMouse: true
+            activeFocusOnPress: false // a click selects; the keyboard stays where it was
             Layout.fillWidth: true
+            Accessible.role: Accessible.StaticText
+            Accessible.name: banner.message
         }
         ToolButton {
+            objectName: "dismissBanner"
             text: "✕"
             onClicked: banner.dismissed()
             Layout.alignment: Qt.AlignTop
+            Accessible.name: qsTr("Dismiss the message")
             ToolTip.visible: hovered
             ToolTip.text: qsTr("Dismiss")
         }

@@ -1,19 +1,21 @@
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
-import QtQuick.Dialogs
 import Colibri
 
-// The main window: header (model, load state, open folder, new chat), load progress, error
-// banner, the conversation and the composer. `controller` is the C++ EngineController.
+// The main window: header (model, load state, new chat), a sidebar of views (Chat, Tiers, Charts,
+// Models, Settings; Brain and Atlas slot in the same list), load progress, the banner, and the
+// current view. `controller` is the C++ EngineController, `appSettings` the AppSettings.
 ApplicationWindow {
     id: win
     objectName: "mainWindow"
     property QtObject controller
+    property QtObject appSettings
 
-    width: 1000
-    height: 720
-    minimumWidth: 560
+    // Fits a 1000-px-high screen at 1.5x scaling (667 logical px less panels and decorations).
+    width: 960
+    height: 600
+    minimumWidth: 640
     minimumHeight: 420
     visible: true
     title: controller && controller.modelName !== "" ? "Colibri — " + controller.modelName : "Colibri"
@@ -23,6 +25,45 @@ ApplicationWindow {
 
     readonly property bool ready: controller !== null && controller.loadState === "ready"
     readonly property bool busy: controller !== null && controller.generating
+
+    // The views, in sidebar order. `key`: the shortcut that shows it.
+    readonly property var views: [
+        { name: "chat", title: qsTr("Chat"), icon: "✎", key: "Ctrl+1" },
+        { name: "tiers", title: qsTr("Tiers"), icon: "▦", key: "Ctrl+2" },
+        { name: "charts", title: qsTr("Charts"), icon: "◔", key: "Ctrl+3" },
+        { name: "models", title: qsTr("Models"), icon: "❐", key: "Ctrl+O" },
+        { name: "settings", title: qsTr("Settings"), icon: "⚙", key: "Ctrl+4" }
+    ]
+    function showView(name) {
+        for (let i = 0; i < views.length; ++i)
+            if (views[i].name === name)
+                stack.currentIndex = i
+        if (name === "chat")
+            chatPage.focusInput()
+    }
+
+    Binding { target: Theme; property: "dark"; value: win.appSettings ? win.appSettings.dark : false }
+    // The controls' own colours (radio buttons, switches, spin boxes, fields) follow the theme.
+    palette.window: Theme.background
+    palette.windowText: Theme.text
+    palette.base: Theme.surface
+    palette.alternateBase: Theme.background
+    palette.text: Theme.text
+    palette.button: Theme.surface
+    palette.buttonText: Theme.text
+    palette.brightText: Theme.text
+    palette.highlight: Theme.accent
+    palette.highlightedText: Theme.accentText
+    palette.placeholderText: Theme.textMuted
+    palette.mid: Theme.border
+    palette.midlight: Theme.border
+    palette.dark: Theme.textMuted
+    palette.light: Theme.surface
+    palette.toolTipBase: Theme.surface
+    palette.toolTipText: Theme.text
+    palette.disabled.text: Theme.textMuted
+    palette.disabled.windowText: Theme.textMuted
+    palette.disabled.buttonText: Theme.textMuted
 
     header: Rectangle {
         objectName: "header"
@@ -66,13 +107,6 @@ ApplicationWindow {
                 progress: controller ? controller.loadProgress : 0
             }
             AppButton {
-                objectName: "openButton"
-                text: qsTr("Open model folder…")
-                onClicked: folderDialog.open()
-                ToolTip.visible: hovered
-                ToolTip.text: qsTr("Choose a Hugging Face model folder (Ctrl+O)")
-            }
-            AppButton {
                 objectName: "newChatButton"
                 text: qsTr("New chat")
                 enabled: controller !== null
@@ -83,86 +117,98 @@ ApplicationWindow {
         }
     }
 
-    ColumnLayout {
+    RowLayout {
         anchors.fill: parent
         spacing: 0
 
-        ProgressBar {
-            objectName: "loadProgress"
-            Layout.fillWidth: true
-            visible: controller !== null && controller.loadState === "loading"
-            value: controller ? controller.loadProgress : 0
+        Sidebar {
+            id: sidebar
+            objectName: "sidebar"
+            Layout.fillHeight: true
+            views: win.views
+            currentIndex: stack.currentIndex
+            onActivated: function(name) { win.showView(name) }
         }
 
-        ErrorBanner {
-            objectName: "errorBanner"
-            Layout.fillWidth: true
-            Layout.margins: Theme.padding
-            Layout.bottomMargin: 0
-            message: controller ? controller.errorText : ""
-            onDismissed: controller.clearError()
-        }
-
-        ChatView {
-            id: chatView
-            objectName: "chatView"
+        ColumnLayout {
             Layout.fillWidth: true
             Layout.fillHeight: true
-            controller: win.controller
-        }
+            spacing: 0
 
-        Composer {
-            id: composer
-            objectName: "composer"
-            Layout.fillWidth: true
-            ready: win.ready
-            busy: win.busy
-            onSendRequested: function(text) {
-                if (controller.send(text))
-                    composer.clear()
+            ProgressBar {
+                objectName: "loadProgress"
+                Layout.fillWidth: true
+                visible: controller !== null && controller.loadState === "loading"
+                value: controller ? controller.loadProgress : 0
             }
-            onStopRequested: win.stop()
+
+            ErrorBanner {
+                objectName: "errorBanner"
+                Layout.fillWidth: true
+                Layout.margins: Theme.padding
+                Layout.bottomMargin: 0
+                message: controller ? controller.errorText : ""
+                kind: controller ? controller.noticeKind : "error"
+                onDismissed: controller.clearError()
+            }
+
+            StackLayout {
+                id: stack
+                objectName: "viewStack"
+                readonly property string currentName: win.views[currentIndex].name
+                Layout.fillWidth: true
+                Layout.fillHeight: true
+
+                ChatPage {
+                    id: chatPage
+                    objectName: "chatPage"
+                    controller: win.controller
+                    onStopRequested: win.stop()
+                }
+                TiersView { objectName: "tiersView"; controller: win.controller }
+                ChartsView { objectName: "chartsView"; controller: win.controller }
+                ModelsView {
+                    id: modelsView
+                    objectName: "modelsView"
+                    controller: win.controller
+                    appSettings: win.appSettings
+                    onModelChosen: win.showView("chat")
+                }
+                SettingsView { objectName: "settingsView"; controller: win.controller; appSettings: win.appSettings }
+            }
         }
     }
 
     function newChat() {
         controller.newChat()
-        composer.focusInput()
+        showView("chat")
     }
     function stop() {
         controller.stop()
-        composer.focusInput() // the Stop button took the focus: typing goes on in the composer
+        chatPage.focusInput() // the Stop button took the focus: typing goes on in the composer
     }
-    // The folder that holds the current model, so the dialog lists the model itself.
-    function parentFolderUrl() {
-        if (!controller || controller.modelDir === "")
-            return ""
-        const dir = controller.modelDir
-        const cut = dir.lastIndexOf("/")
-        return "file://" + (cut > 0 ? dir.substring(0, cut) : "/")
-    }
-
-    FolderDialog {
-        id: folderDialog
-        objectName: "folderDialog"
-        title: qsTr("Open a model folder")
-        currentFolder: win.parentFolderUrl()
-        onAccepted: {
-            controller.openModelFolder(selectedFolder)
-            composer.focusInput()
-        }
-        onRejected: composer.focusInput()
+    function openModels() {
+        showView("models")
+        modelsView.focusList()
     }
 
     Connections {
         target: controller
-        function onAnswerFinished(row) { composer.focusInput() }
+        function onAnswerFinished(row) { if (stack.currentIndex === 0) chatPage.focusInput() }
     }
 
-    Shortcut { sequence: "Ctrl+O"; onActivated: folderDialog.open() }
-    Shortcut { sequence: "Ctrl+N"; onActivated: win.newChat() }
-    Shortcut { sequence: "Escape"; enabled: win.busy; onActivated: win.stop() }
-    Shortcut { sequence: StandardKey.Quit; onActivated: Qt.quit() }
+    // Application-wide: they work whatever has the focus (a message's text, a list, a field).
+    Shortcut { sequence: "Ctrl+O"; context: Qt.ApplicationShortcut; onActivated: win.openModels() }
+    Shortcut { sequence: "Ctrl+N"; context: Qt.ApplicationShortcut; onActivated: win.newChat() }
+    Shortcut {
+        sequence: "Escape"; context: Qt.ApplicationShortcut; enabled: win.busy
+        onActivated: win.stop()
+    }
+    Shortcut { sequence: StandardKey.Quit; context: Qt.ApplicationShortcut; onActivated: Qt.quit() }
+    Shortcut { sequence: "Ctrl+1"; context: Qt.ApplicationShortcut; onActivated: win.showView("chat") }
+    Shortcut { sequence: "Ctrl+2"; context: Qt.ApplicationShortcut; onActivated: win.showView("tiers") }
+    Shortcut { sequence: "Ctrl+3"; context: Qt.ApplicationShortcut; onActivated: win.showView("charts") }
+    Shortcut { sequence: "Ctrl+4"; context: Qt.ApplicationShortcut; onActivated: win.showView("settings") }
 
-    Component.onCompleted: composer.focusInput()
+    Component.onCompleted: chatPage.focusInput()
 }

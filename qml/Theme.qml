@@ -1,21 +1,30 @@
 pragma Singleton
 import QtQuick
 
-// Colours, sizes and fonts shared by every view: neutral, dark text on light backgrounds.
+// Colours, sizes and fonts shared by every view. `dark` picks the dark palette; Main binds it to
+// the Settings view's choice (light, dark, or the desktop's scheme: AppSettings.dark).
 QtObject {
-    readonly property color background: "#f4f5f7"
-    readonly property color surface: "#ffffff"
-    readonly property color border: "#d9dce1"
-    readonly property color text: "#1f2328"
-    readonly property color textMuted: "#636c76"
-    readonly property color accent: "#2f6feb"
-    readonly property color accentSoft: "#e3ecfd"
-    readonly property color userBubble: "#dfe9fb"
-    readonly property color assistantBubble: "#ffffff"
-    readonly property color errorBg: "#fdecea"
-    readonly property color errorBorder: "#e5a29b"
-    readonly property color errorText: "#8a1f11"
-    readonly property color success: "#1a7f37"
+    property bool dark: false
+
+    readonly property color background: dark ? "#16181c" : "#f4f5f7"
+    readonly property color surface: dark ? "#1f2227" : "#ffffff"
+    readonly property color sidebar: dark ? "#1b1d22" : "#eceef1"
+    readonly property color border: dark ? "#363a42" : "#d9dce1"
+    readonly property color text: dark ? "#e6e8eb" : "#1f2328"
+    readonly property color textMuted: dark ? "#9aa3ad" : "#636c76"
+    readonly property color accent: dark ? "#5b9bff" : "#2f6feb"
+    readonly property color accentText: "#ffffff" // on an accent fill
+    readonly property color accentSoft: dark ? "#24344f" : "#e3ecfd"
+    readonly property color userBubble: dark ? "#27406a" : "#dfe9fb"
+    readonly property color assistantBubble: dark ? "#23262c" : "#ffffff"
+    readonly property color errorBg: dark ? "#3a1d1a" : "#fdecea"
+    readonly property color errorBorder: dark ? "#8c3b33" : "#e5a29b"
+    readonly property color errorText: dark ? "#ffb4a9" : "#8a1f11"
+    // Notices that are not failures (older messages left out, the context filled): neutral.
+    readonly property color infoBg: dark ? "#1f2a38" : "#eef3fb"
+    readonly property color infoBorder: dark ? "#3b516f" : "#b7c9e6"
+    readonly property color infoText: dark ? "#c9d8ee" : "#24364f"
+    readonly property color success: dark ? "#57c27a" : "#1a7f37"
 
     readonly property string fontFamily: "DejaVu Sans"
     readonly property string monoFamily: "DejaVu Sans Mono"

@@ -7,7 +7,7 @@
 // damaged file is never truncated or recreated). The caller can go on without learning.
 //
 // Thread-safety: a Storage owns one connection and must be used only by the thread that opened it
-// (DESIGN.md threading rule 6: the storage thread). Results are plain values that may cross
+// (docs/design.md threading rule 6: the storage thread). Results are plain values that may cross
 // threads. Several Storage objects (threads, processes) may share one file: readers never block
 // the writer in WAL mode; a writer that finds the file locked by another writer waits up to
 // OpenOptions::busyTimeoutMs, then gets an Io status saying the database is locked.

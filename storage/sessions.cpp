@@ -401,9 +401,26 @@ Status SessionStore::updateMessageText(int64_t id, const std::string& text) {
 
 Status SessionStore::finishMessage(int64_t id, const std::string& text, StopReason stopReason,
                                    std::optional<int64_t> runId) {
-    const std::string what = "saving the end of " + idText("message", id);
+    return finishMessageImpl(id, text, stopReason, runId, true);
+}
+
+Result<int64_t> SessionStore::finishAnswer(int64_t id, const std::string& text,
+                                           StopReason stopReason, const RunRecord& run) {
+    const std::string what = "saving the end of " + idText("message", id) + " with its run";
     Transaction tx(conn(), file());
     COLI_RETURN_IF_ERROR(tx.begin(what));
+    auto runId = addRunImpl(run, false);
+    if (!runId) return runId.status();
+    COLI_RETURN_IF_ERROR(finishMessageImpl(id, text, stopReason, *runId, false));
+    COLI_RETURN_IF_ERROR(tx.commit(what));
+    return *runId;
+}
+
+Status SessionStore::finishMessageImpl(int64_t id, const std::string& text, StopReason stopReason,
+                                       std::optional<int64_t> runId, bool ownTransaction) {
+    const std::string what = "saving the end of " + idText("message", id);
+    Transaction tx(conn(), file());
+    if (ownTransaction) COLI_RETURN_IF_ERROR(tx.begin(what));
     int64_t session = 0;
     {
         Stmt find;
@@ -431,7 +448,7 @@ Status SessionStore::finishMessage(int64_t id, const std::string& text, StopReas
     bump.bind(1, nowMs());
     bump.bind(2, session);
     COLI_RETURN_IF_ERROR(run(conn(), bump, file(), what));
-    return tx.commit(what);
+    return ownTransaction ? tx.commit(what) : Status::ok();
 }
 
 Result<int64_t> SessionStore::deleteMessagesFrom(int64_t session, int position) {
@@ -451,6 +468,10 @@ Result<int64_t> SessionStore::deleteMessagesFrom(int64_t session, int position) 
 // --- runs -------------------------------------------------------------------------------------
 
 Result<int64_t> SessionStore::addRun(const RunRecord& r) {
+    return addRunImpl(r, true);
+}
+
+Result<int64_t> SessionStore::addRunImpl(const RunRecord& r, bool ownTransaction) {
     const std::string what = "saving the statistics of a turn of " + idText("session", r.session);
     auto bad = [&](const std::string& problem) -> Result<int64_t> {
         return {ErrorCode::InvalidArgument, file() + ": " + what + ": " + problem};
@@ -489,7 +510,7 @@ Result<int64_t> SessionStore::addRun(const RunRecord& r) {
             return bad(std::string(name) + " " + std::to_string(v) + " exceeds 2^63 - 1");
 
     Transaction tx(conn(), file());
-    COLI_RETURN_IF_ERROR(tx.begin(what));
+    if (ownTransaction) COLI_RETURN_IF_ERROR(tx.begin(what));
     COLI_RETURN_IF_ERROR(requireSession(r.session, what));
     Stmt s;
     COLI_RETURN_IF_ERROR(s.prepare(
@@ -514,7 +535,7 @@ Result<int64_t> SessionStore::addRun(const RunRecord& r) {
     if (rc != SQLITE_ROW) return sqliteStatus(conn(), rc, file(), what);
     const int64_t id = s.int64(0);
     COLI_RETURN_IF_ERROR(run(conn(), s, file(), what));
-    COLI_RETURN_IF_ERROR(tx.commit(what));
+    if (ownTransaction) COLI_RETURN_IF_ERROR(tx.commit(what));
     return id;
 }
 

@@ -7,7 +7,7 @@
 // no handle of its own, and must not outlive the Storage.
 //
 // Thread-safety: like its Storage, a SessionStore is used only on the thread that opened the
-// Storage (DESIGN rule 6: the app's storage thread). Everything it returns is a plain value
+// Storage (docs/design.md rule 6: the app's storage thread). Everything it returns is a plain value
 // (session_types.h) that may cross threads.
 //
 // Failure policy: every function returns a Status / Result whose message names the database file
@@ -90,6 +90,12 @@ public:
     // the message's session), common ones.
     Status finishMessage(int64_t id, const std::string& text, StopReason stopReason,
                          std::optional<int64_t> run = std::nullopt);
+    // finishMessage and addRun in ONE transaction: the answer's end and its run are saved
+    // together or not at all (a kill between two transactions would leave a run without its
+    // answer). `run.session` must be the message's session. Returns the run id.
+    // Errors: those of addRun and finishMessage.
+    Result<int64_t> finishAnswer(int64_t id, const std::string& text, StopReason stopReason,
+                                 const RunRecord& run);
     // Deletes the session's messages at positions >= `position` (edit and resend: what came
     // after the edited message is replaced). Runs stay (they are the session's turn history).
     // Returns the number of messages deleted (0 is not an error). Errors: InvalidArgument
@@ -118,6 +124,9 @@ private:
     sqlite3* conn() const { return m_db.m_db; }
     const std::string& file() const { return m_db.m_path; }
     Status requireSession(int64_t id, const std::string& what);
+    Status finishMessageImpl(int64_t id, const std::string& text, StopReason stopReason,
+                             std::optional<int64_t> runId, bool ownTransaction);
+    Result<int64_t> addRunImpl(const RunRecord& r, bool ownTransaction);
     Status requireRunOf(int64_t run, int64_t session, const std::string& what);
 
     Storage& m_db;

@@ -1,5 +1,5 @@
 #pragma once
-// The asynchronous read pool of the expert tiers (DESIGN.md "Expert tiers", step 4 "overlap"):
+// The asynchronous read pool of the expert tiers (docs/design.md "Expert tiers", step 4 "overlap"):
 // whole-expert reads are submitted by the compute thread (or the prefetcher) and complete on the
 // pool's own threads while resident experts compute. Two backends behind one interface:
 //   IoBackend::Uring        - io_uring through liburing: one submission thread, up to queueDepth

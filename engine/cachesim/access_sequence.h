@@ -1,6 +1,6 @@
 #pragma once
 // The expert-cache access sequence of one or more routing traces, in the engine's order
-// (DESIGN.md "Expert tiers", steps 1-3):
+// (docs/design.md "Expert tiers", steps 1-3):
 // - a step is one decode token, or a chunk of up to `chunk` prompt tokens (prefill); generated
 //   tokens are always decoded one per step, as the engine does; a chunk never spans two traces;
 // - within a step, MoE layers in order; per layer a group: the union of the experts its tokens

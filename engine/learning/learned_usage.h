@@ -1,11 +1,11 @@
 #pragma once
-// Learning usage across runs (DESIGN.md "Expert tiers" step 5 "learn"; docs/storage.md,
+// Learning usage across runs (docs/design.md "Expert tiers" step 5 "learn"; docs/storage.md,
 // docs/tiers.md "Learning"): the glue between the expert cache and the usage database, shared by
 // the CLI (cli/usage_learning.h, one thread) and the app (two threads).
 //
-// The work is split by thread (DESIGN.md threading rule 6: a Storage is used only by the thread
-// that opened it, the cache's layer sequence by the engine thread; values cross threads, never
-// handles):
+// The work is split by thread (docs/design.md threading rule 6: a Storage is used only by the
+// thread that opened it, the cache's layer sequence by the engine thread; values cross threads,
+// never handles):
 //   storage thread:  identify the model, read its heat and the experts to pin (loadLearnedUsage),
 //                    and save a turn's heat and pins (saveUsage);
 //   engine thread:   put the learned heat and pins into the cache before the first generation

@@ -437,6 +437,13 @@ Result<ModelConfig> loadConfig(const std::string& dir) {
                       dir + ": not a directory (give the checkpoint directory, which holds "
                             "config.json)");
     const std::string path = dir + "/config.json";
+    // A folder without config.json is most likely not a model at all (the user picked the
+    // folder above it, or another one): say what a model folder is rather than "file not found".
+    if (std::filesystem::is_directory(dir, ec) && !std::filesystem::exists(path, ec) &&
+        !std::filesystem::is_symlink(path, ec))
+        return Status(ErrorCode::NotFound,
+                      dir + " is not a model folder: a model folder holds config.json, "
+                            "*.safetensors and tokenizer.json (config.json is missing)");
     auto text = readTextFile(path);
     if (!text) return text.status();
     return parseConfig(text.value(), path);

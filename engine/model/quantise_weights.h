@@ -2,7 +2,7 @@
 // In-memory quantisation of loaded f32 weights into the block formats of quant/formats.h, with
 // the same quantiser (quant::quantiseRows) the converter uses, so a model quantised here and the
 // same model read from a colibri container hold identical bytes (docs/quantisation.md).
-// Tensor classes follow DESIGN.md's container: routed experts (int4-g64 by default), dense
+// Tensor classes follow docs/design.md's container: routed experts (int4-g64 by default), dense
 // linear weights (attention, shared expert, dense MLPs: int8), embedding table and LM head
 // (int8 or kept); norms, biases, router and shared-expert gate always stay f32.
 #include "core/status.h"

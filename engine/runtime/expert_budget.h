@@ -1,8 +1,8 @@
 #pragma once
-// The default RAM budget of the streamed experts (DESIGN.md "Expert tiers", step 3: "budgets come
-// from free memory at start (MemAvailable ...) minus a safety margin") and the one-line summaries
-// the CLI prints about the tiers.
-// Thread-safety: pure functions apart from reading /proc/meminfo.
+// The default RAM budget of the streamed experts (docs/design.md "Expert tiers", step 3: "budgets
+// come from free memory at start (MemAvailable ...) minus a safety margin") and the one-line
+// summaries the CLI prints about the tiers. Thread-safety: pure functions apart from reading
+// /proc/meminfo.
 #include "core/status.h"
 #include "tiers/expert_cache.h"
 

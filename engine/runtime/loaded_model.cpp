@@ -43,7 +43,7 @@ std::string eosTokenText(const std::string& tokenizerConfigText) {
 struct LoadedModel::Impl {
     std::string dir;
     std::unique_ptr<Model> model;
-    std::unique_ptr<Tokenizer> tokenizer;
+    std::shared_ptr<const Tokenizer> tokenizer; // shared read-only (sharedTokenizer())
     std::unique_ptr<ChatTemplate> chatTemplate;
     Status templateStatus; // why chatTemplate is null
     std::vector<std::string> warnings;
@@ -144,6 +144,9 @@ Model& LoadedModel::model() const {
 }
 const Tokenizer& LoadedModel::tokenizer() const {
     return *m_impl->tokenizer;
+}
+std::shared_ptr<const Tokenizer> LoadedModel::sharedTokenizer() const {
+    return m_impl->tokenizer;
 }
 const ChatTemplate* LoadedModel::chatTemplate() const {
     return m_impl->chatTemplate.get();

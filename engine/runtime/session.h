@@ -45,6 +45,10 @@ public:
     const std::string& dir() const;
     Model& model() const;
     const Tokenizer& tokenizer() const;
+    // The same tokenizer, for another thread to keep after this model is gone (e.g. the GUI
+    // counting a message's tokens before it is sent). Tokenizer's const functions are safe from
+    // several threads (tokenizer.h), so the copy-free share is safe too.
+    std::shared_ptr<const Tokenizer> sharedTokenizer() const;
     const ChatTemplate* chatTemplate() const; // nullptr when none could be loaded
     const GenerationConfig& generationConfig() const;
     // Problems that did not stop the load, one message each naming the file and key: a

@@ -1,6 +1,6 @@
 #pragma once
-// The RAM tiers of the routed experts (DESIGN.md "Expert tiers"): one pool of equal-sized slots
-// under ONE byte budget (slots being read included), holding
+// The RAM tiers of the routed experts (docs/design.md "Expert tiers"): one pool of equal-sized
+// slots under ONE byte budget (slots being read included), holding
 //   - the pinned hot-store: experts chosen from learned heat (setPins, rebalancePins), never
 //     evicted while pinned;
 //   - the LFRU cache: every other resident expert; the victim is the ready, unreferenced, unpinned
@@ -8,7 +8,7 @@
 //     heat's share of its layer gives a per-token routing chance, the layer cycle the distance;
 //     frequency first, recency breaks ties; docs/perf-cache-policy.md);
 // and reading everything else from disk through an ExpertSource on an aio::IoPool.
-// Slot safety (DESIGN.md "Threading contract" 7): a slot is empty, loading or ready, with a
+// Slot safety (docs/design.md "Threading contract" 7): a slot is empty, loading or ready, with a
 // reference count; only ready, unreferenced, unpinned slots that the current layer does not
 // still need are evicted or reused; a failed read frees its slot and is reported to the layer
 // that wanted it.
@@ -104,10 +104,10 @@ public:
     // n tokens were processed (a decode step or a prefill chunk): advances the heat clocks, then
     // calls the token observer, if any, with the telemetry after them.
     void endTokens(int n);
-    // Per-token telemetry (DESIGN.md threading rule 4: the engine aggregates, a consumer samples):
-    // `fn` is called by endTokens on the compute thread, outside any OpenMP region and without
-    // the cache's lock held, with the tokens of the step and the cumulative telemetry. It must be
-    // quick (copy what it needs). Null removes it.
+    // Per-token telemetry (docs/design.md threading rule 4: the engine aggregates, a consumer
+    // samples): `fn` is called by endTokens on the compute thread, outside any OpenMP region and
+    // without the cache's lock held, with the tokens of the step and the cumulative telemetry. It
+    // must be quick (copy what it needs). Null removes it.
     using TokenObserver = std::function<void(int tokens, const TierTelemetry& after)>;
     void setTokenObserver(TokenObserver fn);
 

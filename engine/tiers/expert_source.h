@@ -1,6 +1,6 @@
 #pragma once
 // Where a streamed routed expert's bytes come from, and how they become matrices the forward pass
-// multiplies by (DESIGN.md "Expert tiers", step 3 "place": the disk tier).
+// multiplies by (docs/design.md "Expert tiers", step 3 "place": the disk tier).
 //   container:  ONE read per expert: its blob [offset, offset + length) (gate, up and down
 //               adjacent and 4096-aligned, docs/container.md) lands in the slot as stored; the
 //               views point into it (quantised bytes or f32, never copied).

@@ -1,8 +1,8 @@
 #pragma once
-// Usage heat of every routed expert, the "frequency" of LFRU (DESIGN.md "Expert tiers", step 5):
-// a routing count with exponential forgetting, heat_now = heat * 0.5^(elapsed / halfLife), where
-// elapsed is counted in tokens (the same rule and default half-life as storage/heat.h, so heat
-// saved to SQLite and loaded again continues unchanged). Recency is a global access sequence
+// Usage heat of every routed expert, the "frequency" of LFRU (docs/design.md "Expert tiers", step
+// 5): a routing count with exponential forgetting, heat_now = heat * 0.5^(elapsed / halfLife),
+// where elapsed is counted in tokens (the same rule and default half-life as storage/heat.h, so
+// heat saved to SQLite and loaded again continues unchanged). Recency is a global access sequence
 // number; LFRU orders experts by decayed heat first and recency second. The layer-cycle aware
 // order (colder(a, b, currentLayer, topK)) turns the heat into an expected time to the next
 // routing, because a decode step visits the layers in order and an expert of layer l can be used

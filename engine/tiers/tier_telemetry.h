@@ -1,5 +1,5 @@
 #pragma once
-// What the expert tiers report (DESIGN.md "Threading contract" 4: aggregated in the engine,
+// What the expert tiers report (docs/design.md "Threading contract" 4: aggregated in the engine,
 // published latest-wins; the GUI's tier bars, Brain and Atlas draw it). Counters are cumulative
 // since the cache was made: a per-token figure is the difference of two snapshots.
 // Thread-safety: plain values.

@@ -1,5 +1,7 @@
 // colibri's command line, the model-folder choice at start, and the remembered folder.
 #include "app_options.h"
+#include "app_settings.h"
+#include "app_window.h"
 #include "engine_controller.h"
 
 #include <QDir>
@@ -22,7 +24,8 @@ private slots:
     void outOfRangeNumbers();
     void modelDirPrecedence();
     void installedShippedModelIsTheDefault();
-    void folderChoiceIsRemembered();
+    void failedFolderIsNotRemembered();
+    void helpNamesTheArgumentAsItsUsageLine();
     void displayDetection();
 };
 
@@ -165,21 +168,40 @@ void TstAppOptions::installedShippedModelIsTheDefault() {
     QCOMPARE(defaultModelDir(bin, "", "/compiled"), QString("/compiled"));
 }
 
-void TstAppOptions::folderChoiceIsRemembered() {
+// A folder chosen in the window that fails to load is not remembered (it used to be reopened
+// with the same error at every start); the error names the folder in plain words.
+void TstAppOptions::failedFolderIsNotRemembered() {
     QTemporaryDir dir;
     EngineController c;
-    c.openModelFolder(QUrl::fromLocalFile(dir.path() + "/model-x"));
-    QCOMPARE(c.modelDir(), dir.path() + "/model-x");
+    AppSettings settings(QStringLiteral("/default/model"));
+    connectSettings(&settings, &c, 0);
+    const QString bad = dir.path() + "/model-x";
+    QVERIFY(QDir().mkpath(bad));
+    settings.modelChosen(bad);
+    c.openModelFolder(QUrl::fromLocalFile(bad));
+    QCOMPARE(c.modelDir(), bad);
     QCOMPARE(c.loadState(), QString("loading"));
-    const QSettings s(QStringLiteral("Colibri"), QStringLiteral("Colibri Desktop"));
-    QCOMPARE(s.value(EngineController::settingsKeyLastDir()).toString(), dir.path() + "/model-x");
-    // The folder has no model: the load fails with the folder named, and nothing blocks.
     QTRY_COMPARE(c.loadState(), QString("error"));
-    QVERIFY(c.errorText().contains(dir.path() + "/model-x"));
+    const QSettings s(QStringLiteral("Colibri"), QStringLiteral("Colibri Desktop"));
+    QVERIFY(s.value(AppSettings::keyLastDir()).toString().isEmpty());
+    QString notice;
+    QCOMPARE(settings.startupModelDir(&notice), QStringLiteral("/default/model"));
+    // A folder without config.json: said to be no model folder, and what one holds.
+    QVERIFY2(c.errorText().contains(bad + " is not a model folder: a model folder holds "
+                                          "config.json, *.safetensors and tokenizer.json"),
+             qPrintable(c.errorText()));
     // Worded for users: no engine status name ("Not found: ...", "Invalid argument: ...").
     QVERIFY2(!c.errorText().contains(QRegularExpression("(Not found|Invalid argument|Malformed|Io"
                                                         "|Unsupported): ")),
              qPrintable(c.errorText()));
+}
+
+void TstAppOptions::helpNamesTheArgumentAsItsUsageLine() {
+    const QString help = parse({"--help"}).helpText;
+    QVERIFY2(help.contains("[MODEL_DIR]"), qPrintable(help));
+    // "Arguments:" lists the positional argument under the same name as the usage line.
+    const QRegularExpression arg(QStringLiteral("Arguments:\\s*\\n\\s+MODEL_DIR\\s"));
+    QVERIFY2(arg.match(help).hasMatch(), qPrintable(help));
 }
 
 void TstAppOptions::displayDetection() {

@@ -294,6 +294,13 @@ TEST(Config, LoadConfigFromDirectory) {
     ASSERT_FALSE(missing.isOk());
     EXPECT_EQ(missing.status().code(), ErrorCode::NotFound);
     EXPECT_NE(missing.status().message().find("config.json"), std::string::npos);
+    // Says what is wrong in words a user follows (issue 11), not "config.json: file not found".
+    EXPECT_NE(missing.status().message().find(dir.string() +
+                                              " is not a model folder: a model "
+                                              "folder holds config.json, *.safetensors and "
+                                              "tokenizer.json"),
+              std::string::npos)
+        << missing.status().message();
     std::ofstream(dir / "config.json")
         << R"({"architectures": ["MixtralForCausalLM"], "hidden_size": -1})";
     auto bad = loadConfig(dir.string());

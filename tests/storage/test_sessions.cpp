@@ -377,6 +377,25 @@ TEST_F(Sessions, RunsRoundTripAndBadValuesAreRefused) {
     EXPECT_EQ(storage->commits(), commits);
 }
 
+TEST_F(Sessions, AnAnswerEndsWithItsRunInOneTransaction) {
+    const int64_t s = newSession();
+    const int64_t m = append(s, 0, Role::Assistant, "");
+    const uint64_t before = storage->commits();
+    auto run = store->finishAnswer(m, "done", StopReason::Eos, sampleRun(s));
+    ASSERT_TRUE(run.isOk()) << run.status().toString();
+    EXPECT_EQ(storage->commits() - before, 1u);
+    auto messages = store->loadMessages(s);
+    ASSERT_TRUE(messages.isOk());
+    EXPECT_EQ(messages.value()[0].text, "done");
+    EXPECT_EQ(messages.value()[0].run, run.value());
+    EXPECT_EQ(store->loadRuns(s).value().size(), 1u);
+    // A message that is not there: neither the run nor anything else is written.
+    auto missing = store->finishAnswer(m + 100, "x", StopReason::Eos, sampleRun(s));
+    EXPECT_EQ(missing.status().code(), ErrorCode::NotFound);
+    EXPECT_EQ(store->loadRuns(s).value().size(), 1u);
+    EXPECT_EQ(storage->commits() - before, 1u);
+}
+
 TEST_F(Sessions, LastSessionIsRememberedInTheDatabase) {
     EXPECT_EQ(store->lastSessionId().value(), std::nullopt);
     const int64_t s = newSession();

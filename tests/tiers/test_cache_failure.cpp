@@ -1,4 +1,4 @@
-// Failed expert reads (DESIGN.md "Threading contract" 7: a failed read frees its slot and is
+// Failed expert reads (docs/design.md "Threading contract" 7: a failed read frees its slot and is
 // reported to the layer that wanted it). A streamed Model (the qwen3moe fixture as a checkpoint,
 // 3 reads per expert, and as a container, 1 read) decodes at the minimum budget; a read is made
 // to fail through IoPool::injectFailure:

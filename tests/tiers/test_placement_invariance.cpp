@@ -1,5 +1,5 @@
-// Placement never changes the tokens (DESIGN.md "Expert tiers"): on every fixture family (as its
-// Hugging Face checkpoint and as its int4 colibri container) and on the shipped default model,
+// Placement never changes the tokens (docs/design.md "Expert tiers"): on every fixture family (as
+// its Hugging Face checkpoint and as its int4 colibri container) and on the shipped default model,
 // streaming the routed experts with any RAM budget, pins, prefetch, O_DIRECT and thread count
 // gives the same greedy and seeded-sampling tokens and bit-identical final logits as keeping every
 // expert resident. Each run also checks from the cache's telemetry that placement really varied

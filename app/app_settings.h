@@ -1,0 +1,166 @@
+#pragma once
+// The user's settings, persisted with QSettings (organisation "Colibri", application
+// "Colibri Desktop": ~/.config/Colibri/Colibri Desktop.conf, or under $XDG_CONFIG_HOME), and the
+// models the Models view lists (the default one and the folders loaded before). Each setter
+// writes through at once, so a killed app keeps what was set.
+//
+// When settings apply: theme and sampling at once (the next answer); threads and direct I/O at
+// the next model load (`reloadNeeded` says a change waits for it); the RAM budget and prefetch
+// at the next load too (loadSettings()), and live once the Tiers view applies them (it listens
+// to ramBudgetChanged / prefetchChanged).
+//
+// Thread-safety: GUI thread only (QObject affinity), except forgetUsageOn, which runs on its own
+// thread (see there).
+#include "app_options.h"
+#include "command_queue.h"
+#include "system_theme.h"
+
+#include "runtime/sampling_defaults.h"
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <QVariantList>
+
+#include <thread>
+
+namespace coli::app {
+
+class AppSettings : public QObject {
+    Q_OBJECT
+    // "system" (follow the desktop), "light" or "dark"; `dark` is the scheme in effect.
+    Q_PROPERTY(QString theme READ theme WRITE setTheme NOTIFY themeChanged)
+    Q_PROPERTY(bool dark READ dark NOTIFY themeChanged)
+    Q_PROPERTY(QString systemThemeSource READ systemThemeSource NOTIFY themeChanged)
+    // Forward-pass threads, 0 = all cores but one (defaultEngineThreads()); next load.
+    Q_PROPERTY(int threads READ threads WRITE setThreads NOTIFY threadsChanged)
+    Q_PROPERTY(int defaultThreads READ defaultThreads CONSTANT)
+    // RAM for streamed experts in MiB, 0 = automatic (from MemAvailable at load).
+    Q_PROPERTY(int ramBudgetMiB READ ramBudgetMiB WRITE setRamBudgetMiB NOTIFY ramBudgetChanged)
+    Q_PROPERTY(bool directIo READ directIo WRITE setDirectIo NOTIFY directIoChanged)
+    Q_PROPERTY(bool prefetch READ prefetch WRITE setPrefetch NOTIFY prefetchChanged)
+    // Default sampling: when customSampling is false the model's generation_config.json applies.
+    Q_PROPERTY(
+        bool customSampling READ customSampling WRITE setCustomSampling NOTIFY samplingChanged)
+    Q_PROPERTY(double temperature READ temperature WRITE setTemperature NOTIFY samplingChanged)
+    Q_PROPERTY(int topK READ topK WRITE setTopK NOTIFY samplingChanged)
+    Q_PROPERTY(double topP READ topP WRITE setTopP NOTIFY samplingChanged)
+    Q_PROPERTY(double minP READ minP WRITE setMinP NOTIFY samplingChanged)
+    Q_PROPERTY(
+        double repeatPenalty READ repeatPenalty WRITE setRepeatPenalty NOTIFY samplingChanged)
+    Q_PROPERTY(int maxNewTokens READ maxNewTokens WRITE setMaxNewTokens NOTIFY samplingChanged)
+    // The usage database (learned heat and pins); "" = the default location.
+    Q_PROPERTY(
+        QString usageDatabase READ usageDatabase WRITE setUsageDatabase NOTIFY usageDatabaseChanged)
+    Q_PROPERTY(
+        QString effectiveUsageDatabase READ effectiveUsageDatabase NOTIFY usageDatabaseChanged)
+    // A setting that only a reload applies (threads, direct I/O) changed since the last load.
+    Q_PROPERTY(bool reloadNeeded READ reloadNeeded NOTIFY reloadNeededChanged)
+    // The Models view's rows: {name, path, sizeText, isDefault, exists}, the default first.
+    Q_PROPERTY(QVariantList models READ models NOTIFY modelsChanged)
+    Q_PROPERTY(QString defaultModelDir READ defaultModelDir CONSTANT)
+public:
+    explicit AppSettings(QString defaultModelDir, QObject* parent = nullptr);
+    ~AppSettings() override; // waits for a running forgetUsage
+
+    QString theme() const;
+    void setTheme(const QString& t);
+    bool dark() const;
+    QString systemThemeSource() const { return m_system.source(); }
+    int threads() const;
+    void setThreads(int n);
+    int defaultThreads() const;
+    int ramBudgetMiB() const;
+    void setRamBudgetMiB(int mib);
+    bool directIo() const;
+    void setDirectIo(bool on);
+    bool prefetch() const;
+    void setPrefetch(bool on);
+    bool customSampling() const;
+    void setCustomSampling(bool on);
+    double temperature() const;
+    void setTemperature(double v);
+    int topK() const;
+    void setTopK(int v);
+    double topP() const;
+    void setTopP(double v);
+    double minP() const;
+    void setMinP(double v);
+    double repeatPenalty() const;
+    void setRepeatPenalty(double v);
+    int maxNewTokens() const;
+    void setMaxNewTokens(int v);
+    QString usageDatabase() const;
+    void setUsageDatabase(const QString& path);
+    QString effectiveUsageDatabase() const;
+    bool reloadNeeded() const { return m_reloadNeeded; }
+    QVariantList models() const;
+    QString defaultModelDir() const { return m_defaultModelDir; }
+
+    // What the settings give the engine: the load options (threads: the setting, else
+    // `fallbackThreads`) and the sampling overrides (none unless customSampling).
+    LoadSettings loadSettings(int fallbackThreads) const;
+    SamplingOverrides samplingOverrides() const;
+
+    // ---- the model folders ----
+    // The folder to open at start when the command line names none: the last folder chosen in
+    // the window that loaded, if it still exists; else the default. *notice gets a sentence
+    // when the remembered folder is gone or failed to load last time (it is not tried again).
+    QString startupModelDir(QString* notice) const;
+    // The user chose `dir` in the window (Models view): remembered once it has loaded.
+    Q_INVOKABLE void modelChosen(const QString& dir);
+    // A load ended: "ready" adds the folder to the recent list (and remembers it as the start
+    // folder when it was chosen in the window); "error" forgets it as the start folder, so a
+    // folder that failed is not reopened at the next start.
+    void modelLoadEnded(const QString& dir, bool ok);
+    // Removes a folder from the recent list (not from the disk).
+    Q_INVOKABLE void forgetModel(const QString& dir);
+    // True when `dir` holds a config.json (what a model folder has first).
+    Q_INVOKABLE bool isModelFolder(const QString& dir) const;
+    Q_INVOKABLE QString homeFolder() const;
+    // A local path from what a file dialog gives (file:// URL or path).
+    Q_INVOKABLE QString localPath(const QVariant& urlOrPath) const;
+
+    // ---- forget learned usage ----
+    // Deletes the heat and pins of the model in `modelDir` from the usage database, on a thread
+    // of its own (it opens its own connection: DESIGN rule 6; never on the GUI thread); emits
+    // usageForgotten(message) on the GUI thread when done, with what happened in words.
+    Q_INVOKABLE void forgetUsage(const QString& modelDir);
+    // The work itself (any thread; opens and closes its own connection). Returns the message.
+    static QString forgetUsageOn(const QString& databasePath, const QString& modelDir);
+
+    static QString keyLastDir() { return QStringLiteral("model/lastDir"); }
+    static QString keyRecent() { return QStringLiteral("model/recent"); }
+    static QString keyFailed() { return QStringLiteral("model/failedDir"); }
+    static constexpr int kMaxRecent = 10;
+
+signals:
+    void themeChanged();
+    void threadsChanged();
+    void ramBudgetChanged();
+    void directIoChanged();
+    void prefetchChanged();
+    void samplingChanged();
+    void usageDatabaseChanged();
+    void reloadNeededChanged();
+    void modelsChanged();
+    void usageForgotten(const QString& message);
+
+private:
+    QVariant value(const QString& key, const QVariant& fallback) const;
+    void store(const QString& key, const QVariant& v);
+    void setReloadNeeded(bool on);
+
+    QString m_defaultModelDir;
+    QString m_pendingChoice; // chosen in the window, not loaded yet
+    bool m_reloadNeeded = false;
+    SystemTheme m_system;
+    std::thread m_forgetThread;
+};
+
+// What the first answers use: the command line's flags where given, else the settings (whose
+// sampling is "the model's defaults" unless customSampling). The seed is the command line's.
+GenerateParams mergedParams(const AppOptions& opt, const AppSettings& settings);
+SamplingOverrides mergedSampling(const AppOptions& opt, const AppSettings& settings);
+
+} // namespace coli::app

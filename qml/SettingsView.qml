@@ -1,0 +1,212 @@
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Colibri
+
+// Settings (AppSettings, saved at once): theme, engine options, default sampling, the usage
+// database and forgetting what was learned. Each says when it applies.
+Page {
+    id: page
+    property QtObject controller
+    property QtObject appSettings
+    property string forgetResult: ""
+
+    background: Rectangle { color: Theme.background }
+
+    // A titled group of settings.
+    component Section: ColumnLayout {
+        property alias title: heading.text
+        default property alias content: body.data
+        Layout.fillWidth: true
+        spacing: 6
+        Label { id: heading; font.bold: true; font.pixelSize: Theme.titleFontSize; color: Theme.text; Layout.topMargin: 8 }
+        GridLayout { id: body; columns: 2; columnSpacing: Theme.padding; rowSpacing: 6 }
+    }
+    component Name: Label { color: Theme.text; Layout.preferredWidth: 200; Layout.minimumWidth: 200 }
+    component Hint: Label {
+        color: Theme.textMuted; font.pixelSize: Theme.smallFontSize; wrapMode: Text.Wrap
+        Layout.columnSpan: 2; Layout.preferredWidth: 520; Layout.maximumWidth: 520
+    }
+    // An editable whole number: its text editor (what Tab focuses) carries the box's name.
+    component NumberBox: SpinBox {
+        id: box
+        editable: true
+        Component.onCompleted: contentItem.Accessible.name = Qt.binding(() => box.Accessible.name)
+    }
+    // A decimal entry: written to the setting when editing ends with a valid value.
+    component Decimal: TextField {
+        id: field
+        property real value: 0
+        property real from: 0
+        property real to: 1
+        signal committed(real v)
+        text: value.toString()
+        color: Theme.text
+        Layout.preferredWidth: 110
+        validator: DoubleValidator { bottom: field.from; top: field.to; notation: DoubleValidator.StandardNotation; locale: "C" }
+        onEditingFinished: if (acceptableInput) committed(parseFloat(text))
+    }
+
+    ScrollView {
+        id: scroll
+        anchors.fill: parent
+        contentWidth: availableWidth
+        ColumnLayout {
+            width: Math.min(scroll.availableWidth - 2 * Theme.padding * 1.5, 720)
+            x: Theme.padding * 1.5
+            spacing: Theme.padding
+
+            Label { text: qsTr("Settings"); font.pixelSize: Theme.titleFontSize + 2; font.bold: true; color: Theme.text; Layout.topMargin: Theme.padding }
+
+            Section {
+                title: qsTr("Appearance")
+                Name { text: qsTr("Theme") }
+                RowLayout {
+                    objectName: "themeChoice"
+                    Repeater {
+                        model: [ { v: "system", t: qsTr("Follow the system") }, { v: "light", t: qsTr("Light") }, { v: "dark", t: qsTr("Dark") } ]
+                        RadioButton {
+                            required property var modelData
+                            objectName: "theme_" + modelData.v
+                            text: modelData.t
+                            checked: page.appSettings && page.appSettings.theme === modelData.v
+                            Accessible.name: qsTr("Theme: %1").arg(modelData.t)
+                            onClicked: page.appSettings.theme = modelData.v
+                        }
+                    }
+                }
+                Hint {
+                    text: page.appSettings ? qsTr("The system asks for a %1 scheme (from the %2).")
+                          .arg(page.appSettings.theme === "system" ? (page.appSettings.dark ? qsTr("dark") : qsTr("light"))
+                                                                  : (page.appSettings.dark ? qsTr("dark") : qsTr("light")))
+                          .arg(page.appSettings.systemThemeSource === "portal" ? qsTr("desktop portal") : qsTr("palette"))
+                          : ""
+                    visible: page.appSettings && page.appSettings.theme === "system"
+                }
+            }
+
+            Section {
+                title: qsTr("Engine")
+                Name { text: qsTr("Threads") }
+                NumberBox {
+                    objectName: "threadsSetting"
+                    from: 0; to: 256
+                    value: page.appSettings ? page.appSettings.threads : 0
+                    textFromValue: function(v) { return v === 0 ? qsTr("automatic") : String(v) }
+                    valueFromText: function(t) { return t === qsTr("automatic") ? 0 : parseInt(t) }
+                    Accessible.name: qsTr("Forward-pass threads (0 = automatic)")
+                    onValueModified: page.appSettings.threads = value
+                }
+                Name { text: qsTr("RAM for experts (MiB)") }
+                NumberBox {
+                    objectName: "ramBudgetSetting"
+                    from: 0; to: 1048576; stepSize: 64
+                    value: page.appSettings ? page.appSettings.ramBudgetMiB : 0
+                    textFromValue: function(v) { return v === 0 ? qsTr("automatic") : String(v) }
+                    valueFromText: function(t) { return t === qsTr("automatic") ? 0 : parseInt(t) }
+                    Accessible.name: qsTr("RAM budget for streamed experts in MiB (0 = automatic)")
+                    onValueModified: page.appSettings.ramBudgetMiB = value
+                }
+                Name { text: qsTr("Direct I/O") }
+                Switch {
+                    objectName: "directIoSetting"
+                    checked: page.appSettings ? page.appSettings.directIo : false
+                    Accessible.name: qsTr("Direct I/O for expert reads")
+                    onToggled: page.appSettings.directIo = checked
+                }
+                Name { text: qsTr("Prefetch experts") }
+                Switch {
+                    objectName: "prefetchSetting"
+                    checked: page.appSettings ? page.appSettings.prefetch : true
+                    Accessible.name: qsTr("Prefetch the experts the router will pick")
+                    onToggled: page.appSettings.prefetch = checked
+                }
+                Hint { text: qsTr("Threads and direct I/O apply when a model is loaded; the RAM budget and prefetch apply at the next load (and live from the Tiers view). Automatic threads: %1.").arg(page.appSettings ? page.appSettings.defaultThreads : 0) }
+                RowLayout {
+                    Layout.columnSpan: 2
+                    visible: page.appSettings !== null && page.appSettings.reloadNeeded
+                    Label { text: qsTr("Reload the model to apply the change."); color: Theme.accent }
+                    AppButton {
+                        objectName: "reloadButton"
+                        text: qsTr("Reload now")
+                        enabled: page.controller !== null && page.controller.modelDir !== "" && !page.controller.generating
+                        onClicked: page.controller.loadModel(page.controller.modelDir)
+                    }
+                }
+            }
+
+            Section {
+                title: qsTr("Default sampling")
+                Name { text: qsTr("Use these values") }
+                Switch {
+                    id: custom
+                    objectName: "customSampling"
+                    checked: page.appSettings ? page.appSettings.customSampling : false
+                    Accessible.name: qsTr("Use these sampling values instead of the model's defaults")
+                    onToggled: page.appSettings.customSampling = checked
+                }
+                Hint { text: qsTr("Off: each model's generation_config.json decides. Applies to the next answer; command-line flags win until a value is changed here.") }
+                Name { text: qsTr("Temperature") }
+                Decimal { objectName: "temperatureSetting"; enabled: custom.checked; from: 0; to: 100; value: page.appSettings ? page.appSettings.temperature : 0.8; Accessible.name: qsTr("Temperature"); onCommitted: (v) => page.appSettings.temperature = v }
+                Name { text: qsTr("Top-k (0 = off)") }
+                NumberBox { enabled: custom.checked; from: 0; to: 100000; value: page.appSettings ? page.appSettings.topK : 40; Accessible.name: qsTr("Top-k"); onValueModified: page.appSettings.topK = value }
+                Name { text: qsTr("Top-p (1 = off)") }
+                Decimal { enabled: custom.checked; from: 0; to: 1; value: page.appSettings ? page.appSettings.topP : 0.95; Accessible.name: qsTr("Top-p"); onCommitted: (v) => page.appSettings.topP = v }
+                Name { text: qsTr("Min-p (0 = off)") }
+                Decimal { enabled: custom.checked; from: 0; to: 1; value: page.appSettings ? page.appSettings.minP : 0.05; Accessible.name: qsTr("Min-p"); onCommitted: (v) => page.appSettings.minP = v }
+                Name { text: qsTr("Repeat penalty (1 = off)") }
+                Decimal { enabled: custom.checked; from: 0.01; to: 100; value: page.appSettings ? page.appSettings.repeatPenalty : 1; Accessible.name: qsTr("Repeat penalty"); onCommitted: (v) => page.appSettings.repeatPenalty = v }
+                Name { text: qsTr("Max new tokens") }
+                NumberBox { objectName: "maxTokensSetting"; from: 1; to: 1000000; value: page.appSettings ? page.appSettings.maxNewTokens : 512; Accessible.name: qsTr("Most new tokens per answer"); onValueModified: page.appSettings.maxNewTokens = value }
+            }
+
+            Section {
+                title: qsTr("Learned usage")
+                Name { text: qsTr("Usage database") }
+                TextField {
+                    objectName: "usageDatabaseSetting"
+                    Layout.preferredWidth: 400
+                    text: page.appSettings ? page.appSettings.usageDatabase : ""
+                    placeholderText: page.appSettings ? page.appSettings.effectiveUsageDatabase : ""
+                    color: Theme.text
+                    Accessible.name: qsTr("Usage database file (empty: the default location)")
+                    onEditingFinished: page.appSettings.usageDatabase = text
+                }
+                Hint { text: qsTr("Where the heat and pins the app learns are kept. Empty: %1").arg(page.appSettings ? page.appSettings.effectiveUsageDatabase : "") }
+                AppButton {
+                    objectName: "forgetUsageButton"
+                    Layout.columnSpan: 2
+                    text: qsTr("Forget learned usage of this model…")
+                    enabled: page.controller !== null && page.controller.modelDir !== ""
+                    onClicked: confirmForget.open()
+                }
+                Hint { objectName: "forgetResult"; text: page.forgetResult; visible: text !== "" }
+            }
+            Item { Layout.preferredHeight: Theme.padding }
+        }
+    }
+
+    Dialog {
+        id: confirmForget
+        objectName: "confirmForget"
+        parent: Overlay.overlay
+        x: (parent.width - width) / 2
+        y: (parent.height - height) / 2
+        modal: true
+        // Fixed: a wrapping label's height feeding the dialog's is a binding loop in Qt 6.4.
+        width: Math.min(460, page.width - 40)
+        height: 220
+        title: qsTr("Forget learned usage?")
+        standardButtons: Dialog.Yes | Dialog.Cancel
+        contentItem: Label {
+            wrapMode: Text.Wrap
+            text: qsTr("The heat and pins learned for %1 are deleted from the usage database. The model loads as if new until it learns again.")
+                  .arg(page.controller ? page.controller.modelName : "")
+        }
+        onAccepted: { page.forgetResult = qsTr("Forgetting…"); page.appSettings.forgetUsage(page.controller.modelDir) }
+    }
+    Connections {
+        target: page.appSettings
+        function onUsageForgotten(message) { page.forgetResult = message }
+    }
+}

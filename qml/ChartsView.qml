@@ -42,9 +42,11 @@ Page {
         for (const v of list) s += v
         return list.length > 0 ? s / list.length : 0
     }
-    function fill(series, ys, scale) {
+    // Points (turn, value * scale); turns whose `keep` is false are left out.
+    function fill(series, ys, scale, keep) {
         series.clear()
-        for (let i = 0; i < ys.length; ++i) series.append(i + 1, ys[i] * scale)
+        for (let i = 0; i < ys.length; ++i)
+            if (!keep || keep[i]) series.append(i + 1, ys[i] * scale)
     }
 
     // Everything but the live samples, from the rows (a few dozen points: cheap).
@@ -59,10 +61,12 @@ Page {
         ttftX.fitTurns(n, false)
         ttftY.fit(stats ? stats.maxTtft : 0)
 
-        fill(pinnedLine, stats ? stats.column("hitPinned") : [], 100)
-        fill(cacheLine, stats ? stats.column("hitCache") : [], 100)
-        fill(inFlightLine, stats ? stats.column("hitInFlight") : [], 100)
-        fill(diskLine, stats ? stats.column("hitDisk") : [], 100)
+        // A turn that routed no expert (stopped before its first token) has no shares.
+        const routed = stats ? stats.column("tiered") : []
+        fill(pinnedLine, stats ? stats.column("hitPinned") : [], 100, routed)
+        fill(cacheLine, stats ? stats.column("hitCache") : [], 100, routed)
+        fill(inFlightLine, stats ? stats.column("hitInFlight") : [], 100, routed)
+        fill(diskLine, stats ? stats.column("hitDisk") : [], 100, routed)
         hitX.fitTurns(n, false)
         hitY.fitPercent()
 

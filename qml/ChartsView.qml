@@ -36,7 +36,6 @@ Page {
 
     function num(v, decimals) { return Number(v).toFixed(decimals) }
     function pct(v) { return (100 * v).toFixed(0) + " %" }
-    function last(list) { return list.length > 0 ? list[list.length - 1] : 0 }
     function mean(list) {
         let s = 0
         for (const v of list) s += v

@@ -85,8 +85,8 @@ void connectSettings(AppSettings* settings, EngineController* controller, int fa
 }
 
 QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* controller,
-                               const QStringList& importDirs, QString* error,
-                               AppSettings* settings) {
+                               const QStringList& importDirs, QString* error, AppSettings* settings,
+                               QObject* sessions, QObject* turnStats) {
     installReadOnlyTextShortcuts();
     if (!settings) {
         settings = new AppSettings(QString(), &engine);
@@ -107,7 +107,9 @@ QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* 
                                  });
     engine.setInitialProperties(
         {{QStringLiteral("controller"), QVariant::fromValue<QObject*>(controller)},
-         {QStringLiteral("appSettings"), QVariant::fromValue<QObject*>(settings)}});
+         {QStringLiteral("appSettings"), QVariant::fromValue<QObject*>(settings)},
+         {QStringLiteral("sessions"), QVariant::fromValue<QObject*>(sessions)},
+         {QStringLiteral("turnStats"), QVariant::fromValue<QObject*>(turnStats)}});
     // Qt 6.4 has no loadFromModule(); importing the module loads its plugin (docs/design.md,
     // "Qt 6.4 facts").
     engine.loadData("import Colibri\nMain {}", QUrl(QStringLiteral("qrc:/colibri_bootstrap.qml")));

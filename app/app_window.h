@@ -4,6 +4,7 @@
 // Thread-safety: GUI thread only.
 #include <QString>
 
+class QObject;
 class QQmlApplicationEngine;
 class QQuickWindow;
 
@@ -16,9 +17,12 @@ class EngineController;
 // (<bin>/../lib/colibri/qml) is added automatically. `settings` (the window's `appSettings`) is
 // connected to the controller with connectSettings(); when null, one with no default model is
 // made, owned by `engine`. Returns nullptr and sets *error on failure.
+// `sessions` (SessionManager) and `turnStats` (TurnStatsModel) become the window's `sessions`
+// and `turnStats` properties; null: the window works without saved chats and charts.
 QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* controller,
                                const QStringList& importDirs, QString* error,
-                               AppSettings* settings = nullptr);
+                               AppSettings* settings = nullptr, QObject* sessions = nullptr,
+                               QObject* turnStats = nullptr);
 
 // Keeps the controller in step with the settings from now on: load options for the next loads,
 // sampling and max new tokens for the next answers (on change only: what the command line set

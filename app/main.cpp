@@ -3,7 +3,9 @@
 #include "app_settings.h"
 #include "app_window.h"
 #include "engine_controller.h"
+#include "session_manager.h"
 #include "startup/omp_defaults.h"
+#include "turn_stats_model.h"
 
 #include <QApplication>
 #include <QQmlApplicationEngine>
@@ -84,13 +86,21 @@ int main(int argc, char* argv[]) {
         controller.setLoadSettings(l);
     }
     controller.setGenerateParams(mergedParams(opt, settings), mergedSampling(opt, settings));
-    // Quit mid-answer: cancel and join before the QML engine and the window go away.
-    QObject::connect(&app, &QCoreApplication::aboutToQuit, &controller,
-                     &EngineController::shutdown);
+    // Saved chats and learned usage: the storage thread opens the usage database.
+    StorageWorkerOptions so;
+    so.path = settings.effectiveUsageDatabase().toStdString();
+    SessionManager sessions(&controller, so);
+    TurnStatsModel turnStats(&sessions, &controller);
+    // Quit mid-answer: cancel and join the engine thread, then save what the answer had and
+    // let the storage thread finish its writes, before the QML engine and the window go away.
+    QObject::connect(&app, &QCoreApplication::aboutToQuit, &controller, [&] {
+        controller.shutdown();
+        sessions.shutdown();
+    });
 
     QQmlApplicationEngine engine;
     QString error;
-    if (!createMainWindow(engine, &controller, {}, &error, &settings)) {
+    if (!createMainWindow(engine, &controller, {}, &error, &settings, &sessions, &turnStats)) {
         std::fprintf(stderr, "colibri: %s\n", qPrintable(error));
         return kExitQml;
     }

@@ -3,41 +3,78 @@ import QtQuick.Controls
 import QtQuick.Layouts
 import Colibri
 
-// The Chat view: the conversation and the composer.
+// The Chat view: the saved chats (when the window is wide enough), the conversation, a notice
+// when the chat was held with another model, and the composer.
 Item {
     id: page
     property QtObject controller
+    property QtObject sessions
     readonly property bool ready: controller !== null && controller.loadState === "ready"
     readonly property bool busy: controller !== null && controller.generating
     signal stopRequested()
+    signal newChatRequested()
 
     function focusInput() { composer.focusInput() }
 
-    ColumnLayout {
+    RowLayout {
         anchors.fill: parent
         spacing: 0
 
-        ChatView {
-            id: chatView
-            objectName: "chatView"
-            Layout.fillWidth: true
+        SessionList {
+            id: sessionList
+            objectName: "sessionList"
             Layout.fillHeight: true
-            controller: page.controller
+            visible: page.sessions !== null && page.width >= 620
+            sessions: page.sessions
+            onNewChatRequested: page.newChatRequested()
+            onOpened: page.focusInput()
         }
 
-        Composer {
-            id: composer
-            objectName: "composer"
+        ColumnLayout {
             Layout.fillWidth: true
-            ready: page.ready
-            busy: page.busy
-            // A message too long for the context is refused by send() (the banner says why):
-            // the text stays in the box to be shortened.
-            onSendRequested: function(text) {
-                if (page.controller.send(text))
-                    composer.clear()
+            Layout.fillHeight: true
+            spacing: 0
+
+            ErrorBanner {
+                objectName: "modelNotice"
+                Layout.fillWidth: true
+                Layout.margins: Theme.padding
+                Layout.bottomMargin: 0
+                kind: "info"
+                message: page.sessions ? page.sessions.modelNotice : ""
+                onDismissed: {} // stays while this chat is shown: it is a fact, not an event
             }
-            onStopRequested: page.stopRequested()
+            AppButton {
+                objectName: "loadSessionModel"
+                visible: page.sessions !== null && page.sessions.canLoadSessionModel
+                text: qsTr("Load that model")
+                Layout.leftMargin: Theme.padding
+                Layout.topMargin: 6
+                onClicked: page.sessions.loadSessionModel()
+            }
+
+            ChatView {
+                id: chatView
+                objectName: "chatView"
+                Layout.fillWidth: true
+                Layout.fillHeight: true
+                controller: page.controller
+            }
+
+            Composer {
+                id: composer
+                objectName: "composer"
+                Layout.fillWidth: true
+                ready: page.ready
+                busy: page.busy
+                // A message too long for the context is refused by send() (the banner says why):
+                // the text stays in the box to be shortened.
+                onSendRequested: function(text) {
+                    if (page.controller.send(text))
+                        composer.clear()
+                }
+                onStopRequested: page.stopRequested()
+            }
         }
     }
 }

@@ -11,6 +11,8 @@ ApplicationWindow {
     objectName: "mainWindow"
     property QtObject controller
     property QtObject appSettings
+    property QtObject sessions  // SessionManager (saved chats); null: none
+    property QtObject turnStats // TurnStatsModel (the Charts view's data); null: none
 
     // Fits a 1000-px-high screen at 1.5x scaling (667 logical px less panels and decorations).
     width: 960
@@ -151,6 +153,14 @@ ApplicationWindow {
                 kind: controller ? controller.noticeKind : "error"
                 onDismissed: controller.clearError()
             }
+            ErrorBanner { // the database: chats or learned usage not being saved
+                objectName: "storageBanner"
+                Layout.fillWidth: true
+                Layout.margins: Theme.padding
+                Layout.bottomMargin: 0
+                message: win.sessions ? win.sessions.storageProblem : ""
+                onDismissed: win.sessions.dismissStorageProblem()
+            }
 
             StackLayout {
                 id: stack
@@ -163,10 +173,17 @@ ApplicationWindow {
                     id: chatPage
                     objectName: "chatPage"
                     controller: win.controller
+                    sessions: win.sessions
                     onStopRequested: win.stop()
+                    onNewChatRequested: win.newChat()
                 }
                 TiersView { objectName: "tiersView"; controller: win.controller }
-                ChartsView { objectName: "chartsView"; controller: win.controller }
+                ChartsView {
+                    objectName: "chartsView"
+                    controller: win.controller
+                    appSettings: win.appSettings
+                    stats: win.turnStats
+                }
                 ModelsView {
                     id: modelsView
                     objectName: "modelsView"
@@ -180,7 +197,10 @@ ApplicationWindow {
     }
 
     function newChat() {
-        controller.newChat()
+        if (sessions)
+            sessions.newSession() // also forgets "the last chat shown"
+        else
+            controller.newChat()
         showView("chat")
     }
     function stop() {

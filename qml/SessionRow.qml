@@ -1,0 +1,71 @@
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Colibri
+
+// One saved chat in the list: its title, when it was last used (or, while searching, a snippet
+// of the match), and a ⋯ menu (rename, export, delete).
+ItemDelegate {
+    id: row
+    property bool current: false
+    property bool searching: false
+    signal activated()
+    signal renameRequested()
+    signal deleteRequested()
+    signal exportRequested(string format)
+
+    objectName: "sessionRow"
+    implicitHeight: col.implicitHeight + 14
+    highlighted: current
+    Accessible.name: model.title
+    onClicked: row.activated()
+    background: Rectangle {
+        radius: 6
+        color: row.current ? Theme.accentSoft
+             : row.hovered ? Qt.rgba(Theme.accent.r, Theme.accent.g, Theme.accent.b, 0.08)
+             : "transparent"
+        border.color: row.visualFocus ? Theme.accent : "transparent"
+    }
+    contentItem: RowLayout {
+        spacing: 4
+        ColumnLayout {
+            id: col
+            Layout.fillWidth: true
+            spacing: 1
+            Label {
+                text: model.title !== "" ? model.title : qsTr("New chat")
+                color: Theme.text
+                font.bold: row.current
+                elide: Text.ElideRight
+                Layout.fillWidth: true
+            }
+            Label {
+                text: row.searching && model.snippet !== ""
+                      ? model.snippet
+                      : Qt.formatDateTime(model.updated, "d MMM yyyy, hh:mm")
+                color: Theme.textMuted
+                font.pixelSize: Theme.smallFontSize
+                elide: Text.ElideRight
+                maximumLineCount: 2
+                wrapMode: Text.Wrap
+                Layout.fillWidth: true
+            }
+        }
+        ToolButton {
+            objectName: "sessionMenuButton"
+            text: "⋯"
+            visible: row.hovered || row.current || menu.visible
+            Accessible.name: qsTr("More for “%1”").arg(model.title)
+            onClicked: menu.open()
+            Menu {
+                id: menu
+                objectName: "sessionMenu"
+                MenuItem { objectName: "menuRename"; text: qsTr("Rename…"); onTriggered: row.renameRequested() }
+                MenuItem { text: qsTr("Export as Markdown…"); onTriggered: row.exportRequested("markdown") }
+                MenuItem { text: qsTr("Export as JSON…"); onTriggered: row.exportRequested("json") }
+                MenuSeparator {}
+                MenuItem { objectName: "menuDelete"; text: qsTr("Delete…"); onTriggered: row.deleteRequested() }
+            }
+        }
+    }
+}

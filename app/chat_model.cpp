@@ -30,6 +30,15 @@ QVariant ChatModel::data(const QModelIndex& index, int role) const {
         return m.streaming;
     case ErrorRole:
         return m.error;
+    case HitRateRole:
+        return m.hitRate;
+    case MibPerTokenRole:
+        return m.mibPerToken;
+    case CanContinueRole:
+        return m.role == QLatin1String("assistant") && !m.streaming && m.error.isEmpty() &&
+               (m.stopReason == QLatin1String("max tokens") ||
+                m.stopReason == QLatin1String("cancelled")) &&
+               !m.text.isEmpty();
     default:
         return {};
     }
@@ -43,7 +52,10 @@ QHash<int, QByteArray> ChatModel::roleNames() const {
             {TokensRole, "tokens"},
             {StreamingRole, "streaming"},
             {StopReasonRole, "stopReason"},
-            {ErrorRole, "error"}};
+            {ErrorRole, "error"},
+            {HitRateRole, "hitRate"},
+            {MibPerTokenRole, "mibPerToken"},
+            {CanContinueRole, "canContinue"}};
 }
 
 int ChatModel::appendMessage(const QString& role, const QString& text) {
@@ -86,7 +98,8 @@ void ChatModel::finish(int row, int tokens, double tokensPerSecond, double ttftS
     m.ttft = ttftSeconds;
     m.streaming = false;
     m.stopReason = stopReason;
-    changed(row, {TokensRole, TokensPerSecondRole, TtftRole, StreamingRole, StopReasonRole});
+    changed(row, {TokensRole, TokensPerSecondRole, TtftRole, StreamingRole, StopReasonRole,
+                  CanContinueRole});
 }
 
 void ChatModel::fail(int row, const QString& error) {
@@ -104,6 +117,22 @@ void ChatModel::clear() {
     emit countChanged();
 }
 
+void ChatModel::setTurnStats(int row, double hitRate, double mibPerToken) {
+    if (row < 0 || row >= m_rows.size()) return;
+    m_rows[row].hitRate = hitRate;
+    m_rows[row].mibPerToken = mibPerToken;
+    changed(row, {HitRateRole, MibPerTokenRole});
+}
+
+void ChatModel::resume(int row) {
+    if (row < 0 || row >= m_rows.size()) return;
+    Message& m = m_rows[row];
+    m.streaming = true;
+    m.stopReason.clear();
+    m.error.clear();
+    changed(row, {StreamingRole, StopReasonRole, ErrorRole, CanContinueRole});
+}
+
 void ChatModel::replaceAll(const QVector<Message>& rows) {
     beginResetModel();
     m_rows = rows;
@@ -119,9 +148,11 @@ void ChatModel::truncate(int row) {
     emit countChanged();
 }
 
-std::vector<ChatMessage> ChatModel::conversation() const {
+std::vector<ChatMessage> ChatModel::conversation(int endRow) const {
     std::vector<ChatMessage> out;
-    for (const Message& m : m_rows) {
+    const int end = endRow < 0 ? int(m_rows.size()) : std::min(endRow, int(m_rows.size()));
+    for (int i = 0; i < end; ++i) {
+        const Message& m = m_rows[i];
         if (!m.error.isEmpty() || m.text.isEmpty()) {
             // A failed or empty answer also takes its question out, so that roles keep
             // alternating (several families' templates raise an exception otherwise).

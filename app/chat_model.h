@@ -29,6 +29,9 @@ public:
         StreamingRole,
         ErrorRole,
         StopReasonRole,
+        HitRateRole,     // the answer's expert hit rate (RAM), 0..1; -1: not measured
+        MibPerTokenRole, // MiB of experts read per token of the turn; -1: not measured
+        CanContinueRole, // an answer that stopped at the token limit or by Stop
     };
     Q_ENUM(Role)
 
@@ -41,6 +44,8 @@ public:
         bool streaming = false;
         QString error;
         QString stopReason; // why an answer ended: "eos", "max tokens", "cancelled", ...
+        double hitRate = -1;
+        double mibPerToken = -1;
     };
 
     explicit ChatModel(QObject* parent = nullptr);
@@ -64,6 +69,10 @@ public:
     // Ends streaming with an error (the text streamed so far stays).
     void fail(int row, const QString& error);
     void clear();
+    // The answer's tier figures (under the statistics line).
+    void setTurnStats(int row, double hitRate, double mibPerToken);
+    // "Continue": the answer at `row` streams again, its text kept (pieces are appended).
+    void resume(int row);
     // Shows a saved conversation (a session reopened): one reset.
     void replaceAll(const QVector<Message>& rows);
     // Removes rows >= `row` (edit and resend, regenerate); one remove.
@@ -71,7 +80,8 @@ public:
 
     // The conversation for the engine: every message with text; a failed or empty answer is left
     // out together with the question before it.
-    std::vector<ChatMessage> conversation() const;
+    // Rows [0, endRow) (-1: every row).
+    std::vector<ChatMessage> conversation(int endRow = -1) const;
 
 signals:
     void countChanged();

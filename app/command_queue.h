@@ -54,6 +54,9 @@ struct Command {
     SamplingOverrides sampling;        //   thread from these and the model's defaults)
     std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
     std::shared_ptr<const learning::LearnedUsage> usage; // ApplyUsage (for the model in `dir`)
+    // Generate, "Continue": the answer so far, appended to the rendered prompt (after the
+    // generation prompt) so the model goes on from it; `messages` end with the user message.
+    std::string continueText;
 };
 
 class CommandQueue {

@@ -2,8 +2,11 @@
 
 #include "user_messages.h"
 
+#include <QClipboard>
 #include <QDir>
+#include <QGuiApplication>
 #include <QMetaObject>
+#include <QRandomGenerator>
 #include <algorithm>
 
 namespace coli::app {
@@ -73,6 +76,7 @@ void EngineController::loadModel(const QString& dir) {
     m_modelName = QDir(m_modelDir).dirName();
     m_modelInfo.clear();
     m_contextLength = 0;
+    m_modelDetails.clear();
     emit modelChanged();
     clearError();
     m_loadProgress = 0;
@@ -98,18 +102,107 @@ bool EngineController::send(const QString& text) {
     clearError();
     const int userRow = m_chat.appendMessage(QStringLiteral("user"), text);
     if (m_hooks.userMessage) m_hooks.userMessage(userRow);
+    return startTurn(-1, m_chatSeed);
+}
+
+std::vector<ChatMessage> EngineController::promptMessages(int endRow) const {
+    std::vector<ChatMessage> out;
+    if (!m_systemPrompt.trimmed().isEmpty())
+        out.push_back({"system", m_systemPrompt.toStdString()});
+    for (const ChatMessage& m : m_chat.conversation(endRow))
+        out.push_back(m);
+    return out;
+}
+
+bool EngineController::startTurn(int resumeRow, const std::optional<uint64_t>& seed) {
     Command c{CommandKind::Generate};
     c.id = m_turnId = m_nextId++;
-    c.messages = m_chat.conversation(); // before the empty answer row exists
+    // The rows before the answer (the row being continued is not part of the conversation: its
+    // text goes after the generation prompt).
+    c.messages = promptMessages(resumeRow >= 0 ? resumeRow : m_chat.rowCount());
     c.params = m_params;
+    if (m_chatMaxNewTokens > 0) c.params.maxNewTokens = m_chatMaxNewTokens;
     c.sampling = m_sampling;
-    m_turnRow = m_chat.beginAssistant();
-    if (m_hooks.answerStarted) m_hooks.answerStarted(m_turnRow);
+    const SamplingOverrides& o = m_chatSampling;
+    if (o.temperature) c.sampling.temperature = o.temperature;
+    if (o.topK) c.sampling.topK = o.topK;
+    if (o.topP) c.sampling.topP = o.topP;
+    if (o.minP) c.sampling.minP = o.minP;
+    if (o.repeatPenalty) c.sampling.repeatPenalty = o.repeatPenalty;
+    if (o.repeatLastN) c.sampling.repeatLastN = o.repeatLastN;
+    if (seed) c.sampling.seed = *seed;
+    m_turnSampling = c.sampling;
+    if (resumeRow >= 0) {
+        c.continueText = m_chat.at(resumeRow).text.toStdString();
+        m_turnRow = resumeRow;
+        m_chat.resume(resumeRow);
+        if (m_hooks.answerResumed) m_hooks.answerResumed(resumeRow);
+    } else {
+        m_turnRow = m_chat.beginAssistant();
+        if (m_hooks.answerStarted) m_hooks.answerStarted(m_turnRow);
+    }
     m_liveRate = 0;
     emit liveTokensPerSecondChanged();
     setGenerating(true);
     m_worker->post(std::move(c));
     return true;
+}
+
+bool EngineController::regenerate() {
+    const int last = m_chat.rowCount() - 1;
+    if (!m_worker || m_generating || m_loadState != "ready" || last < 1 ||
+        m_chat.at(last).role != QLatin1String("assistant"))
+        return false;
+    clearError();
+    if (m_hooks.truncating) m_hooks.truncating(last);
+    m_chat.truncate(last);
+    // A new seed, so the new answer can differ, unless the chat fixes one.
+    return startTurn(-1, m_chatSeed
+                             ? m_chatSeed
+                             : std::optional<uint64_t>(QRandomGenerator::global()->generate64()));
+}
+
+bool EngineController::continueAnswer() {
+    const int last = m_chat.rowCount() - 1;
+    if (!m_worker || m_generating || m_loadState != "ready" || last < 1 ||
+        !m_chat.data(m_chat.index(last), ChatModel::CanContinueRole).toBool())
+        return false;
+    clearError();
+    return startTurn(last, m_turnSampling.seed ? m_turnSampling.seed : m_chatSeed);
+}
+
+bool EngineController::editAndResend(int row, const QString& text) {
+    if (!m_worker || m_generating || m_loadState != "ready" || row < 0 ||
+        row >= m_chat.rowCount() || m_chat.at(row).role != QLatin1String("user") ||
+        text.trimmed().isEmpty())
+        return false;
+    if (const QString tooLong = checkMessageLength(text); !tooLong.isEmpty()) {
+        setError(tooLong);
+        return false;
+    }
+    if (m_hooks.truncating) m_hooks.truncating(row);
+    m_chat.truncate(row);
+    return send(text);
+}
+
+void EngineController::copyToClipboard(const QString& text) const {
+    if (QClipboard* cb = QGuiApplication::clipboard()) cb->setText(text);
+}
+
+void EngineController::setChatSettings(const QString& systemPrompt,
+                                       const SamplingOverrides& sampling,
+                                       std::optional<uint64_t> fixedSeed, int maxNewTokens) {
+    m_systemPrompt = systemPrompt;
+    m_chatSampling = sampling;
+    m_chatSeed = fixedSeed;
+    m_chatMaxNewTokens = maxNewTokens;
+    emit paramsChanged();
+}
+
+void EngineController::setSystemPrompt(const QString& p) {
+    if (p == m_systemPrompt) return;
+    m_systemPrompt = p;
+    emit paramsChanged();
 }
 
 void EngineController::stop() {
@@ -180,6 +273,12 @@ void EngineController::drainEvents() {
             if (ev.usage && m_hooks.usageSnapshot) m_hooks.usageSnapshot(ev.usage);
             if (ev.id == m_turnId && m_turnRow >= 0) {
                 const GenerateStats& s = ev.stats;
+                if (s.tiers.routed > 0)
+                    m_chat.setTurnStats(m_turnRow, tiers::hitRate(s.tiers),
+                                        tiers::bytesReadPerToken(s.tiers) / (1024.0 * 1024.0));
+                m_contextUsed = s.promptTokens + s.generatedTokens;
+                m_contextDropped = ev.droppedMessages;
+                emit contextChanged();
                 m_chat.finish(m_turnRow, s.generatedTokens, s.decodeTokensPerSecond, s.ttftSeconds,
                               QString::fromLatin1(stopReasonName(s.stopReason)));
                 // The context length as the model declares it (max_position_embeddings), as the
@@ -224,6 +323,21 @@ void EngineController::drainEvents() {
                 m_modelName = QString::fromStdString(ev.text);
                 m_modelInfo = QString::fromStdString(ev.info);
                 m_contextLength = ev.contextLength;
+                const ModelSummary& sum = ev.summary;
+                m_modelDetails =
+                    QVariantMap{{"architecture", QString::fromStdString(ev.architecture)},
+                                {"totalParams", double(sum.totalParams)},
+                                {"activeParams", double(sum.activeParams)},
+                                {"expertsPerLayer", sum.expertsPerLayer},
+                                {"moeLayers", sum.moeLayers},
+                                {"layers", ev.layers},
+                                {"topK", ev.topK},
+                                {"storage", QString::fromStdString(sum.storage)},
+                                {"contextLength", ev.contextLength},
+                                {"diskBytes", double(sum.denseBytes + sum.expertBytes)}};
+                m_contextUsed = 0;
+                m_contextDropped = 0;
+                emit contextChanged();
                 m_tokenizer = std::move(ev.tokenizer);
                 m_promptOverhead = ev.promptOverheadTokens;
                 emit modelChanged();

@@ -15,8 +15,11 @@
 #include <QTimer>
 #include <QUrl>
 
+#include <QVariantMap>
+
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace coli::app {
 
@@ -24,6 +27,16 @@ class EngineController : public QObject {
     Q_OBJECT
     Q_PROPERTY(QObject* chatModel READ chatModelObject CONSTANT)
     Q_PROPERTY(QObject* tiers READ tiersObject CONSTANT)
+    // The model info panel: architecture, parameters (total, active), experts, quantisation
+    // (storage), context length, size on disk; empty until a model is loaded.
+    Q_PROPERTY(QVariantMap modelDetails READ modelDetails NOTIFY modelChanged)
+    // The context meter: tokens the last turn used (prompt + answer) of contextLength, and how
+    // many older messages its prompt left out (the rolling window).
+    Q_PROPERTY(int contextUsed READ contextUsed NOTIFY contextChanged)
+    Q_PROPERTY(int contextLength READ contextLength NOTIFY modelChanged)
+    Q_PROPERTY(int contextDropped READ contextDropped NOTIFY contextChanged)
+    // The chat's system prompt (first message of every prompt when not empty).
+    Q_PROPERTY(QString systemPrompt READ systemPrompt WRITE setSystemPrompt NOTIFY paramsChanged)
     Q_PROPERTY(QString modelDir READ modelDir NOTIFY modelChanged)
     Q_PROPERTY(QString modelName READ modelName NOTIFY modelChanged)
     Q_PROPERTY(QString modelInfo READ modelInfo NOTIFY modelChanged)
@@ -72,6 +85,17 @@ public:
     // text is blank, an answer is still running, or no model is ready.
     Q_INVOKABLE bool send(const QString& text);
     Q_INVOKABLE void stop(); // cancels the running answer (its text so far stays)
+    // The last answer again (its row is replaced), with a new seed unless the chat fixes one.
+    // False when an answer runs, no model is ready or the last message is not an answer.
+    Q_INVOKABLE bool regenerate();
+    // The last answer goes on from where it stopped (token limit or Stop): the model gets the
+    // conversation and the answer so far; new text is appended to the same row. False when it
+    // cannot (see ChatModel's canContinue).
+    Q_INVOKABLE bool continueAnswer();
+    // Replaces the user message at `row` with `text`, drops everything after it and sends it.
+    // False when an answer runs, `row` is not a user message or the text is blank or too long.
+    Q_INVOKABLE bool editAndResend(int row, const QString& text);
+    Q_INVOKABLE void copyToClipboard(const QString& text) const;
     // Cancels the running answer (a model load goes on), clears the conversation and the
     // engine's KV cache.
     Q_INVOKABLE void newChat();
@@ -90,6 +114,9 @@ public:
     struct TurnHooks {
         std::function<void(int row)> userMessage;   // a user message was added at `row`
         std::function<void(int row)> answerStarted; // an empty streaming answer row was added
+        std::function<void(int row)> answerResumed; // "Continue": the answer at `row` streams again
+        // Rows >= `row` are about to be removed (Regenerate, edit and resend).
+        std::function<void(int row)> truncating;
         // The answer at `row` ended (finished, stopped or failed: stats null when failed).
         std::function<void(int row, const GenerateStats* stats)> answerEnded;
         // The heat and pins after a turn of a learning model (learning::endTurnSnapshot).
@@ -106,6 +133,17 @@ public:
     void showConversation(const QVector<ChatModel::Message>& rows);
     // The sampling of the next answers (what a session stores with each answer).
     const SamplingOverrides& sampling() const { return m_sampling; }
+    // The sampling the running (or last) answer was started with, its seed included.
+    const SamplingOverrides& turnSampling() const { return m_turnSampling; }
+    // A chat's own settings over the app's: system prompt, sampling values set, a fixed seed
+    // (nullopt: the app's seed for answers, a new one for Regenerate), max new tokens (0: app's).
+    void setChatSettings(const QString& systemPrompt, const SamplingOverrides& sampling,
+                         std::optional<uint64_t> fixedSeed, int maxNewTokens);
+    QString systemPrompt() const { return m_systemPrompt; }
+    void setSystemPrompt(const QString& p);
+    QVariantMap modelDetails() const { return m_modelDetails; }
+    int contextUsed() const { return m_contextUsed; }
+    int contextDropped() const { return m_contextDropped; }
 
 signals:
     void modelChanged();
@@ -115,6 +153,7 @@ signals:
     void generatingChanged();
     void liveTokensPerSecondChanged();
     void paramsChanged();
+    void contextChanged();
     void answerFinished(int row); // an answer ended (finished, stopped or failed)
     void drained(int events);     // one wake-up's batch was applied (for tests)
 
@@ -147,7 +186,18 @@ private:
     void setGenerating(bool g);
     void endTurn();
 
+    // Starts an answer at a new row (`resumeRow` < 0) or continuing `resumeRow`.
+    bool startTurn(int resumeRow, const std::optional<uint64_t>& seed);
+    std::vector<ChatMessage> promptMessages(int endRow) const;
+
     TurnHooks m_hooks;
+    QString m_systemPrompt;
+    SamplingOverrides m_chatSampling; // the chat's own values (set ones win)
+    std::optional<uint64_t> m_chatSeed;
+    int m_chatMaxNewTokens = 0;
+    SamplingOverrides m_turnSampling;
+    QVariantMap m_modelDetails;
+    int m_contextUsed = 0, m_contextDropped = 0;
     ChatModel m_chat;
     TierMonitor m_tiers;
     GenerateParams m_params;

@@ -33,6 +33,11 @@ struct EngineEvent {
     std::string info;
     double fraction = 0;
     int contextLength = 0; // Loaded: the model's context length in tokens
+    // Loaded: what the model info panel shows.
+    ModelSummary summary;
+    std::string architecture; // config.json "architectures"[0]
+    int layers = 0, topK = 0; // num_hidden_layers, num_experts_per_tok
+    int droppedMessages = 0;  // Finished: older messages the rolling window left out
     GenerateStats stats;
     // Loaded: the model's tokenizer, shared read-only (the GUI counts a message's tokens before
     // sending it), and the tokens a one-message conversation takes beyond the message itself

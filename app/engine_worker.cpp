@@ -223,6 +223,10 @@ void EngineWorker::doLoad(const Command& c) {
     EngineEvent ev = EngineEvent::make(EventKind::Loaded, c.id, name.empty() ? c.dir : name);
     ev.info = info.str();
     ev.contextLength = m_model->model().config().maxPositions;
+    ev.summary = sum;
+    ev.architecture = m_model->model().config().architecture;
+    ev.layers = m_model->model().config().nLayers;
+    ev.topK = m_model->model().config().topK;
     ev.tokenizer = m_model->sharedTokenizer();
     // What the template adds around one user message (its role markers, the generation prompt).
     if (auto wrapped = m_model->renderChat({ChatMessage{"user", ""}}, true, c.cancel.get()))
@@ -309,7 +313,11 @@ void EngineWorker::doGenerate(const Command& c) {
         return fail(tooLongForContext(own, limit));
     }
     if (!fitted.isOk()) return fail(fitted.status().message());
-    const std::vector<int32_t>& ids = fitted.value().ids;
+    std::vector<int32_t> ids = fitted.value().ids;
+    if (!c.continueText.empty()) { // "Continue": the model goes on from the answer so far
+        const std::vector<int32_t> more = m_model->tokenizer().encode(c.continueText, false);
+        ids.insert(ids.end(), more.begin(), more.end());
+    }
     if (const int dropped = fitted.value().droppedMessages; dropped > 0)
         publish(EngineEvent::make(EventKind::Notice, c.id,
                                   std::to_string(dropped) + " older message" +
@@ -341,6 +349,8 @@ void EngineWorker::doGenerate(const Command& c) {
     m_telemetry.publish(snap);
     EngineEvent done = EngineEvent::make(EventKind::Finished, c.id, {});
     done.stats = std::move(stats.value());
+    done.droppedMessages = fitted.value().droppedMessages;
+    done.contextLength = fitted.value().contextTokens;
     tiers::ExpertCache* cache = m_model->model().expertCache();
     if (m_learning && cache) // pins rebalanced between turns; heat and pins go to the database
         done.usage = std::make_shared<learning::UsageSnapshot>(learning::endTurnSnapshot(*cache));

@@ -8,6 +8,7 @@
 #include <QMetaObject>
 #include <QPointer>
 
+#include <cmath>
 #include <fstream>
 #include <limits>
 
@@ -108,6 +109,8 @@ SessionManager::SessionManager(EngineController* controller, StorageWorkerOption
     EngineController::TurnHooks hooks;
     hooks.userMessage = [this](int row) { onUserMessage(row); };
     hooks.answerStarted = [this](int row) { onAnswerStarted(row); };
+    hooks.answerResumed = [this](int row) { onAnswerResumed(row); };
+    hooks.truncating = [this](int row) { onTruncating(row); };
     hooks.answerEnded = [this](int row, const GenerateStats* s) { onAnswerEnded(row, s); };
     hooks.cleared = [this] { onCleared(); };
     hooks.usageSnapshot = [this](std::shared_ptr<const learning::UsageSnapshot> s) {
@@ -301,7 +304,9 @@ void SessionManager::ensureSession(const QString& firstText) {
     info.title = utf8(titleFrom(firstText));
     info.modelIdentity = utf8(m_modelIdentity);
     info.modelPath = utf8(m_modelDir);
-    info.sampling = samplingOf(m_controller->sampling(), m_controller->maxNewTokens());
+    info.systemPrompt = utf8(m_settings.systemPrompt);
+    info.sampling = m_settings.sampling;
+    info.seed = m_settings.seed;
     m_sessionIdentity = m_modelIdentity;
     SessionListModel::Row row = SessionListModel::fromInfo(info);
     row.id = key;
@@ -370,7 +375,7 @@ void SessionManager::onAnswerStarted(int row) {
     MessageRecord rec;
     rec.position = row;
     rec.role = Role::Assistant;
-    const SamplingOverrides& o = m_controller->sampling();
+    const SamplingOverrides& o = m_controller->turnSampling(); // the seed this answer uses
     rec.sampling = samplingOf(o, m_controller->maxNewTokens());
     if (o.seed) rec.seed = *o.seed;
     m_worker->post("Saving the answer", [session, key, rec](StorageContext& ctx) mutable {
@@ -382,6 +387,88 @@ void SessionManager::onAnswerStarted(int row) {
         return Status::ok();
     });
     m_streamSave.start();
+}
+
+void SessionManager::onAnswerResumed(int row) {
+    // "Continue": the same message row streams again; saved like a new answer's text.
+    if (row < 0 || row >= m_rowKeys.size()) return;
+    m_streamRow = row;
+    m_savedText = m_controller->chatModel()->at(row).text;
+    m_streamSave.start();
+}
+
+void SessionManager::onTruncating(int row) {
+    // Regenerate, edit and resend: what comes from `row` on is replaced.
+    if (m_current == 0 || row < 0) return;
+    m_rowKeys.resize(std::min<qsizetype>(row, m_rowKeys.size()));
+    const qint64 session = m_current;
+    m_worker->post("Replacing the chat's last messages",
+                   [session, row](StorageContext& ctx) -> Status {
+                       const int64_t id = ctx.resolve(session);
+                       if (id == 0) return Status::ok();
+                       auto n = ctx.sessions().deleteMessagesFrom(id, row);
+                       return n ? Status::ok() : n.status();
+                   });
+}
+
+QVariantMap SessionManager::chatSettings() const {
+    QVariantMap m;
+    m["systemPrompt"] = m_settings.systemPrompt;
+    const storage::SamplingSettings& s = m_settings.sampling;
+    if (s.temperature) m["temperature"] = *s.temperature;
+    if (s.topK) m["topK"] = *s.topK;
+    if (s.topP) m["topP"] = *s.topP;
+    if (s.minP) m["minP"] = *s.minP;
+    if (s.repeatPenalty) m["repeatPenalty"] = *s.repeatPenalty;
+    if (s.maxNewTokens) m["maxNewTokens"] = *s.maxNewTokens;
+    if (m_settings.seed) m["seed"] = QString::number(*m_settings.seed);
+    return m;
+}
+
+void SessionManager::setChatSettings(const QVariantMap& m) {
+    ChatSettings c;
+    c.systemPrompt = m.value("systemPrompt").toString();
+    auto real = [&](const char* key, std::optional<double>& out) {
+        bool ok = false;
+        const double v = m.value(key).toDouble(&ok);
+        if (m.contains(key) && ok && std::isfinite(v)) out = v;
+    };
+    auto integer = [&](const char* key, std::optional<int>& out) {
+        bool ok = false;
+        const int v = m.value(key).toInt(&ok);
+        if (m.contains(key) && ok) out = v;
+    };
+    real("temperature", c.sampling.temperature);
+    integer("topK", c.sampling.topK);
+    real("topP", c.sampling.topP);
+    real("minP", c.sampling.minP);
+    real("repeatPenalty", c.sampling.repeatPenalty);
+    integer("maxNewTokens", c.sampling.maxNewTokens);
+    bool ok = false;
+    const qulonglong seed = m.value("seed").toString().toULongLong(&ok);
+    if (ok) c.seed = seed;
+    applyChatSettings(c);
+    if (m_current == 0) return; // saved with the chat when its first message is sent
+    const qint64 session = m_current;
+    storage::SessionSettings st{utf8(c.systemPrompt), c.sampling, c.seed};
+    m_worker->post("Saving the chat's settings", [session, st](StorageContext& ctx) -> Status {
+        const int64_t id = ctx.resolve(session);
+        return id == 0 ? Status::ok() : ctx.sessions().setSessionSettings(id, st);
+    });
+}
+
+void SessionManager::applyChatSettings(const ChatSettings& c) {
+    m_settings = c;
+    SamplingOverrides o;
+    const storage::SamplingSettings& s = c.sampling;
+    if (s.temperature) o.temperature = float(*s.temperature);
+    if (s.topK) o.topK = *s.topK;
+    if (s.topP) o.topP = float(*s.topP);
+    if (s.minP) o.minP = float(*s.minP);
+    if (s.repeatPenalty) o.repeatPenalty = float(*s.repeatPenalty);
+    if (s.repeatLastN) o.repeatLastN = *s.repeatLastN;
+    m_controller->setChatSettings(c.systemPrompt, o, c.seed, s.maxNewTokens.value_or(0));
+    emit chatSettingsChanged();
 }
 
 void SessionManager::saveStreamingText() {
@@ -464,6 +551,7 @@ void SessionManager::onCleared() {
 
 void SessionManager::newSession() {
     m_controller->newChat(); // -> onCleared
+    applyChatSettings({});   // a new chat starts from the app's settings
     m_worker->post("Saving the chat list", [](StorageContext& ctx) {
         return ctx.sessions().setLastSessionId(std::nullopt);
     });
@@ -496,16 +584,23 @@ void SessionManager::openSession(qint64 id) {
                         r.tokens = int(run.generatedTokens);
                         r.tokensPerSecond = run.tokensPerSecond;
                         r.ttft = run.ttftSeconds;
+                        if (run.tiers.routed > 0) {
+                            r.hitRate = run.expertHitRate();
+                            r.mibPerToken = run.mibReadPerToken();
+                        }
                     }
             rows.append(r);
             keys.append(m.id);
         }
         const SessionListModel::Row row = SessionListModel::fromInfo(*info);
         const QVector<storage::RunRecord> turnRuns(runs->begin(), runs->end());
-        ctx.notify([self, id, rows, keys, row, turnRuns] {
+        const ChatSettings settings{QString::fromStdString(info->systemPrompt), info->sampling,
+                                    info->seed};
+        ctx.notify([self, id, rows, keys, row, turnRuns, settings] {
             if (!self) return;
             self->finishStreamingAsStopped(); // an answer being written is kept, stopped
             self->m_controller->showConversation(rows);
+            self->applyChatSettings(settings);
             emit self->runsLoaded(turnRuns);
             self->m_rowKeys = keys;
             self->m_streamRow = -1;

@@ -38,6 +38,10 @@ class SessionManager : public QObject {
     Q_PROPERTY(bool canLoadSessionModel READ canLoadSessionModel NOTIFY modelNoticeChanged)
     Q_PROPERTY(QString searchText READ searchText WRITE setSearchText NOTIFY searchTextChanged)
     Q_PROPERTY(QString databasePath READ databasePath CONSTANT)
+    // The chat's own settings (the side panel): systemPrompt, and the values it sets over the
+    // app's: temperature, topK, topP, minP, repeatPenalty, maxNewTokens, seed (a fixed seed as a
+    // decimal string). Absent keys: the app's value.
+    Q_PROPERTY(QVariantMap chatSettings READ chatSettings NOTIFY chatSettingsChanged)
 public:
     SessionManager(EngineController* controller, StorageWorkerOptions options,
                    QObject* parent = nullptr);
@@ -63,6 +67,9 @@ public:
     Q_INVOKABLE void exportSession(qint64 id, const QUrl& file, const QString& format);
     Q_INVOKABLE void loadSessionModel();
     Q_INVOKABLE void dismissStorageProblem();
+    QVariantMap chatSettings() const;
+    // Applies to the next answers and is saved with the chat (at once, or with its creation).
+    Q_INVOKABLE void setChatSettings(const QVariantMap& settings);
 
     // Saves the answer being written (as stopped), waits for the queued writes and closes the
     // database. Returns the number of writes lost (0 unless the database stayed locked).
@@ -81,6 +88,7 @@ signals:
     void exported(const QString& path, const QString& error);
     void sessionOpened(qint64 id); // its messages are on screen
     void listLoaded();
+    void chatSettingsChanged();
     // The turn statistics of the conversation shown (for TurnStatsModel, the Charts view), as
     // values on the GUI thread. runsLoaded: every run of the session just opened, in the order
     // they were added (read from the database with its messages, just before sessionOpened).
@@ -98,6 +106,15 @@ private:
     void onAnswerStarted(int row);
     void onAnswerEnded(int row, const GenerateStats* stats);
     void onCleared();
+    void onAnswerResumed(int row);
+    void onTruncating(int row);
+    struct ChatSettings {
+        QString systemPrompt;
+        storage::SamplingSettings sampling;
+        std::optional<uint64_t> seed;
+    };
+    void applyChatSettings(const ChatSettings& c);
+    ChatSettings m_settings;
     void finishStreamingAsStopped();
     void saveStreamingText();
     void ensureSession(const QString& firstText);

@@ -198,6 +198,76 @@ private slots:
         QCOMPARE(p.ss->listSessions().value()[0].title, std::string("Coast notes"));
     }
 
+    void regenerateContinueEditAndChatSettings() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("colibri.db");
+        qint64 chat = 0;
+        {
+            Rig r(db, 6);
+            QVERIFY(r.ready());
+            QVERIFY(r.ask("Once upon a time"));
+            ChatModel* m = r.controller->chatModel();
+            QCOMPARE(m->at(1).stopReason, QString("max tokens"));
+            QVERIFY(m->data(m->index(1), ChatModel::CanContinueRole).toBool());
+            QVERIFY(m->at(1).hitRate >= 0); // the fixture streams its experts: measured
+            const QString first = m->at(1).text;
+            // Continue: the same row grows from where it stopped.
+            QSignalSpy done(r.controller.get(), &EngineController::answerFinished);
+            QVERIFY(r.controller->continueAnswer());
+            QVERIFY(done.wait(60000));
+            QCOMPARE(m->rowCount(), 2);
+            QVERIFY(m->at(1).text.startsWith(first));
+            QVERIFY(m->at(1).text.size() > first.size());
+            const QString continued = m->at(1).text;
+            QVERIFY(r.settle());
+            chat = r.sessions->currentSessionId();
+            {
+                Peek p(db);
+                auto msgs = p.ss->loadMessages(chat).value();
+                QCOMPARE(int(msgs.size()), 2);
+                QCOMPARE(QString::fromStdString(msgs[1].text), continued);
+            }
+            // Regenerate: the answer row is replaced, with a new seed (the chat fixes none).
+            QVERIFY(r.controller->regenerate());
+            QVERIFY(done.wait(60000));
+            QCOMPARE(m->rowCount(), 2);
+            QVERIFY(r.settle());
+            {
+                Peek p(db);
+                auto msgs = p.ss->loadMessages(chat).value();
+                QCOMPARE(int(msgs.size()), 2);
+                QCOMPARE(QString::fromStdString(msgs[1].text), m->at(1).text);
+                QVERIFY(msgs[1].seed.has_value());
+            }
+            // Edit and resend: the user message is replaced and what followed it goes.
+            QVERIFY(r.controller->editAndResend(0, "A new beginning"));
+            QVERIFY(done.wait(60000));
+            QCOMPARE(m->rowCount(), 2);
+            QCOMPARE(m->at(0).text, QString("A new beginning"));
+            // The chat's own settings: saved with it and back after a restart.
+            r.sessions->setChatSettings(
+                {{"systemPrompt", "Answer in verse."}, {"temperature", 0.5}, {"seed", "42"}});
+            QCOMPARE(r.controller->systemPrompt(), QString("Answer in verse."));
+            QVERIFY(r.settle());
+            Peek p(db);
+            auto msgs = p.ss->loadMessages(chat).value();
+            QCOMPARE(int(msgs.size()), 2);
+            QCOMPARE(msgs[0].text, std::string("A new beginning"));
+            auto info = p.ss->session(chat).value();
+            QCOMPARE(info.systemPrompt, std::string("Answer in verse."));
+            QCOMPARE(info.seed, std::optional<uint64_t>(42));
+            QCOMPARE(info.sampling.temperature, std::optional<double>(0.5));
+        }
+        Rig r(db, 6);
+        QVERIFY(r.ready());
+        QTRY_COMPARE_WITH_TIMEOUT(r.sessions->currentSessionId(), chat, 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(r.controller->systemPrompt(), QString("Answer in verse."), 10000);
+        QCOMPARE(r.sessions->chatSettings().value("seed").toString(), QString("42"));
+        // A new chat starts from the app's settings.
+        r.sessions->newSession();
+        QCOMPARE(r.controller->systemPrompt(), QString());
+    }
+
     void anAnswerIsSavedWhileItStreams() {
         QTemporaryDir dir;
         const QString db = dir.filePath("colibri.db");

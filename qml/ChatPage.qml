@@ -13,6 +13,7 @@ Item {
     readonly property bool busy: controller !== null && controller.generating
     signal stopRequested()
     signal newChatRequested()
+    property bool settingsOpen: false
 
     function focusInput() { composer.focusInput() }
 
@@ -24,7 +25,8 @@ Item {
             id: sessionList
             objectName: "sessionList"
             Layout.fillHeight: true
-            visible: page.sessions !== null && page.width >= 620
+            // Room for the conversation first: the list goes when the window is narrow.
+            visible: page.sessions !== null && page.width >= (page.settingsOpen ? 1040 : 620)
             sessions: page.sessions
             onNewChatRequested: page.newChatRequested()
             onOpened: page.focusInput()
@@ -34,6 +36,36 @@ Item {
             Layout.fillWidth: true
             Layout.fillHeight: true
             spacing: 0
+
+            // The chat's title, how full its context is, and its own settings.
+            RowLayout {
+                objectName: "chatToolbar"
+                Layout.fillWidth: true
+                Layout.leftMargin: Theme.padding
+                Layout.rightMargin: Theme.padding / 2
+                Layout.topMargin: 4
+                spacing: Theme.padding
+                Label {
+                    objectName: "chatTitle"
+                    text: page.sessions ? page.sessions.currentTitle : ""
+                    color: Theme.text
+                    font.bold: true
+                    elide: Text.ElideRight
+                    Layout.fillWidth: true
+                }
+                ContextMeter { controller: page.controller }
+                ToolButton {
+                    objectName: "chatSettingsButton"
+                    visible: page.sessions !== null
+                    text: "☰"
+                    checkable: true
+                    checked: settingsPanel.visible
+                    Accessible.name: qsTr("This chat's settings (system prompt, sampling)")
+                    ToolTip.visible: hovered
+                    ToolTip.text: qsTr("This chat's settings")
+                    onClicked: page.settingsOpen = !page.settingsOpen
+                }
+            }
 
             ErrorBanner {
                 objectName: "modelNotice"
@@ -75,6 +107,15 @@ Item {
                 }
                 onStopRequested: page.stopRequested()
             }
+        }
+
+        ChatSettingsPanel {
+            id: settingsPanel
+            objectName: "chatSettingsPanel"
+            Layout.fillHeight: true
+            visible: page.settingsOpen && page.sessions !== null
+            sessions: page.sessions
+            onCloseRequested: page.settingsOpen = false
         }
     }
 }

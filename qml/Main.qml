@@ -86,6 +86,13 @@ ApplicationWindow {
                 Layout.fillWidth: true
                 Label {
                     objectName: "modelName"
+                    // A click shows the model's details.
+                    MouseArea {
+                        anchors.fill: parent
+                        cursorShape: Qt.PointingHandCursor
+                        onClicked: modelInfo.open()
+                    }
+                    ModelInfoPopup { id: modelInfo; objectName: "modelInfoPopup"; controller: win.controller; y: parent.height + 6 }
                     text: controller && controller.modelName !== "" ? controller.modelName
                                                                      : qsTr("No model")
                     font.pixelSize: Theme.titleFontSize

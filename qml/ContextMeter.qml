@@ -1,0 +1,46 @@
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Colibri
+
+// How much of the model's context the last turn used (prompt + answer, tokens), and how many
+// older messages the rolling window left out of its prompt.
+RowLayout {
+    id: meter
+    property QtObject controller
+    readonly property int used: controller ? controller.contextUsed : 0
+    readonly property int length: controller ? controller.contextLength : 0
+    readonly property int dropped: controller ? controller.contextDropped : 0
+
+    spacing: 6
+    visible: length > 0
+    Accessible.role: Accessible.ProgressBar
+    Accessible.name: qsTr("Context: %1 of %2 tokens").arg(used).arg(length)
+
+    Label {
+        text: qsTr("Context")
+        color: Theme.textMuted
+        font.pixelSize: Theme.smallFontSize
+    }
+    Rectangle {
+        objectName: "contextBar"
+        implicitWidth: 90
+        implicitHeight: 6
+        radius: 3
+        color: Theme.background
+        border.color: Theme.border
+        Rectangle {
+            width: meter.length > 0 ? parent.width * Math.min(1, meter.used / meter.length) : 0
+            height: parent.height
+            radius: 3
+            color: meter.used > 0.9 * meter.length ? Theme.errorBorder : Theme.accent
+        }
+    }
+    Label {
+        objectName: "contextText"
+        color: Theme.textMuted
+        font.pixelSize: Theme.smallFontSize
+        text: qsTr("%1 / %2 tokens").arg(meter.used).arg(meter.length)
+              + (meter.dropped > 0 ? qsTr(" · %n older message(s) left out", "", meter.dropped) : "")
+    }
+}

@@ -30,6 +30,8 @@ QVariant ChatModel::data(const QModelIndex& index, int role) const {
         return m.streaming;
     case ErrorRole:
         return m.error;
+    case BlocksRole:
+        return QVariant::fromValue(static_cast<QObject*>(m.blocks));
     default:
         return {};
     }
@@ -43,7 +45,8 @@ QHash<int, QByteArray> ChatModel::roleNames() const {
             {TokensRole, "tokens"},
             {StreamingRole, "streaming"},
             {StopReasonRole, "stopReason"},
-            {ErrorRole, "error"}};
+            {ErrorRole, "error"},
+            {BlocksRole, "blocks"}};
 }
 
 int ChatModel::appendMessage(const QString& role, const QString& text) {
@@ -52,6 +55,10 @@ int ChatModel::appendMessage(const QString& role, const QString& text) {
     Message m;
     m.role = role;
     m.text = text;
+    if (role == QLatin1String("assistant")) {
+        m.blocks = new MessageBlocks(this);
+        m.blocks->setText(text);
+    }
     m_rows.push_back(std::move(m));
     endInsertRows();
     emit countChanged();
@@ -61,6 +68,7 @@ int ChatModel::appendMessage(const QString& role, const QString& text) {
 int ChatModel::beginAssistant() {
     const int row = appendMessage(QStringLiteral("assistant"), {});
     m_rows[row].streaming = true;
+    m_rows[row].blocks->setStreaming(true);
     changed(row, {StreamingRole});
     return row;
 }
@@ -68,6 +76,7 @@ int ChatModel::beginAssistant() {
 void ChatModel::appendText(int row, const QString& piece) {
     if (row < 0 || row >= m_rows.size() || piece.isEmpty()) return;
     m_rows[row].text += piece;
+    if (m_rows[row].blocks) m_rows[row].blocks->append(piece);
     changed(row, {TextRole});
 }
 
@@ -86,6 +95,7 @@ void ChatModel::finish(int row, int tokens, double tokensPerSecond, double ttftS
     m.ttft = ttftSeconds;
     m.streaming = false;
     m.stopReason = stopReason;
+    if (m.blocks) m.blocks->setStreaming(false);
     changed(row, {TokensRole, TokensPerSecondRole, TtftRole, StreamingRole, StopReasonRole});
 }
 
@@ -93,14 +103,18 @@ void ChatModel::fail(int row, const QString& error) {
     if (row < 0 || row >= m_rows.size()) return;
     m_rows[row].streaming = false;
     m_rows[row].error = error;
+    if (m_rows[row].blocks) m_rows[row].blocks->setStreaming(false);
     changed(row, {StreamingRole, ErrorRole});
 }
 
 void ChatModel::clear() {
     if (m_rows.isEmpty()) return;
     beginResetModel();
-    m_rows.clear();
+    const QVector<Message> old = std::exchange(m_rows, {});
     endResetModel();
+    for (const Message& m : old)
+        if (m.blocks) m.blocks->deleteLater(); // delegates may still hold it until they go
+
     emit countChanged();
 }
 

@@ -3,7 +3,9 @@
 // changes only on the GUI thread, and streamed text is appended once per ring drain).
 // Roles: role ("user"/"assistant"/"system"), text, tokensPerSecond, ttft (seconds), tokens
 // (generated tokens of an answer), streaming (bool), error (string, empty when none), stopReason
-// (why an answer ended, as stopReasonName() spells it; empty while streaming).
+// (why an answer ended, as stopReasonName() spells it; empty while streaming), blocks (assistant
+// messages: the MessageBlocks list model of its Markdown blocks, owned by this model and deleted
+// with its row; null for other roles).
 // Thread-safety: GUI thread only (QObject affinity).
 #include <QAbstractListModel>
 #include <QString>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
+#include "markdown/message_blocks.h"
 
 namespace coli::app {
 
@@ -29,6 +32,7 @@ public:
         StreamingRole,
         ErrorRole,
         StopReasonRole,
+        BlocksRole,
     };
     Q_ENUM(Role)
 
@@ -41,6 +45,7 @@ public:
         bool streaming = false;
         QString error;
         QString stopReason; // why an answer ended: "eos", "max tokens", "cancelled", ...
+        MessageBlocks* blocks = nullptr; // assistant messages; owned by the ChatModel
     };
 
     explicit ChatModel(QObject* parent = nullptr);
@@ -54,7 +59,8 @@ public:
     int appendMessage(const QString& role, const QString& text);
     // Appends an empty assistant message with streaming = true; returns its row.
     int beginAssistant();
-    // Appends text to a row (one dataChanged for the whole batch).
+    // Appends text to a row (one dataChanged for the whole batch; the row's blocks re-parse only
+    // their open part).
     void appendText(int row, const QString& piece);
     // Live tok/s while streaming (from the telemetry snapshot).
     void setLiveRate(int row, double tokensPerSecond);

@@ -2,7 +2,8 @@
 // The GUI-thread face of the engine (docs/design.md threading contract). Owns one EngineWorker (the
 // engine thread), the ChatModel, and the QML-visible state: load state/progress, errors,
 // generating, live tok/s. The GUI thread never blocks on the engine: commands are posted, events
-// come back through the worker's ring and are drained here in one go per queued wake-up; live
+// come back through the worker's ring and are drained here in one go per queued wake-up; token
+// pieces are appended to the ChatModel at most once per frame tick (kFlushIntervalMs); live
 // telemetry is sampled by a ~30 Hz timer. Only shutdown() (quit) joins the engine thread, after
 // cancelling whatever runs, so it returns within about one token's time.
 // Thread-safety: GUI thread only (QObject affinity), except the wake-up the worker posts.
@@ -84,6 +85,10 @@ public:
     Q_INVOKABLE void shutdown();
 
     static QString settingsKeyLastDir() { return QStringLiteral("model/lastDir"); }
+    // Pieces drained from the ring are appended to the answer by a single-shot timer of one frame
+    // (60 Hz), started by the first pending piece: however fast tokens come, the ChatModel and
+    // the answer's blocks change at most once per frame, and a piece waits at most one frame.
+    static constexpr int kFlushIntervalMs = 16;
 
     // What happens to the conversation, for the sessions glue (SessionManager) that saves it.
     // Plain callbacks on the GUI thread, called after the ChatModel changed (except `cleared`).
@@ -117,6 +122,8 @@ signals:
     void paramsChanged();
     void answerFinished(int row); // an answer ended (finished, stopped or failed)
     void drained(int events);     // one wake-up's batch was applied (for tests)
+    // One frame tick's pending pieces went to the ChatModel in one appendText (for tests).
+    void piecesFlushed(int pieces);
 
 public:
     // ---- Settings and the message-length check (issue 11) ----
@@ -141,6 +148,7 @@ public:
 
 private:
     void drainEvents();
+    void flushPieces();
     void sampleTelemetry();
     void setLoadState(const QString& s);
     void setError(const QString& e);
@@ -169,6 +177,10 @@ private:
     LoadSettings m_loadSettings;
     std::shared_ptr<const Tokenizer> m_tokenizer; // of the loaded model (null: none ready)
     int m_promptOverhead = 0;                     // template tokens around one message
+    // Token pieces wait here for the next frame tick (at most one ChatModel update per frame).
+    QTimer m_flushTimer;
+    QString m_pendingText;
+    int m_pendingPieces = 0;
     std::unique_ptr<EngineWorker> m_worker; // last member: its thread stops before the rest dies
 };
 

@@ -15,6 +15,7 @@ EngineController::EngineController(WorkerOptions opt, QObject* parent) : QObject
     m_telemetryTimer.setInterval(33); // ~30 Hz, rule 4
     connect(&m_telemetryTimer, &QTimer::timeout, this, &EngineController::sampleTelemetry);
     m_flushTimer.setSingleShot(true);
+    m_flushTimer.setTimerType(Qt::PreciseTimer); // a coarse timer may fire up to 5 % early
     m_flushTimer.setInterval(kFlushIntervalMs);
     connect(&m_flushTimer, &QTimer::timeout, this, &EngineController::flushPieces);
     // The wake-up runs on the engine thread: it only posts a queued call (rule 3), once per

@@ -45,7 +45,8 @@ public:
     // A whole message at once (not streamed): replaces every row.
     void setText(const QString& text);
 
-    int finalCount() const { return int(m_stream.finalCount()); }
+    // Rows that will not change any more: all of them once the answer stopped streaming.
+    int finalCount() const { return m_streaming ? int(m_stream.finalCount()) : rowCount(); }
     const markdown::BlockStream& stream() const { return m_stream; }
 
     // The block's text (the code of a code block) to the system clipboard.

@@ -128,9 +128,14 @@ private:
         case MD_BLOCK_HR:
             html() += "<hr/>";
             break;
-        case MD_BLOCK_H:
-            html() += "<h" + std::to_string(static_cast<MD_BLOCK_H_DETAIL*>(d)->level) + ">";
+        case MD_BLOCK_H: {
+            // Qt's heading sizes (h1 xx-large) dwarf a chat column: one step smaller each.
+            static constexpr const char* kSize[] = {"x-large", "large", "medium"};
+            const unsigned level = static_cast<MD_BLOCK_H_DETAIL*>(d)->level;
+            html() += "<h" + std::to_string(level) +
+                      " style=\"font-size:" + kSize[std::min(level, 3u) - 1] + "\">";
             break;
+        }
         case MD_BLOCK_CODE: // nested in a list or quote: part of the prose block
         case MD_BLOCK_HTML: // not produced (MD_FLAG_NOHTML); shown as text if it were
             html() += "<pre" + monoStyle() + ">";

@@ -51,7 +51,7 @@ TEST(MarkdownBlocks, TopLevelBlocksAndCodeLanguages) {
                            "    indented code\n";
     const auto bs = parseBlocks(md);
     ASSERT_EQ(kinds(bs), (std::vector<BlockKind>{P, P, C, P, P, P, P, C, C}));
-    EXPECT_EQ(bs[0].html, "<h1>Title</h1>");
+    EXPECT_EQ(bs[0].html, "<h1 style=\"font-size:x-large\">Title</h1>");
     EXPECT_EQ(bs[0].text, "Title");
     EXPECT_NE(bs[1].html.find("<i>text</i>"), std::string::npos);
     EXPECT_NE(bs[1].html.find("<code style=\"font-family:'DejaVu Sans Mono'\">code</code>"),

@@ -1,5 +1,4 @@
 import QtQuick
-import QtQuick.Controls
 import Colibri
 
 // A fenced or indented code block: a header with the language and a Copy button, then the code
@@ -24,7 +23,7 @@ Rectangle {
         width: parent.width
         height: copyButton.implicitHeight + 4
         implicitWidth: languageLabel.implicitWidth + copyButton.implicitWidth + 3 * codeBlock.inset
-        Label {
+        Text {
             id: languageLabel
             objectName: "codeLanguage"
             anchors { left: parent.left; leftMargin: codeBlock.inset; verticalCenter: parent.verticalCenter }
@@ -33,19 +32,34 @@ Rectangle {
             font.family: Theme.monoFamily
             font.pixelSize: Theme.smallFontSize
         }
-        Button {
+        // A plain item, not a Controls Button: a block is created while the answer streams, and
+        // a styled Button costs several milliseconds to create.
+        Rectangle {
             id: copyButton
             objectName: "copyCodeButton"
             property bool copied: false
+            readonly property string text: copied ? qsTr("Copied") : qsTr("Copy")
+            signal clicked()
             anchors { right: parent.right; rightMargin: 4; verticalCenter: parent.verticalCenter }
-            flat: true
-            focusPolicy: Qt.NoFocus // a click must not take the focus from the composer
-            text: copied ? qsTr("Copied") : qsTr("Copy")
+            implicitWidth: copyLabel.implicitWidth + 16
+            implicitHeight: copyLabel.implicitHeight + 8
+            width: implicitWidth
+            height: implicitHeight
+            radius: 4
+            color: copyTap.pressed ? Theme.border : copyHover.hovered ? Theme.accentSoft : "transparent"
+            Accessible.role: Accessible.Button
             Accessible.name: qsTr("Copy code")
-            font.family: Theme.fontFamily
-            font.pixelSize: Theme.smallFontSize
-            topPadding: 3
-            bottomPadding: 3
+            Accessible.onPressAction: clicked()
+            Text {
+                id: copyLabel
+                anchors.centerIn: parent
+                text: copyButton.text
+                color: Theme.text
+                font.family: Theme.fontFamily
+                font.pixelSize: Theme.smallFontSize
+            }
+            HoverHandler { id: copyHover; cursorShape: Qt.PointingHandCursor }
+            TapHandler { id: copyTap; onTapped: copyButton.clicked() }
             onClicked: {
                 codeBlock.copyRequested()
                 copied = true

@@ -106,6 +106,10 @@ void saveScreenshot(QQuickWindow* w, const QString& name) {
     qInfo("screenshot: %s/%s", qPrintable(dir), qPrintable(name));
 }
 
+QPoint centreOf(QQuickItem* item) {
+    return item->mapToScene(QPointF(item->width() / 2, item->height() / 2)).toPoint();
+}
+
 // Scrolls the chat so that `item` is at the top of the view.
 void scrollTo(QQuickWindow* w, QQuickItem* item) {
     QQuickItem* list = nullptr;
@@ -225,7 +229,7 @@ void TstChatRender::replayedMarkdownAnswerRendersBlocks() {
     scrollTo(app.window, thinks[0]);
     QTest::qWait(200);
     saveScreenshot(app.window, "markdown-answer-top.png");
-    QVERIFY(QMetaObject::invokeMethod(toggle, "clicked"));
+    QTest::mouseClick(app.window, Qt::LeftButton, {}, centreOf(toggle));
     QTRY_VERIFY(thinks[0]->property("expanded").toBool());
     QTRY_VERIFY(childNamed(thinks[0], "thinkText")->isVisible());
     QVERIFY(plainText(childNamed(thinks[0], "thinkText")).startsWith("The user wants"));
@@ -237,8 +241,15 @@ void TstChatRender::replayedMarkdownAnswerRendersBlocks() {
     QVERIFY(copy);
     scrollTo(app.window, codes[0]);
     QTest::qWait(200);
-    QVERIFY(QMetaObject::invokeMethod(copy, "clicked"));
+    QTest::mouseClick(app.window, Qt::LeftButton, {}, centreOf(copy));
     QTRY_VERIFY(QGuiApplication::clipboard()->text().startsWith("timestamp,species,count"));
+    QString firstCode; // the code of the first code row of the answer's blocks
+    const MessageBlocks* blocks = c.chatModel()->at(1).blocks;
+    for (int r = 0; r < blocks->rowCount() && firstCode.isEmpty(); ++r)
+        if (blocks->data(blocks->index(r), MessageBlocks::KindRole).toString() == "code")
+            firstCode = blocks->data(blocks->index(r), MessageBlocks::TextRole).toString();
+    QCOMPARE(QGuiApplication::clipboard()->text(), firstCode);
+    QVERIFY(firstCode.endsWith(QStringLiteral("Rufous hummingbird,1,chloé")));
     QCOMPARE(copy->property("text").toString(), QStringLiteral("Copied"));
     saveScreenshot(app.window, "markdown-code.png");
     scrollTo(app.window, codes[5]);

@@ -2,16 +2,18 @@
 // (docs/performance.md, "GUI thread stalls"). Not a test: it prints figures.
 //
 //   xvfb-run -a -s "-screen 0 1280x800x24" build/release/tests/app/bench_gui_stall [--runs N]
-//       [--model DIR] [--replay FILE] [--threads N]
+//       [--model DIR] [--replay FILE] [--threads N] [--cases model,replay,burst]
 //
 // Cases, each run N times (default 3) in a fresh window and chat:
 //   model   a 400-token answer of the model (default: the shipped one) to a short prompt, with
 //           --ignore-eos semantics (GenerateParams::ignoreEos), the app's default sampling;
 //   replay  the recorded 2,000-token Markdown answer with its recorded timing;
 //   burst   the same recording with no delays: pieces as fast as the ring takes them.
+// Run 1 of the first case is the first answer of the process (QML types and fonts not yet
+// loaded), as a user's first answer after starting the app.
 // A 1 ms precise QTimer on the GUI thread (tests/app/stall_probe.h) records the gaps between its
-// ticks from send() to the end of the answer; the longest gap is the longest stall. The longest
-// event deliveries by kind say where it went (QEvent types: 1 Timer, 43 MetaCall, 77
+// ticks from send() to 300 ms after the end of the answer; the longest gap is the longest stall.
+// The longest event deliveries by kind say where it went (QEvent types: 1 Timer, 43 MetaCall, 77
 // UpdateRequest, i.e. a frame: polish, then waiting for the render thread to sync).
 #include "app_options.h"
 #include "app_window.h"
@@ -128,6 +130,7 @@ Figures runOnce(const WorkerOptions& wo, const QString& modelDir, const Generate
     probe.start();
     if (!c.send(prompt)) return f;
     waitFor([&] { return finished; }, 600000);
+    waitFor([] { return false; }, 300); // the last flush's layout and frames belong to the answer
     probe.stop();
     app->recording = false;
     f.events = topEvents(app->longest, 4);
@@ -153,6 +156,7 @@ int main(int argc, char** argv) {
     qputenv("XDG_CONFIG_HOME", home.path().toLocal8Bit());
     TimingApp app(argc, argv);
     int runs = 3, threads = 0;
+    QStringList only; // --cases model,replay: run only these
     QString model = QStringLiteral(COLI_SHIPPED_MODEL_DIR);
     QString replay = QStringLiteral(COLI_SOURCE_DIR "/tests/app/data/markdown_answer.replay");
     const QStringList args = app.arguments();
@@ -165,9 +169,11 @@ int main(int argc, char** argv) {
             replay = args[i + 1];
         else if (args[i] == "--threads")
             threads = args[i + 1].toInt();
+        else if (args[i] == "--cases")
+            only = args[i + 1].split(',');
         else {
             std::fprintf(stderr, "usage: bench_gui_stall [--runs N] [--model DIR] [--replay FILE] "
-                                 "[--threads N]\n");
+                                 "[--threads N] [--cases model,replay,burst]\n");
             return 2;
         }
     }
@@ -198,6 +204,7 @@ int main(int argc, char** argv) {
                           {"burst", burstWo, replayParams}};
     int failures = 0;
     for (const Case& k : cases) {
+        if (!only.isEmpty() && !only.contains(QString::fromLatin1(k.name))) continue;
         double worst = 0;
         for (int r = 1; r <= runs; ++r) {
             const Figures f = runOnce(k.wo, model, k.params, QStringLiteral("Tell me a fortune."));

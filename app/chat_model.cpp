@@ -114,22 +114,34 @@ void ChatModel::clear() {
     endResetModel();
     for (const Message& m : old)
         if (m.blocks) m.blocks->deleteLater(); // delegates may still hold it until they go
-
     emit countChanged();
 }
 
 void ChatModel::replaceAll(const QVector<Message>& rows) {
     beginResetModel();
-    m_rows = rows;
+    const QVector<Message> old = std::exchange(m_rows, rows);
+    for (Message& m : m_rows) {
+        // The rows are values: their answers get blocks of their own, parsed whole.
+        m.blocks = nullptr;
+        if (m.role != QLatin1String("assistant")) continue;
+        m.blocks = new MessageBlocks(this);
+        m.blocks->setText(m.text);
+        m.blocks->setStreaming(m.streaming);
+    }
     endResetModel();
+    for (const Message& m : old)
+        if (m.blocks) m.blocks->deleteLater();
     emit countChanged();
 }
 
 void ChatModel::truncate(int row) {
     if (row < 0 || row >= m_rows.size()) return;
     beginRemoveRows({}, row, int(m_rows.size()) - 1);
+    const QVector<Message> gone = m_rows.mid(row);
     m_rows.resize(row);
     endRemoveRows();
+    for (const Message& m : gone)
+        if (m.blocks) m.blocks->deleteLater();
     emit countChanged();
 }
 

@@ -70,9 +70,10 @@ public:
     // Ends streaming with an error (the text streamed so far stays).
     void fail(int row, const QString& error);
     void clear();
-    // Shows a saved conversation (a session reopened): one reset.
+    // Shows a saved conversation (a session reopened): one reset. The rows are taken as values:
+    // each answer gets blocks of its own (a `blocks` pointer in `rows` is ignored).
     void replaceAll(const QVector<Message>& rows);
-    // Removes rows >= `row` (edit and resend, regenerate); one remove.
+    // Removes rows >= `row` (edit and resend, regenerate); one remove. Their blocks go with them.
     void truncate(int row);
 
     // The conversation for the engine: every message with text; a failed or empty answer is left

@@ -170,6 +170,38 @@ void TstBlockModel::chatModelOwnsBlocksOfAnswers() {
     chat.clear();
     QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
     QVERIFY(guard.isNull()); // deleted with its row
+
+    // A saved conversation shown again (SessionManager): answers get their blocks, parsed whole;
+    // rows handed in are values (a blocks pointer in them is not taken over).
+    ChatModel other;
+    other.appendMessage("assistant", "x");
+    ChatModel::Message q, a;
+    q.role = "user";
+    q.text = "Code?";
+    a.role = "assistant";
+    a.text = "Here:\n```py\nprint(1)\n```\n";
+    a.blocks = other.at(0).blocks; // must not be shared or deleted by `chat`
+    chat.replaceAll({q, a, q, a});
+    QCOMPARE(chat.rowCount(), 4);
+    QVERIFY(chat.at(0).blocks == nullptr);
+    for (int r : {1, 3}) {
+        MessageBlocks* b = chat.at(r).blocks;
+        QVERIFY(b);
+        QVERIFY(b != other.at(0).blocks);
+        QCOMPARE(b->rowCount(), 2);
+        QCOMPARE(b->data(b->index(1), MessageBlocks::LanguageRole).toString(),
+                 QStringLiteral("py"));
+        QVERIFY(!b->streaming());
+    }
+    QPointer<MessageBlocks> first(chat.at(1).blocks), last(chat.at(3).blocks);
+    chat.truncate(2); // edit and resend / regenerate: the rows after go, with their blocks
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
+    QVERIFY(!first.isNull());
+    QVERIFY(last.isNull());
+    chat.replaceAll({q});
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
+    QVERIFY(first.isNull());
+    QVERIFY(other.at(0).blocks->rowCount() == 1); // untouched
 }
 
 QTEST_GUILESS_MAIN(TstBlockModel)

@@ -4,7 +4,7 @@
 //   xvfb-run -a -s "-screen 0 1280x800x24" build/release/tests/app/bench_gui_stall [--runs N]
 //       [--model DIR] [--replay FILE] [--threads N] [--cases model,replay,burst]
 //
-// Cases, each run N times (default 3) in a fresh window and chat:
+// Cases, each run N times (default 5) in a fresh window and chat:
 //   model   a 400-token answer of the model (default: the shipped one) to a short prompt, with
 //           --ignore-eos semantics (GenerateParams::ignoreEos), the app's default sampling;
 //   replay  the recorded 2,000-token Markdown answer with its recorded timing;
@@ -19,6 +19,7 @@
 #include "app_window.h"
 #include "engine_controller.h"
 #include "stall_probe.h"
+#include "startup/omp_defaults.h"
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -32,6 +33,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <vector>
 
 using namespace coli;
 using namespace coli::app;
@@ -152,10 +154,12 @@ Figures runOnce(const WorkerOptions& wo, const QString& modelDir, const Generate
 } // namespace
 
 int main(int argc, char** argv) {
+    // As the app: OpenMP threads wait passively (may re-execute the program once).
+    coli::startup::applyOmpDefaults(argv, coli::startup::OmpWaitMode::Passive);
     QTemporaryDir home; // keep the user's settings out of it
     qputenv("XDG_CONFIG_HOME", home.path().toLocal8Bit());
     TimingApp app(argc, argv);
-    int runs = 3, threads = 0;
+    int runs = 5, threads = 0;
     QStringList only; // --cases model,replay: run only these
     QString model = QStringLiteral(COLI_SHIPPED_MODEL_DIR);
     QString replay = QStringLiteral(COLI_SOURCE_DIR "/tests/app/data/markdown_answer.replay");
@@ -205,7 +209,7 @@ int main(int argc, char** argv) {
     int failures = 0;
     for (const Case& k : cases) {
         if (!only.isEmpty() && !only.contains(QString::fromLatin1(k.name))) continue;
-        double worst = 0;
+        std::vector<double> longest;
         for (int r = 1; r <= runs; ++r) {
             const Figures f = runOnce(k.wo, model, k.params, QStringLiteral("Tell me a fortune."));
             if (!f.ok) {
@@ -213,7 +217,7 @@ int main(int argc, char** argv) {
                 ++failures;
                 continue;
             }
-            worst = std::max(worst, f.longest);
+            longest.push_back(f.longest);
             std::printf("%-7s %4d %7d %7.0f %8.2f %8.1f %8.1f %6d %6d %7d %6d\n", k.name, r,
                         f.tokens, f.rate, f.seconds, f.longest, f.p99, f.over16, f.over50, f.frames,
                         f.ticks);
@@ -221,7 +225,12 @@ int main(int argc, char** argv) {
                         qPrintable(f.events));
             std::fflush(stdout);
         }
-        std::printf("%-7s worst longest stall: %.1f ms\n", k.name, worst);
+        if (!longest.empty()) {
+            std::sort(longest.begin(), longest.end());
+            std::printf("%-7s longest stall: median %.1f ms, min-max %.1f-%.1f ms (%d runs)\n",
+                        k.name, longest[longest.size() / 2], longest.front(), longest.back(),
+                        int(longest.size()));
+        }
     }
     std::printf("load average at end %s (times in ms; >16.7 and >50: gaps longer than that)\n",
                 qPrintable(loadAverage()));

@@ -17,7 +17,7 @@ EngineController::EngineController(WorkerOptions opt, QObject* parent) : QObject
     m_flushTimer.setSingleShot(true);
     m_flushTimer.setTimerType(Qt::PreciseTimer); // a coarse timer may fire up to 5 % early
     m_flushTimer.setInterval(kFlushIntervalMs);
-    connect(&m_flushTimer, &QTimer::timeout, this, &EngineController::flushPieces);
+    connect(&m_flushTimer, &QTimer::timeout, this, &EngineController::flushTick);
     // The wake-up runs on the engine thread: it only posts a queued call (rule 3), once per
     // empty -> non-empty transition of the ring.
     m_worker = std::make_unique<EngineWorker>(opt, [this] {
@@ -253,6 +253,26 @@ void EngineController::drainEvents() {
     emit drained(int(n));
 }
 
+void EngineController::setFrameWindow(QQuickWindow* window) {
+    m_frameWindow = window;
+    if (!window) return;
+    // Emitted on the render thread once a frame is on screen.
+    connect(
+        window, &QQuickWindow::frameSwapped, this, [this] { m_frameInFlight = false; },
+        Qt::QueuedConnection);
+}
+
+void EngineController::flushTick() {
+    // The previous flush is not on screen yet: wait for it (a frame at a time, within a limit;
+    // a hidden window draws nothing, so it does not gate).
+    if (m_frameInFlight && m_frameWindow && m_frameWindow->isExposed() &&
+        m_sinceFlush.elapsed() < kFrameWaitLimitMs) {
+        m_flushTimer.start();
+        return;
+    }
+    flushPieces();
+}
+
 void EngineController::flushPieces() {
     m_flushTimer.stop();
     if (m_pendingPieces == 0) return;
@@ -260,6 +280,8 @@ void EngineController::flushPieces() {
     const QString text = std::exchange(m_pendingText, {});
     if (m_turnRow < 0) return;
     m_chat.appendText(m_turnRow, text);
+    m_frameInFlight = true;
+    m_sinceFlush.start();
     emit piecesFlushed(pieces);
 }
 

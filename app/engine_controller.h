@@ -11,7 +11,10 @@
 #include "engine_worker.h"
 #include "tier_monitor.h"
 
+#include <QElapsedTimer>
 #include <QObject>
+#include <QPointer>
+#include <QQuickWindow>
 #include <QString>
 #include <QTimer>
 #include <QUrl>
@@ -89,6 +92,12 @@ public:
     // (60 Hz), started by the first pending piece: however fast tokens come, the ChatModel and
     // the answer's blocks change at most once per frame, and a piece waits at most one frame.
     static constexpr int kFlushIntervalMs = 16;
+    // The window that shows the chat (optional; set by createMainWindow). A flush then also waits
+    // until the window has put the previous one on screen (frameSwapped), at most
+    // kFrameWaitLimitMs: with a slow renderer (Mesa's llvmpipe) a new update while the render
+    // thread still draws the last one makes the GUI thread block in the next sync.
+    void setFrameWindow(QQuickWindow* window);
+    static constexpr int kFrameWaitLimitMs = 100;
 
     // What happens to the conversation, for the sessions glue (SessionManager) that saves it.
     // Plain callbacks on the GUI thread, called after the ChatModel changed (except `cleared`).
@@ -149,6 +158,7 @@ public:
 private:
     void drainEvents();
     void flushPieces();
+    void flushTick();
     void sampleTelemetry();
     void setLoadState(const QString& s);
     void setError(const QString& e);
@@ -181,6 +191,9 @@ private:
     QTimer m_flushTimer;
     QString m_pendingText;
     int m_pendingPieces = 0;
+    QPointer<QQuickWindow> m_frameWindow;
+    bool m_frameInFlight = false; // a flush not yet on screen
+    QElapsedTimer m_sinceFlush;
     std::unique_ptr<EngineWorker> m_worker; // last member: its thread stops before the rest dies
 };
 

@@ -18,6 +18,7 @@
 #include <QClipboard>
 #include <QDesktopServices>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFontInfo>
 #include <QImage>
 #include <QQmlApplicationEngine>
@@ -27,6 +28,7 @@
 #include <QTcpServer>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
 
 #include <sys/inotify.h>
 #include <unistd.h>
@@ -138,6 +140,7 @@ private slots:
     void init() { g_warnings.clear(); }
     void replayedMarkdownAnswerRendersBlocks();
     void answersRenderSafely();
+    void oneFlushPerRenderedFrame();
 };
 
 void TstChatRender::replayedMarkdownAnswerRendersBlocks() {
@@ -351,6 +354,63 @@ void TstChatRender::answersRenderSafely() {
     QDesktopServices::unsetUrlHandler(QStringLiteral("http"));
     QDesktopServices::unsetUrlHandler(QStringLiteral("file"));
     QVERIFY2(g_warnings.isEmpty(), qPrintable(g_warnings.join('\n')));
+}
+
+// With a slow renderer (each frame takes 60 ms more on the render thread), token pieces still go
+// to the chat at most once per frame: between two flushes the window put a frame on screen,
+// unless the wait limit passed. Without the frame gate, the 16 ms ticks would flush three times
+// per frame and make the GUI thread wait for the render thread at every sync.
+void TstChatRender::oneFlushPerRenderedFrame() {
+    WorkerOptions wo;
+    wo.threads = 1;
+    wo.replayFile = kRecording.toStdString();
+    wo.replaySpeed = 1;
+    App app(wo);
+    QVERIFY(app.window);
+    app.window->resize(1000, 700);
+    app.window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(app.window));
+    EngineController& c = *app.controller;
+    c.loadModel(kShippedModel);
+    QTRY_COMPARE_WITH_TIMEOUT(c.loadState(), QStringLiteral("ready"), 30000);
+    connect(
+        app.window, &QQuickWindow::beforeRendering, this, [] { QThread::msleep(60); },
+        Qt::DirectConnection); // on the render thread
+    QString order; // 'F' a flush, 'S' a frame on screen (in the order the GUI thread saw them)
+    QElapsedTimer clock;
+    clock.start();
+    std::vector<qint64> flushAt;
+    connect(
+        app.window, &QQuickWindow::frameSwapped, this, [&] { order += 'S'; }, Qt::QueuedConnection);
+    connect(&c, &EngineController::piecesFlushed, this, [&] {
+        order += 'F';
+        flushAt.push_back(clock.elapsed());
+    });
+    QSignalSpy finished(&c, &EngineController::answerFinished);
+    QVERIFY(c.send(QStringLiteral("Summarise my CSV file.")));
+    QTRY_VERIFY_WITH_TIMEOUT(flushAt.size() >= 20, 30000);
+    c.stop();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 10000);
+    // Two flushes in a row with no frame between them only when the wait limit had passed (a
+    // lower bound on time: a slow machine cannot make this fail).
+    int f = -1, gated = 0;
+    for (int i = 0; i < order.size(); ++i) {
+        if (order[i] != 'F') continue;
+        ++f;
+        if (i > 0 && order[i - 1] == 'F') {
+            QVERIFY2(flushAt[size_t(f)] - flushAt[size_t(f - 1)] >=
+                         EngineController::kFrameWaitLimitMs,
+                     qPrintable(QStringLiteral("flush %1 without a frame since the last, %2 ms "
+                                               "after it: %3")
+                                    .arg(f)
+                                    .arg(flushAt[size_t(f)] - flushAt[size_t(f - 1)])
+                                    .arg(order)));
+        } else if (i > 0) {
+            ++gated;
+        }
+    }
+    qInfo("%d flushes, order %s", int(flushAt.size()), qPrintable(order.left(80)));
+    QVERIFY(gated >= 10);
 }
 
 int main(int argc, char** argv) {

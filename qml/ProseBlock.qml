@@ -11,7 +11,10 @@ TextEdit {
     property string html
     readonly property real naturalWidth: implicitWidth
 
-    text: html
+    // Links in the theme's accent (Qt's rich text would use the palette's fixed blue). Every
+    // "<a href=" in the HTML is one of ours: the answer's own "<" is always escaped.
+    text: html.indexOf("<a href=") < 0 ? html
+        : html.replace(/<a href=/g, "<a style=\"color:" + Theme.accent + "\" href=")
     textFormat: TextEdit.RichText
     wrapMode: TextEdit.Wrap
     readOnly: true

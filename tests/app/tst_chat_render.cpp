@@ -258,6 +258,29 @@ void TstChatRender::replayedMarkdownAnswerRendersBlocks() {
     scrollTo(app.window, codes[5]);
     QTest::qWait(200);
     saveScreenshot(app.window, "markdown-code-cpp.png");
+    // The same in the dark theme.
+    auto* settings = app.window->property("appSettings").value<QObject*>();
+    QVERIFY(settings);
+    settings->setProperty("theme", QStringLiteral("dark"));
+    QTest::qWait(200);
+    saveScreenshot(app.window, "markdown-code-cpp-dark.png");
+    scrollTo(app.window, thinks[0]);
+    QTest::qWait(200);
+    saveScreenshot(app.window, "markdown-answer-top-dark.png");
+    for (QQuickItem* p : prose)
+        if (plainText(p).contains(QStringLiteral("Lines of code"))) {
+            scrollTo(app.window, p);
+            QTest::qWait(200);
+            saveScreenshot(app.window, "markdown-table-dark.png");
+        }
+    scrollTo(app.window, thinks[0]);
+    QTest::qWait(200);
+    const QImage dark = app.window->grabWindow();
+    const QRectF code =
+        codes[0]->mapRectToScene(QRectF(0, 0, codes[0]->width(), codes[0]->height()));
+    QVERIFY2(dark.pixelColor(code.center().toPoint() + QPoint(int(code.width() / 2) - 4, 0))
+                     .lightnessF() < 0.3,
+             "the code block is not dark in the dark theme");
     QVERIFY2(g_warnings.isEmpty(), qPrintable(g_warnings.join('\n')));
 }
 
@@ -325,6 +348,12 @@ void TstChatRender::answersRenderSafely() {
     // No link opened by itself.
     QVERIFY(sink.opened.isEmpty());
     saveScreenshot(app.window, "markdown-safe.png");
+    auto* settings = app.window->property("appSettings").value<QObject*>();
+    QVERIFY(settings);
+    settings->setProperty("theme", QStringLiteral("dark"));
+    saveScreenshot(app.window, "markdown-safe-dark.png");
+    settings->setProperty("theme", QStringLiteral("light"));
+    QTest::qWait(100);
 
     // Links open on a click, and only web links are links (javascript: is plain text).
     QSet<QString> links;

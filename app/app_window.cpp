@@ -117,6 +117,7 @@ QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* 
     QQuickWindow* win = engine.rootObjects().isEmpty()
                             ? nullptr
                             : qobject_cast<QQuickWindow*>(engine.rootObjects().first());
+    if (win && controller) controller->setFrameWindow(win);
     if (!win && error)
         *error = QStringLiteral("could not create the main window (QML module Colibri): ") +
                  (warnings.isEmpty() ? QStringLiteral("no root object") : warnings.join("; "));

@@ -39,6 +39,8 @@ QVariant ChatModel::data(const QModelIndex& index, int role) const {
                (m.stopReason == QLatin1String("max tokens") ||
                 m.stopReason == QLatin1String("cancelled")) &&
                !m.text.isEmpty();
+    case BlocksRole:
+        return QVariant::fromValue(static_cast<QObject*>(m.blocks));
     default:
         return {};
     }
@@ -55,7 +57,9 @@ QHash<int, QByteArray> ChatModel::roleNames() const {
             {ErrorRole, "error"},
             {HitRateRole, "hitRate"},
             {MibPerTokenRole, "mibPerToken"},
-            {CanContinueRole, "canContinue"}};
+            {CanContinueRole, "canContinue"},
+
+            {BlocksRole, "blocks"}};
 }
 
 int ChatModel::appendMessage(const QString& role, const QString& text) {
@@ -64,6 +68,10 @@ int ChatModel::appendMessage(const QString& role, const QString& text) {
     Message m;
     m.role = role;
     m.text = text;
+    if (role == QLatin1String("assistant")) {
+        m.blocks = new MessageBlocks(this);
+        m.blocks->setText(text);
+    }
     m_rows.push_back(std::move(m));
     endInsertRows();
     emit countChanged();
@@ -73,6 +81,7 @@ int ChatModel::appendMessage(const QString& role, const QString& text) {
 int ChatModel::beginAssistant() {
     const int row = appendMessage(QStringLiteral("assistant"), {});
     m_rows[row].streaming = true;
+    m_rows[row].blocks->setStreaming(true);
     changed(row, {StreamingRole});
     return row;
 }
@@ -80,6 +89,7 @@ int ChatModel::beginAssistant() {
 void ChatModel::appendText(int row, const QString& piece) {
     if (row < 0 || row >= m_rows.size() || piece.isEmpty()) return;
     m_rows[row].text += piece;
+    if (m_rows[row].blocks) m_rows[row].blocks->append(piece);
     changed(row, {TextRole});
 }
 
@@ -98,6 +108,7 @@ void ChatModel::finish(int row, int tokens, double tokensPerSecond, double ttftS
     m.ttft = ttftSeconds;
     m.streaming = false;
     m.stopReason = stopReason;
+    if (m.blocks) m.blocks->setStreaming(false);
     changed(row, {TokensRole, TokensPerSecondRole, TtftRole, StreamingRole, StopReasonRole,
                   CanContinueRole});
 }
@@ -106,14 +117,17 @@ void ChatModel::fail(int row, const QString& error) {
     if (row < 0 || row >= m_rows.size()) return;
     m_rows[row].streaming = false;
     m_rows[row].error = error;
+    if (m_rows[row].blocks) m_rows[row].blocks->setStreaming(false);
     changed(row, {StreamingRole, ErrorRole});
 }
 
 void ChatModel::clear() {
     if (m_rows.isEmpty()) return;
     beginResetModel();
-    m_rows.clear();
+    const QVector<Message> old = std::exchange(m_rows, {});
     endResetModel();
+    for (const Message& m : old)
+        if (m.blocks) m.blocks->deleteLater(); // delegates may still hold it until they go
     emit countChanged();
 }
 
@@ -130,21 +144,35 @@ void ChatModel::resume(int row) {
     m.streaming = true;
     m.stopReason.clear();
     m.error.clear();
+    if (m.blocks) m.blocks->setStreaming(true);
     changed(row, {StreamingRole, StopReasonRole, ErrorRole, CanContinueRole});
 }
 
 void ChatModel::replaceAll(const QVector<Message>& rows) {
     beginResetModel();
-    m_rows = rows;
+    const QVector<Message> old = std::exchange(m_rows, rows);
+    for (Message& m : m_rows) {
+        // The rows are values: their answers get blocks of their own, parsed whole.
+        m.blocks = nullptr;
+        if (m.role != QLatin1String("assistant")) continue;
+        m.blocks = new MessageBlocks(this);
+        m.blocks->setText(m.text);
+        m.blocks->setStreaming(m.streaming);
+    }
     endResetModel();
+    for (const Message& m : old)
+        if (m.blocks) m.blocks->deleteLater();
     emit countChanged();
 }
 
 void ChatModel::truncate(int row) {
     if (row < 0 || row >= m_rows.size()) return;
     beginRemoveRows({}, row, int(m_rows.size()) - 1);
+    const QVector<Message> gone = m_rows.mid(row);
     m_rows.resize(row);
     endRemoveRows();
+    for (const Message& m : gone)
+        if (m.blocks) m.blocks->deleteLater();
     emit countChanged();
 }
 

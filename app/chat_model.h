@@ -3,7 +3,9 @@
 // changes only on the GUI thread, and streamed text is appended once per ring drain).
 // Roles: role ("user"/"assistant"/"system"), text, tokensPerSecond, ttft (seconds), tokens
 // (generated tokens of an answer), streaming (bool), error (string, empty when none), stopReason
-// (why an answer ended, as stopReasonName() spells it; empty while streaming).
+// (why an answer ended, as stopReasonName() spells it; empty while streaming), blocks (assistant
+// messages: the MessageBlocks list model of its Markdown blocks, owned by this model and deleted
+// with its row; null for other roles).
 // Thread-safety: GUI thread only (QObject affinity).
 #include <QAbstractListModel>
 #include <QString>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
+#include "markdown/message_blocks.h"
 
 namespace coli::app {
 
@@ -32,6 +35,7 @@ public:
         HitRateRole,     // the answer's expert hit rate (RAM), 0..1; -1: not measured
         MibPerTokenRole, // MiB of experts read per token of the turn; -1: not measured
         CanContinueRole, // an answer that stopped at the token limit or by Stop
+        BlocksRole,
     };
     Q_ENUM(Role)
 
@@ -46,6 +50,7 @@ public:
         QString stopReason; // why an answer ended: "eos", "max tokens", "cancelled", ...
         double hitRate = -1;
         double mibPerToken = -1;
+        MessageBlocks* blocks = nullptr; // assistant messages; owned by the ChatModel
     };
 
     explicit ChatModel(QObject* parent = nullptr);
@@ -59,7 +64,8 @@ public:
     int appendMessage(const QString& role, const QString& text);
     // Appends an empty assistant message with streaming = true; returns its row.
     int beginAssistant();
-    // Appends text to a row (one dataChanged for the whole batch).
+    // Appends text to a row (one dataChanged for the whole batch; the row's blocks re-parse only
+    // their open part).
     void appendText(int row, const QString& piece);
     // Live tok/s while streaming (from the telemetry snapshot).
     void setLiveRate(int row, double tokensPerSecond);
@@ -74,8 +80,10 @@ public:
     // "Continue": the answer at `row` streams again, its text kept (pieces are appended).
     void resume(int row);
     // Shows a saved conversation (a session reopened): one reset.
+    // Shows a saved conversation (a session reopened): one reset. The rows are taken as values:
+    // each answer gets blocks of its own (a `blocks` pointer in `rows` is ignored).
     void replaceAll(const QVector<Message>& rows);
-    // Removes rows >= `row` (edit and resend, regenerate); one remove.
+    // Removes rows >= `row` (edit and resend, regenerate); one remove. Their blocks go with them.
     void truncate(int row);
 
     // The conversation for the engine: every message with text; a failed or empty answer is left

@@ -9,12 +9,18 @@
 #include <QRandomGenerator>
 #include <algorithm>
 
+#include <utility>
+
 namespace coli::app {
 
 EngineController::EngineController(WorkerOptions opt, QObject* parent) : QObject(parent) {
     m_params.maxNewTokens = 512;
     m_telemetryTimer.setInterval(33); // ~30 Hz, rule 4
     connect(&m_telemetryTimer, &QTimer::timeout, this, &EngineController::sampleTelemetry);
+    m_flushTimer.setSingleShot(true);
+    m_flushTimer.setTimerType(Qt::PreciseTimer); // a coarse timer may fire up to 5 % early
+    m_flushTimer.setInterval(kFlushIntervalMs);
+    connect(&m_flushTimer, &QTimer::timeout, this, &EngineController::flushTick);
     // The wake-up runs on the engine thread: it only posts a queued call (rule 3), once per
     // empty -> non-empty transition of the ring.
     m_worker = std::make_unique<EngineWorker>(opt, [this] {
@@ -257,19 +263,19 @@ void EngineController::clearError() {
 
 void EngineController::drainEvents() {
     if (!m_worker) return;
-    // Batch (rule 5): pieces of the current answer are concatenated and applied once per drain.
-    QString pending;
-    auto flush = [&] {
-        if (!pending.isEmpty() && m_turnRow >= 0) m_chat.appendText(m_turnRow, pending);
-        pending.clear();
-    };
+    // Batch (rule 5): pieces of the current answer are collected and applied once per frame
+    // tick (flushPieces), or at once when the answer ends.
     const size_t n = m_worker->ring().drain([&](EngineEvent&& ev) {
         switch (ev.kind) {
         case EventKind::Piece:
-            if (ev.id == m_turnId) pending += QString::fromStdString(ev.text);
+            if (ev.id == m_turnId) {
+                m_pendingText += QString::fromStdString(ev.text);
+                ++m_pendingPieces;
+                if (!m_flushTimer.isActive()) m_flushTimer.start();
+            }
             break;
         case EventKind::Finished:
-            flush();
+            flushPieces();
             if (ev.usage && m_hooks.usageSnapshot) m_hooks.usageSnapshot(ev.usage);
             if (ev.id == m_turnId && m_turnRow >= 0) {
                 const GenerateStats& s = ev.stats;
@@ -300,7 +306,7 @@ void EngineController::drainEvents() {
             if (ev.id == m_turnId || ev.id == m_loadId) showNotice(QString::fromStdString(ev.text));
             break;
         case EventKind::Failed:
-            flush();
+            flushPieces();
             if (ev.id == m_turnId && m_turnRow >= 0) {
                 const QString msg = QString::fromStdString(ev.text);
                 m_chat.fail(m_turnRow, msg);
@@ -358,8 +364,39 @@ void EngineController::drainEvents() {
             break;
         }
     });
-    flush();
     emit drained(int(n));
+}
+
+void EngineController::setFrameWindow(QQuickWindow* window) {
+    m_frameWindow = window;
+    if (!window) return;
+    // Emitted on the render thread once a frame is on screen.
+    connect(
+        window, &QQuickWindow::frameSwapped, this, [this] { m_frameInFlight = false; },
+        Qt::QueuedConnection);
+}
+
+void EngineController::flushTick() {
+    // The previous flush is not on screen yet: wait for it (a frame at a time, within a limit;
+    // a hidden window draws nothing, so it does not gate).
+    if (m_frameInFlight && m_frameWindow && m_frameWindow->isExposed() &&
+        m_sinceFlush.elapsed() < kFrameWaitLimitMs) {
+        m_flushTimer.start();
+        return;
+    }
+    flushPieces();
+}
+
+void EngineController::flushPieces() {
+    m_flushTimer.stop();
+    if (m_pendingPieces == 0) return;
+    const int pieces = std::exchange(m_pendingPieces, 0);
+    const QString text = std::exchange(m_pendingText, {});
+    if (m_turnRow < 0) return;
+    m_chat.appendText(m_turnRow, text);
+    m_frameInFlight = true;
+    m_sinceFlush.start();
+    emit piecesFlushed(pieces);
 }
 
 void EngineController::sampleTelemetry() {
@@ -395,6 +432,7 @@ void EngineController::setGenerating(bool g) {
 }
 
 void EngineController::endTurn() {
+    flushPieces(); // the text streamed so far stays with its answer
     if (m_turnRow >= 0 && m_chat.rowCount() > m_turnRow && m_chat.at(m_turnRow).streaming)
         m_chat.finish(m_turnRow, m_chat.at(m_turnRow).tokens, m_chat.at(m_turnRow).tokensPerSecond,
                       m_chat.at(m_turnRow).ttft);

@@ -2,7 +2,8 @@
 // The GUI-thread face of the engine (docs/design.md threading contract). Owns one EngineWorker (the
 // engine thread), the ChatModel, and the QML-visible state: load state/progress, errors,
 // generating, live tok/s. The GUI thread never blocks on the engine: commands are posted, events
-// come back through the worker's ring and are drained here in one go per queued wake-up; live
+// come back through the worker's ring and are drained here in one go per queued wake-up; token
+// pieces are appended to the ChatModel at most once per frame tick (kFlushIntervalMs); live
 // telemetry is sampled by a ~30 Hz timer. Only shutdown() (quit) joins the engine thread, after
 // cancelling whatever runs, so it returns within about one token's time.
 // Thread-safety: GUI thread only (QObject affinity), except the wake-up the worker posts.
@@ -10,7 +11,10 @@
 #include "engine_worker.h"
 #include "tier_monitor.h"
 
+#include <QElapsedTimer>
 #include <QObject>
+#include <QPointer>
+#include <QQuickWindow>
 #include <QString>
 #include <QTimer>
 #include <QUrl>
@@ -108,6 +112,16 @@ public:
     Q_INVOKABLE void shutdown();
 
     static QString settingsKeyLastDir() { return QStringLiteral("model/lastDir"); }
+    // Pieces drained from the ring are appended to the answer by a single-shot timer of one frame
+    // (60 Hz), started by the first pending piece: however fast tokens come, the ChatModel and
+    // the answer's blocks change at most once per frame, and a piece waits at most one frame.
+    static constexpr int kFlushIntervalMs = 16;
+    // The window that shows the chat (optional; set by createMainWindow). A flush then also waits
+    // until the window has put the previous one on screen (frameSwapped), at most
+    // kFrameWaitLimitMs: with a slow renderer (Mesa's llvmpipe) a new update while the render
+    // thread still draws the last one makes the GUI thread block in the next sync.
+    void setFrameWindow(QQuickWindow* window);
+    static constexpr int kFrameWaitLimitMs = 100;
 
     // What happens to the conversation, for the sessions glue (SessionManager) that saves it.
     // Plain callbacks on the GUI thread, called after the ChatModel changed (except `cleared`).
@@ -156,6 +170,8 @@ signals:
     void contextChanged();
     void answerFinished(int row); // an answer ended (finished, stopped or failed)
     void drained(int events);     // one wake-up's batch was applied (for tests)
+    // One frame tick's pending pieces went to the ChatModel in one appendText (for tests).
+    void piecesFlushed(int pieces);
 
 public:
     // ---- Settings and the message-length check (issue 11) ----
@@ -180,6 +196,8 @@ public:
 
 private:
     void drainEvents();
+    void flushPieces();
+    void flushTick();
     void sampleTelemetry();
     void setLoadState(const QString& s);
     void setError(const QString& e);
@@ -219,6 +237,13 @@ private:
     LoadSettings m_loadSettings;
     std::shared_ptr<const Tokenizer> m_tokenizer; // of the loaded model (null: none ready)
     int m_promptOverhead = 0;                     // template tokens around one message
+    // Token pieces wait here for the next frame tick (at most one ChatModel update per frame).
+    QTimer m_flushTimer;
+    QString m_pendingText;
+    int m_pendingPieces = 0;
+    QPointer<QQuickWindow> m_frameWindow;
+    bool m_frameInFlight = false; // a flush not yet on screen
+    QElapsedTimer m_sinceFlush;
     std::unique_ptr<EngineWorker> m_worker; // last member: its thread stops before the rest dies
 };
 

@@ -6,6 +6,7 @@
 #include "runtime/expert_budget.h"
 #include "tiers/expert_cache.h"
 
+#include "token_replay.h"
 #include "user_messages.h"
 
 #include <algorithm>
@@ -255,6 +256,7 @@ void EngineWorker::doApplyUsage(const Command& c) {
 }
 
 void EngineWorker::doGenerate(const Command& c) {
+    if (!m_opt.replayFile.empty()) return doReplay(c);
     const auto t0 = Clock::now();
     m_generatedSinceLoad = true;
     m_inGenerate = true;
@@ -354,6 +356,67 @@ void EngineWorker::doGenerate(const Command& c) {
     tiers::ExpertCache* cache = m_model->model().expertCache();
     if (m_learning && cache) // pins rebalanced between turns; heat and pins go to the database
         done.usage = std::make_shared<learning::UsageSnapshot>(learning::endTurnSnapshot(*cache));
+    publish(std::move(done));
+}
+
+} // namespace coli::app
+
+namespace coli::app {
+
+void EngineWorker::doReplay(const Command& c) {
+    const auto t0 = Clock::now();
+    TelemetrySnapshot snap;
+    snap.id = c.id;
+    snap.generating = true;
+    m_telemetry.publish(snap);
+    auto recording = readTokenReplay(m_opt.replayFile);
+    if (!recording.isOk()) {
+        snap.generating = false;
+        m_telemetry.publish(snap);
+        return publish(EngineEvent::make(EventKind::Failed, c.id, recording.status().message()));
+    }
+    auto cancelled = [&] { return c.cancel->load(std::memory_order_relaxed); };
+    GenerateStats stats;
+    stats.stopReason = StopReason::Eos; // the recording's end stands for the model's EOS
+    Clock::time_point due = t0, first{};
+    for (const ReplayPiece& p : recording.value()) {
+        if (stats.generatedTokens >= c.params.maxNewTokens) {
+            stats.stopReason = StopReason::MaxTokens;
+            break;
+        }
+        if (m_opt.replaySpeed > 0) {
+            // Wait for the piece's recorded time (absolute, so sleep overshoot does not add up),
+            // in short slices so that Stop is as prompt as between real tokens.
+            due += std::chrono::microseconds(int64_t(double(p.delayMicros) / m_opt.replaySpeed));
+            for (auto now = Clock::now(); now < due && !cancelled(); now = Clock::now())
+                std::this_thread::sleep_for(
+                    std::min<Clock::duration>(due - now, std::chrono::milliseconds(20)));
+        }
+        if (cancelled()) {
+            stats.stopReason = StopReason::Cancelled;
+            break;
+        }
+        if (stats.generatedTokens == 0) first = Clock::now();
+        ++stats.generatedTokens;
+        snap.generatedTokens = stats.generatedTokens;
+        snap.elapsedSeconds = secondsSince(t0);
+        const double dt = secondsSince(first);
+        snap.tokensPerSecond = dt > 0 ? (snap.generatedTokens - 1) / dt : 0;
+        m_telemetry.publish(snap);
+        publish(EngineEvent::make(EventKind::Piece, c.id, p.text));
+    }
+    if (stats.generatedTokens > 0) {
+        stats.ttftSeconds = std::chrono::duration<double>(first - t0).count();
+        stats.decodeSeconds = secondsSince(first);
+        if (stats.decodeSeconds > 0)
+            stats.decodeTokensPerSecond = (stats.generatedTokens - 1) / stats.decodeSeconds;
+    }
+    snap.generating = false;
+    snap.elapsedSeconds = secondsSince(t0);
+    snap.tokensPerSecond = stats.decodeTokensPerSecond;
+    m_telemetry.publish(snap);
+    EngineEvent done = EngineEvent::make(EventKind::Finished, c.id, {});
+    done.stats = std::move(stats);
     publish(std::move(done));
 }
 

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 
 namespace coli::app {
@@ -33,6 +34,12 @@ struct WorkerOptions {
     // (defaultExpertBudget), clamped to [minimum working set, every expert + working set].
     uint64_t expertBudgetBytes = 0;
     bool prefetch = true; // router-lookahead prefetch at load
+    // Tests and the GUI stall benchmark: when set, every Generate is answered by replaying this
+    // recording (token_replay.h: pieces with their delays) through the same ring, telemetry and
+    // Finished event as a real answer, without running the model (the conversation is ignored;
+    // maxNewTokens and cancel are honoured). Delays are divided by replaySpeed; 0 = no delays.
+    std::string replayFile;
+    double replaySpeed = 1.0;
 };
 
 class EngineWorker {
@@ -68,6 +75,7 @@ private:
     void applyPendingSettings(); // engine thread
     void doApplyUsage(const Command& c);
     void publishTiers(int tokens, const tiers::TierTelemetry* after); // engine thread
+    void doReplay(const Command& c);
 
     WorkerOptions m_opt;
     std::function<void()> m_wake;

@@ -3,8 +3,9 @@ import QtQuick.Controls
 import QtQuick.Layouts
 import Colibri
 
-// One message. User messages sit on the right, answers on the left with a statistics line under
-// them ("N tokens · X tok/s · TTFT Y s"; live tok/s while streaming) and the error, if any.
+// One message. User messages sit on the right as plain text; answers on the left, rendered block
+// by block from their Markdown (MarkdownBlock: prose, code, reasoning), with a statistics line
+// under them ("N tokens · X tok/s · TTFT Y s"; live tok/s while streaming) and the error, if any.
 Item {
     id: bubble
     required property int index
@@ -16,9 +17,21 @@ Item {
     required property bool streaming
     required property string error
     required property string stopReason
+    required property QtObject blocks // answers: their MessageBlocks model; null for others
 
     readonly property bool isUser: role === "user"
     readonly property real maxBubbleWidth: Math.max(200, width * 0.78)
+    readonly property bool hasBlocks: !isUser && blocks !== null
+    // The widest block's natural width (reported by the blocks as they lay out).
+    property real blocksWidth: 0
+    function updateBlocksWidth() {
+        let w = 0
+        for (let i = 0; i < blockRepeater.count; ++i) {
+            const item = blockRepeater.itemAt(i)
+            if (item) w = Math.max(w, item.naturalWidth)
+        }
+        blocksWidth = w
+    }
 
     implicitHeight: column.implicitHeight
 
@@ -46,7 +59,8 @@ Item {
         // As wide as the widest line it shows (body with its padding, stats, error), rounded up:
         // a fractional width would wrap the body's last glyph ("Hi" as "H / i").
         width: Math.min(bubble.maxBubbleWidth,
-                        Math.ceil(Math.max(body.implicitWidth + 2 * Theme.padding,
+                        Math.ceil(Math.max((bubble.hasBlocks ? Math.max(bubble.blocksWidth, cursor.implicitWidth)
+                                                             : body.implicitWidth) + 2 * Theme.padding,
                                            stats.visible ? stats.implicitWidth : 0,
                                            errorLabel.visible ? errorLabel.implicitWidth : 0,
                                            roleLabel.implicitWidth)) + 1)
@@ -66,7 +80,8 @@ Item {
             // An answer that failed before any text: the error alone, no empty box above it.
             visible: bubble.text !== "" || bubble.streaming || bubble.error === ""
             Layout.fillWidth: true
-            implicitHeight: body.implicitHeight + 2 * Theme.padding * 0.8
+            implicitHeight: (bubble.hasBlocks ? blocksColumn.implicitHeight : body.implicitHeight)
+                            + 2 * Theme.padding * 0.8
             radius: Theme.radius
             color: bubble.isUser ? Theme.userBubble : Theme.assistantBubble
             border.color: bubble.isUser ? "transparent" : Theme.border
@@ -74,11 +89,12 @@ Item {
             TextEdit {
                 id: body
                 objectName: "messageText"
+                visible: !bubble.hasBlocks
                 anchors {
                     left: parent.left; right: parent.right; verticalCenter: parent.verticalCenter
                     leftMargin: Theme.padding; rightMargin: Theme.padding
                 }
-                text: bubble.text + (bubble.streaming ? " ▍" : "")
+                text: bubble.hasBlocks ? "" : bubble.text + (bubble.streaming ? " ▍" : "")
                 textFormat: TextEdit.PlainText
                 wrapMode: TextEdit.Wrap
                 readOnly: true
@@ -86,6 +102,33 @@ Item {
                 color: Theme.text
                 font.family: Theme.fontFamily
                 font.pixelSize: Theme.fontSize
+            }
+
+            Column {
+                id: blocksColumn
+                visible: bubble.hasBlocks
+                anchors {
+                    left: parent.left; right: parent.right; verticalCenter: parent.verticalCenter
+                    leftMargin: Theme.padding; rightMargin: Theme.padding
+                }
+                spacing: Theme.padding * 0.75
+                Repeater {
+                    id: blockRepeater
+                    model: bubble.hasBlocks ? bubble.blocks : null
+                    delegate: MarkdownBlock {
+                        width: blocksColumn.width
+                        blocksModel: bubble.blocks
+                        onNaturalWidthChanged: bubble.updateBlocksWidth()
+                    }
+                    onItemRemoved: bubble.updateBlocksWidth()
+                }
+                Label {
+                    id: cursor
+                    visible: bubble.streaming
+                    text: "▍"
+                    color: Theme.text
+                    font.pixelSize: Theme.fontSize
+                }
             }
         }
 

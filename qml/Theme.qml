@@ -25,8 +25,11 @@ QtObject {
     readonly property color infoBorder: dark ? "#3b516f" : "#b7c9e6"
     readonly property color infoText: dark ? "#c9d8ee" : "#24364f"
     readonly property color success: dark ? "#57c27a" : "#1a7f37"
+    // Code blocks in answers: a shade off the bubble.
+    readonly property color codeBackground: dark ? "#181a1f" : "#f6f8fa"
 
     readonly property string fontFamily: "DejaVu Sans"
+    // Code blocks; inline code in answers uses the same family (app/markdown RenderOptions).
     readonly property string monoFamily: "DejaVu Sans Mono"
     readonly property int fontSize: 14
     readonly property int smallFontSize: 12

@@ -30,7 +30,7 @@ struct View {
     View() {
         controller = std::make_unique<EngineController>(WorkerOptions{.threads = 1});
         GenerateParams p;
-        p.maxNewTokens = 48;
+        p.maxNewTokens = 400; // long enough to type a budget while it streams
         p.ignoreEos = true;
         SamplingOverrides s;
         s.temperature = 0;
@@ -66,7 +66,7 @@ QString answer(View& v, const std::function<void()>& whileStreaming = {}) {
     QSignalSpy done(v.controller.get(), &EngineController::answerFinished);
     if (!v.controller->send(QStringLiteral("Tell me about the sea."))) return {};
     if (whileStreaming) whileStreaming();
-    if (!done.wait(60000) && done.isEmpty()) return {};
+    if (done.isEmpty() && !done.wait(60000)) return {};
     ChatModel* chat = v.controller->chatModel();
     return chat->at(chat->rowCount() - 1).text;
 }
@@ -94,6 +94,7 @@ private slots:
         QVERIFY2(tiers->budgetBytes() > minimum, "the fixture's budget must be able to shrink");
         auto* field = v.find("budgetField");
         QVERIFY(field);
+        bool typedWhileStreaming = false;
 
         const QString text = answer(v, [&] {
             // Wait for the answer's first tokens, then type the minimum in MiB as a user would.
@@ -104,7 +105,9 @@ private slots:
             for (const QChar ch : QString::number(minimum / 1048576.0, 'f', 1))
                 QTest::keyClick(v.window, ch.toLatin1());
             QTest::keyClick(v.window, Qt::Key_Return);
+            typedWhileStreaming = v.controller->generating();
         });
+        QVERIFY2(typedWhileStreaming, "the answer ended before the budget was typed");
         // Sampled from the engine's status while the answer ran and after (the monitor keeps
         // the latest): the budget in force and the allocation, at the last token.
         const TierStatus s = v.controller->tiers()->status();

@@ -22,6 +22,8 @@ ListView {
     delegate: MessageBubble {
         width: Math.min(ListView.view.width, ListView.view.maxColumnWidth)
         x: (ListView.view.width - width) / 2
+        controller: list.controller
+        isLast: index === list.count - 1
     }
 
     onMovementEnded: following = atYEnd

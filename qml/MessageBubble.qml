@@ -18,6 +18,12 @@ Item {
     required property string error
     required property string stopReason
     required property QtObject blocks // answers: their MessageBlocks model; null for others
+    required property double hitRate     // the turn's expert hit rate; -1: not measured
+    required property double mibPerToken // MiB of experts read per token; -1: not measured
+    required property bool canContinue
+    property QtObject controller // for the actions (copy, regenerate, continue, edit)
+    property bool isLast: false
+    property bool editing: false
 
     readonly property bool isUser: role === "user"
     readonly property real maxBubbleWidth: Math.max(200, width * 0.78)
@@ -34,6 +40,7 @@ Item {
     }
 
     implicitHeight: column.implicitHeight
+    HoverHandler { id: hover }
 
     function statsLine() {
         if (streaming)
@@ -41,8 +48,11 @@ Item {
                                        : qsTr("thinking…")
         if (tokens <= 0)
             return stopReason === "cancelled" ? qsTr("stopped") : ""
-        const line = qsTr("%1 tokens · %2 tok/s · TTFT %3 s").arg(tokens)
+        let line = qsTr("%1 tokens · %2 tok/s · TTFT %3 s").arg(tokens)
                        .arg(tokensPerSecond.toFixed(1)).arg(ttft.toFixed(2))
+        if (hitRate >= 0)
+            line += qsTr(" · hit rate %1 % · %2 MiB/token").arg((100 * hitRate).toFixed(0))
+                                                           .arg(mibPerToken.toFixed(2))
         return stopReason === "cancelled" ? line + qsTr(" · stopped")
              : stopReason === "context full" ? line + qsTr(" · context full") : line
     }
@@ -139,6 +149,50 @@ Item {
             text: bubble.isUser ? "" : bubble.statsLine()
             color: Theme.textMuted
             font.pixelSize: Theme.smallFontSize
+        }
+
+        // Edit and resend: the user message in a box; Send replaces it and what followed.
+        ColumnLayout {
+            visible: bubble.editing
+            Layout.fillWidth: true
+            TextArea {
+                id: editBox
+                objectName: "editBox"
+                Layout.fillWidth: true
+                Layout.minimumWidth: 280
+                wrapMode: TextArea.Wrap
+                Accessible.name: qsTr("Edited message")
+                background: Rectangle { color: Theme.surface; radius: 6; border.color: Theme.accent }
+            }
+            RowLayout {
+                Layout.alignment: Qt.AlignRight
+                AppButton {
+                    objectName: "editCancel"
+                    text: qsTr("Cancel")
+                    onClicked: bubble.editing = false
+                }
+                AppButton {
+                    objectName: "editSend"
+                    text: qsTr("Send")
+                    primary: true
+                    onClicked: if (bubble.controller.editAndResend(bubble.index, editBox.text)) bubble.editing = false
+                }
+            }
+        }
+
+        MessageActions {
+            objectName: "messageActions"
+            Layout.alignment: bubble.isUser ? Qt.AlignRight : Qt.AlignLeft
+            visible: !bubble.streaming && !bubble.editing && bubble.controller !== null
+                     && (bubble.isLast || hover.hovered)
+            isUser: bubble.isUser
+            isLast: bubble.isLast
+            canContinue: bubble.canContinue
+            busy: bubble.controller !== null && bubble.controller.generating
+            onCopyRequested: bubble.controller.copyToClipboard(bubble.text)
+            onRegenerateRequested: bubble.controller.regenerate()
+            onContinueRequested: bubble.controller.continueAnswer()
+            onEditRequested: { editBox.text = bubble.text; bubble.editing = true; editBox.forceActiveFocus() }
         }
 
         Label {

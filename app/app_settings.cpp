@@ -201,8 +201,15 @@ QString AppSettings::effectiveUsageDatabase() const {
 }
 
 void AppSettings::forgetUsage(const QString& modelDir) {
-    // The lead routes this through the app's storage thread once it exists; until then a thread
-    // of its own with its own connection (a Storage is used only by the thread that opened it).
+    if (m_forgetRunner) {
+        QPointer<AppSettings> self(this);
+        m_forgetRunner(modelDir, [self](const QString& msg) {
+            if (self) emit self->usageForgotten(msg);
+        });
+        return;
+    }
+    // Without the app's storage thread (tests): a thread of its own with its own connection (a
+    // Storage is used only by the thread that opened it).
     const QString db = effectiveUsageDatabase();
     if (m_forgetThread.joinable()) m_forgetThread.join(); // the previous one is done or nearly
     QPointer<AppSettings> self(this);
@@ -227,16 +234,21 @@ QString AppSettings::forgetUsageOn(const QString& databasePath, const QString& m
     if (!db.isOk())
         return tr("Could not open the usage database: %1")
             .arg(QString::fromStdString(db.status().message()));
-    auto identity = storage::modelIdentity(modelDir.toStdString(), db.value().get());
+    return forgetUsageIn(*db.value(), modelDir);
+}
+
+QString AppSettings::forgetUsageIn(storage::Storage& storage, const QString& modelDir) {
+    storage::Storage* db = &storage;
+    auto identity = storage::modelIdentity(modelDir.toStdString(), db);
     if (!identity.isOk())
         return tr("Could not identify the model: %1")
             .arg(QString::fromStdString(identity.status().message()));
-    auto id = db.value()->findModel(identity.value());
+    auto id = db->findModel(identity.value());
     if (!id.isOk())
         return tr("Usage database: %1").arg(QString::fromStdString(id.status().message()));
     if (!id.value())
         return tr("Nothing to forget: no usage was learned for %1.").arg(QDir(modelDir).dirName());
-    auto n = db.value()->resetUsage(*id.value());
+    auto n = db->resetUsage(*id.value());
     if (!n.isOk())
         return tr("Usage database: %1").arg(QString::fromStdString(n.status().message()));
     return tr("Forgot the learned usage of %1 (%2 records deleted).")

@@ -22,7 +22,12 @@
 #include <QStringList>
 #include <QVariantList>
 
+#include <functional>
 #include <thread>
+
+namespace coli::storage {
+class Storage;
+}
 
 namespace coli::app {
 
@@ -122,12 +127,18 @@ public:
     Q_INVOKABLE QString localPath(const QVariant& urlOrPath) const;
 
     // ---- forget learned usage ----
-    // Deletes the heat and pins of the model in `modelDir` from the usage database, on a thread
-    // of its own (it opens its own connection: DESIGN rule 6; never on the GUI thread); emits
+    // Deletes the heat and pins of the model in `modelDir` from the usage database, never on the
+    // GUI thread: through the runner when one is set (the app's storage thread,
+    // SessionManager::forgetUsage), else on a thread of its own with its own connection; emits
     // usageForgotten(message) on the GUI thread when done, with what happened in words.
     Q_INVOKABLE void forgetUsage(const QString& modelDir);
+    // `run(modelDir, done)` must call done(message) on the GUI thread.
+    using ForgetRunner = std::function<void(const QString&, std::function<void(const QString&)>)>;
+    void setForgetRunner(ForgetRunner run) { m_forgetRunner = std::move(run); }
     // The work itself (any thread; opens and closes its own connection). Returns the message.
     static QString forgetUsageOn(const QString& databasePath, const QString& modelDir);
+    // The same on an open database (the thread that opened it).
+    static QString forgetUsageIn(storage::Storage& db, const QString& modelDir);
 
     static QString keyLastDir() { return QStringLiteral("model/lastDir"); }
     static QString keyRecent() { return QStringLiteral("model/recent"); }
@@ -156,6 +167,7 @@ private:
     bool m_reloadNeeded = false;
     SystemTheme m_system;
     std::thread m_forgetThread;
+    ForgetRunner m_forgetRunner;
 };
 
 // What the first answers use: the command line's flags where given, else the settings (whose

@@ -91,6 +91,8 @@ int main(int argc, char* argv[]) {
     so.path = settings.effectiveUsageDatabase().toStdString();
     SessionManager sessions(&controller, so);
     TurnStatsModel turnStats(&sessions, &controller);
+    settings.setForgetRunner(
+        [&sessions](const QString& dir, auto done) { sessions.forgetUsage(dir, std::move(done)); });
     // Quit mid-answer: cancel and join the engine thread, then save what the answer had and
     // let the storage thread finish its writes, before the QML engine and the window go away.
     QObject::connect(&app, &QCoreApplication::aboutToQuit, &controller, [&] {

@@ -1,5 +1,6 @@
 #include "session_manager.h"
 
+#include "app_settings.h"
 #include "learning/learned_usage.h"
 #include "storage/model_identity.h"
 #include "storage/session_export.h"
@@ -223,7 +224,10 @@ void SessionManager::showList(quint64 edits, const QVector<SessionListModel::Row
 void SessionManager::onModelReady() {
     m_modelDir = m_controller->modelDir();
     m_modelIdentity.clear();
-    m_learnedModel = 0;
+    if (m_learnedModel != 0) {
+        m_learnedModel = 0;
+        emit learningChanged();
+    }
     QPointer<SessionManager> self(this);
     const QString qdir = m_modelDir;
     const std::string dir = utf8(m_modelDir);
@@ -244,12 +248,29 @@ void SessionManager::onModelReady() {
                 if (!self || qdir != self->m_controller->modelDir()) return; // another model by now
                 self->m_modelIdentity = identity;
                 self->m_learnedModel = shared->modelId;
+                emit self->learningChanged();
                 self->m_controller->applyLearnedUsage(qdir, shared);
                 self->updateModelNotice();
             });
             return Status::ok();
         });
     updateModelNotice();
+}
+
+void SessionManager::forgetUsage(const QString& modelDir,
+                                 std::function<void(const QString&)> done) {
+    if (QDir::cleanPath(modelDir) == QDir::cleanPath(m_modelDir) && m_learnedModel != 0) {
+        m_learnedModel = 0;
+        emit learningChanged();
+    }
+    QPointer<SessionManager> self(this);
+    m_worker->post("Forgetting the learned usage", [self, modelDir, done](StorageContext& ctx) {
+        const QString msg = AppSettings::forgetUsageIn(ctx.db(), modelDir);
+        ctx.notify([self, msg, done] {
+            if (self && done) done(msg);
+        });
+        return Status::ok();
+    });
 }
 
 void SessionManager::saveUsage(std::shared_ptr<const learning::UsageSnapshot> snapshot) {

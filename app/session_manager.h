@@ -42,6 +42,8 @@ class SessionManager : public QObject {
     // app's: temperature, topK, topP, minP, repeatPenalty, maxNewTokens, seed (a fixed seed as a
     // decimal string). Absent keys: the app's value.
     Q_PROPERTY(QVariantMap chatSettings READ chatSettings NOTIFY chatSettingsChanged)
+    // The loaded model's usage is being learned (its database row is known; turn ends save).
+    Q_PROPERTY(bool learning READ learning NOTIFY learningChanged)
 public:
     SessionManager(EngineController* controller, StorageWorkerOptions options,
                    QObject* parent = nullptr);
@@ -68,8 +70,13 @@ public:
     Q_INVOKABLE void loadSessionModel();
     Q_INVOKABLE void dismissStorageProblem();
     QVariantMap chatSettings() const;
+    bool learning() const { return m_learnedModel != 0; }
     // Applies to the next answers and is saved with the chat (at once, or with its creation).
     Q_INVOKABLE void setChatSettings(const QVariantMap& settings);
+    // Deletes the learned heat and pins of the model in `modelDir` on the storage thread
+    // (AppSettings::forgetUsageIn); `done(message)` runs on the GUI thread. When it is the loaded
+    // model, this load stops saving its usage (the next load starts from nothing).
+    void forgetUsage(const QString& modelDir, std::function<void(const QString&)> done);
 
     // Saves the answer being written (as stopped), waits for the queued writes and closes the
     // database. Returns the number of writes lost (0 unless the database stayed locked).
@@ -89,6 +96,7 @@ signals:
     void sessionOpened(qint64 id); // its messages are on screen
     void listLoaded();
     void chatSettingsChanged();
+    void learningChanged();
     // The turn statistics of the conversation shown (for TurnStatsModel, the Charts view), as
     // values on the GUI thread. runsLoaded: every run of the session just opened, in the order
     // they were added (read from the database with its messages, just before sessionOpened).

@@ -268,6 +268,33 @@ private slots:
         QCOMPARE(r.controller->systemPrompt(), QString());
     }
 
+    void forgetLearnedUsageRunsOnTheStorageThreadAndStopsSaving() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("colibri.db");
+        Rig r(db);
+        QVERIFY(r.ready());
+        QTRY_VERIFY_WITH_TIMEOUT(r.sessions->learning(), 10000); // the model's row is known
+        QVERIFY(r.ask("What is the sea like?"));
+        QVERIFY(r.settle());
+        auto heat = [&] {
+            auto st = storage::Storage::open(db.toStdString());
+            auto identity = storage::modelIdentity(kModel.toStdString(), st.value().get());
+            auto model = st.value()->findModel(*identity);
+            return model->has_value() ? st.value()->loadHeat(**model).value().size() : size_t(0);
+        };
+        QVERIFY(heat() > 0);
+        QString message;
+        r.sessions->forgetUsage(kModel, [&](const QString& m) { message = m; });
+        QTRY_VERIFY_WITH_TIMEOUT(!message.isEmpty(), 10000);
+        QVERIFY2(message.startsWith("Forgot"), qPrintable(message));
+        QCOMPARE(heat(), size_t(0));
+        QVERIFY(!r.sessions->learning());
+        // This load no longer saves its usage: forgotten stays forgotten.
+        QVERIFY(r.ask("And the ships?"));
+        QVERIFY(r.settle());
+        QCOMPARE(heat(), size_t(0));
+    }
+
     void anAnswerIsSavedWhileItStreams() {
         QTemporaryDir dir;
         const QString db = dir.filePath("colibri.db");

@@ -6,8 +6,8 @@
 //
 // When settings apply: theme and sampling at once (the next answer); threads and direct I/O at
 // the next model load (`reloadNeeded` says a change waits for it); the RAM budget and prefetch
-// at the next load too (loadSettings()), and live once the Tiers view applies them (it listens
-// to ramBudgetChanged / prefetchChanged).
+// at every load (loadSettings()) and at once to the loaded model (connectSettings applies them
+// through the TierMonitor, between two tokens).
 //
 // Thread-safety: GUI thread only (QObject affinity), except forgetUsageOn, which runs on its own
 // thread (see there).

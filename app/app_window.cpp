@@ -67,9 +67,18 @@ void connectSettings(AppSettings* settings, EngineController* controller, int fa
         controller->setLoadSettings(settings->loadSettings(fallbackThreads));
     };
     QObject::connect(settings, &AppSettings::threadsChanged, controller, loadOptions);
-    QObject::connect(settings, &AppSettings::ramBudgetChanged, controller, loadOptions);
+    // The RAM budget and prefetch also apply to the loaded model at once (between two tokens,
+    // as the Tiers view's controls do); the Tiers view's own changes last for this run only.
+    QObject::connect(settings, &AppSettings::ramBudgetChanged, controller, [=] {
+        loadOptions();
+        if (settings->ramBudgetMiB() > 0)
+            controller->tiers()->setBudgetBytes(double(settings->ramBudgetMiB()) * 1048576.0);
+    });
+    QObject::connect(settings, &AppSettings::prefetchChanged, controller, [=] {
+        loadOptions();
+        controller->tiers()->setPrefetchEnabled(settings->prefetch());
+    });
     QObject::connect(settings, &AppSettings::directIoChanged, controller, loadOptions);
-    QObject::connect(settings, &AppSettings::prefetchChanged, controller, loadOptions);
     QObject::connect(settings, &AppSettings::samplingChanged, controller, [=] {
         GenerateParams p = controller->generateParams();
         p.maxNewTokens = settings->maxNewTokens();

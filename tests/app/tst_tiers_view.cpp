@@ -3,6 +3,8 @@
 // view's exact entry, and the engine's tier status shows it in force one token later with the
 // allocation within it; the answer is the same as with the budget untouched; the prefetch switch
 // reaches the engine. Saves screenshots/tiers.png and checks that the RAM bar drew.
+#include "app_settings.h"
+#include "app_window.h"
 #include "engine_controller.h"
 
 #include <QApplication>
@@ -12,6 +14,7 @@
 #include <QQuickItem>
 #include <QQuickWindow>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <memory>
@@ -135,6 +138,23 @@ private slots:
             if (c.saturation() > 60) ++coloured;
         }
         QVERIFY2(coloured > 0, "the RAM bar drew no segment");
+    }
+
+    void settingsApplyToTheLoadedModelAtOnce() {
+        QTemporaryDir config;
+        qputenv("XDG_CONFIG_HOME", config.path().toLocal8Bit());
+        View v;
+        QVERIFY(v.window);
+        AppSettings settings(QString{});
+        connectSettings(&settings, v.controller.get(), 1);
+        QVERIFY(loadModel(v));
+        TierMonitor* tiers = v.controller->tiers();
+        QTRY_VERIFY_WITH_TIMEOUT(tiers->available() && tiers->prefetch(), 5000);
+        QVERIFY(tiers->budgetBytes() > tiers->minimumBudgetBytes());
+        settings.setRamBudgetMiB(1); // below the working set: the smallest budget allowed
+        settings.setPrefetch(false);
+        QTRY_VERIFY_WITH_TIMEOUT(!tiers->prefetch(), 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(tiers->budgetBytes(), tiers->minimumBudgetBytes(), 5000);
     }
 
     void prefetchSwitchReachesTheEngine() {

@@ -492,7 +492,7 @@ void TstAppUi::everyViewInBothThemesAndSizes() {
     auto* views = app.find<QObject>("viewStack");
     QVERIFY(views);
     const QStringList names = {"chat", "tiers", "charts", "models", "settings"};
-    for (const QString theme : {QStringLiteral("light"), QStringLiteral("dark")}) {
+    for (const QString& theme : {QStringLiteral("light"), QStringLiteral("dark")}) {
         settingsObj->setProperty("theme", theme);
         for (const QSize size : {QSize(800, 600), QSize(1600, 1000)}) {
             app.window->resize(size);

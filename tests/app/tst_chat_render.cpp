@@ -113,7 +113,7 @@ QPoint centreOf(QQuickItem* item) {
 }
 
 // Scrolls the chat so that `item` is at the top of the view.
-void scrollTo(QQuickWindow* w, QQuickItem* item) {
+void scrollTo(QQuickWindow*, QQuickItem* item) {
     QQuickItem* list = nullptr;
     for (QQuickItem* p = item->parentItem(); p && !list; p = p->parentItem())
         if (p->inherits("QQuickListView")) list = p;

@@ -1,6 +1,6 @@
 #pragma once
 // Summary statistics shared by the CLI's benchmarks (`coli bench io`, `coli bench decode`):
-// BENCHMARKING.md asks for the median of the measured runs.
+// docs/performance.md reports the median of the measured runs (with min-max).
 // Thread-safety: pure.
 #include <algorithm>
 #include <vector>

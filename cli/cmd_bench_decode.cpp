@@ -1,7 +1,7 @@
 // coli bench decode MODEL_DIR: decode tokens/s with streamed experts at several RAM budgets, cold
 // and warm, with bytes read per token, hit rates per tier and the I/O pool's efficiency as a
 // ratio of the disk's bandwidth measured in the same run with the same request size and queue
-// depth (docs/performance.md, /work/shared/BENCHMARKING.md). A benchmark: nothing is asserted
+// depth (docs/performance.md: median and min-max of the runs). A benchmark: nothing is asserted
 // about speed; the tokens are (every run must decode the same ones, else it stops with an error).
 #include "cmd_bench_decode.h"
 #include "bench_stats.h"

@@ -226,7 +226,16 @@ void EngineController::newChat() {
     m_chat.clear();
     m_worker->post(Command{CommandKind::Reset});
     m_tiers.resetSession();
+    resetContextMeter();
     clearError();
+}
+
+void EngineController::resetContextMeter() {
+    // Another conversation: the meter fills again with its next turn.
+    if (m_contextUsed == 0 && m_contextDropped == 0) return;
+    m_contextUsed = 0;
+    m_contextDropped = 0;
+    emit contextChanged();
 }
 
 void EngineController::applyLearnedUsage(const QString& dir,
@@ -246,6 +255,7 @@ void EngineController::showConversation(const QVector<ChatModel::Message>& rows)
     m_chat.replaceAll(rows);
     m_worker->post(Command{CommandKind::Reset});
     m_tiers.resetSession();
+    resetContextMeter();
     clearError();
 }
 

@@ -107,6 +107,8 @@ public:
     // Shows a message in the window's banner (e.g. "the remembered folder is gone"); dismissable,
     // cleared by the next load or message like an error.
     Q_INVOKABLE void showNotice(const QString& text);
+    // The same in the error style (something failed).
+    Q_INVOKABLE void showError(const QString& text) { setError(text); }
     int contextLength() const { return m_contextLength; } // of the loaded model; 0: none
     // Cancels everything and joins the engine thread. Called at quit; idempotent.
     Q_INVOKABLE void shutdown();
@@ -139,8 +141,9 @@ public:
                                        // conversation is cleared (its rows still readable)
     };
     void setTurnHooks(TurnHooks hooks) { m_hooks = std::move(hooks); }
-    // Hands the learned usage read for the model folder `dir` to the engine thread (dropped there
-    // when another model is loaded by then, or a turn already ran: see EngineWorker).
+    // Hands the learned usage read for the model folder `dir` to the engine thread, which applies
+    // it to the expert cache (dropped there when another model is loaded by then; applied also
+    // after the first answers, its token clock never going back: EngineWorker::doApplyUsage).
     void applyLearnedUsage(const QString& dir, std::shared_ptr<const learning::LearnedUsage> usage);
     // Shows a saved conversation (the engine's KV cache is cleared; the next turn prefills it).
     // Cancels the running answer, never a model load (the last session is restored during one).
@@ -206,6 +209,7 @@ private:
 
     // Starts an answer at a new row (`resumeRow` < 0) or continuing `resumeRow`.
     bool startTurn(int resumeRow, const std::optional<uint64_t>& seed);
+    void resetContextMeter();
     std::vector<ChatMessage> promptMessages(int endRow) const;
 
     TurnHooks m_hooks;

@@ -219,6 +219,17 @@ ApplicationWindow {
         modelsView.focusList()
     }
 
+    // An export's result, in the banner (a failure names the file and why).
+    Connections {
+        target: win.sessions
+        function onExported(path, error) {
+            if (error === "")
+                win.controller.showNotice(qsTr("Exported the chat to %1.").arg(path))
+            else
+                win.controller.showError(qsTr("Could not export the chat: %1").arg(error))
+        }
+    }
+
     Connections {
         target: controller
         function onAnswerFinished(row) { if (stack.currentIndex === 0) chatPage.focusInput() }

@@ -100,8 +100,10 @@ private slots:
             QCOMPARE(r.sessions->sessions()->rowCount(), 1);
             QVERIFY(r.sessions->currentSessionId() > 0);
             QCOMPARE(r.sessions->currentTitle(), QString("What is the sea like?"));
-            // A second chat goes on top of the list.
+            QVERIFY(r.controller->contextUsed() > 0); // the context meter
+            // A second chat goes on top of the list; its context meter starts empty.
             r.sessions->newSession();
+            QCOMPARE(r.controller->contextUsed(), 0);
             QCOMPARE(r.controller->chatModel()->rowCount(), 0);
             QVERIFY(r.ask("Another topic"));
             QVERIFY(r.settle());

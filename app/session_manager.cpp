@@ -247,6 +247,9 @@ void SessionManager::onModelReady() {
             ctx.notify([self, qdir, identity, shared] {
                 if (!self || qdir != self->m_controller->modelDir()) return; // another model by now
                 self->m_modelIdentity = identity;
+                // A chat begun before the identity was known records it now.
+                if (self->m_current != 0 && self->m_sessionIdentity.isEmpty())
+                    self->recordSessionModel();
                 self->m_learnedModel = shared->modelId;
                 emit self->learningChanged();
                 self->m_controller->applyLearnedUsage(qdir, shared);
@@ -278,6 +281,16 @@ void SessionManager::saveUsage(std::shared_ptr<const learning::UsageSnapshot> sn
     const int64_t model = m_learnedModel;
     m_worker->post("Saving the learned expert usage", [model, snapshot](StorageContext& ctx) {
         return learning::saveUsage(ctx.db(), model, *snapshot);
+    });
+}
+
+void SessionManager::recordSessionModel() {
+    m_sessionIdentity = m_modelIdentity;
+    const qint64 session = m_current;
+    const std::string identity = utf8(m_modelIdentity), dir = utf8(m_modelDir);
+    m_worker->post("Saving the chat's model", [session, identity, dir](StorageContext& ctx) {
+        const int64_t id = ctx.resolve(session);
+        return id == 0 ? Status::ok() : ctx.sessions().setSessionModel(id, identity, dir);
     });
 }
 

@@ -130,6 +130,7 @@ private:
     void showList(quint64 edits, const QVector<SessionListModel::Row>& rows);
     void showSearch(quint64 serial, quint64 edits, const QVector<SessionListModel::Row>& rows);
     void updateModelNotice();
+    void recordSessionModel();
     void setProblem(const QString& text);
     void onModelReady();
     void saveUsage(std::shared_ptr<const learning::UsageSnapshot> snapshot);

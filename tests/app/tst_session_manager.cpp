@@ -9,7 +9,9 @@
 #include "storage/sessions.h"
 
 #include <QAbstractItemModelTester>
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSignalSpy>
@@ -295,6 +297,54 @@ private slots:
         QVERIFY(r.ask("And the ships?"));
         QVERIFY(r.settle());
         QCOMPARE(heat(), size_t(0));
+    }
+
+    void aChatHeldWithAnotherModelOffersToLoadIt() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("colibri.db");
+        // A copy of a second fixture model in a folder that will be removed later.
+        const QString other = dir.filePath("mixtral-copy");
+        QVERIFY(QDir().mkpath(other));
+        for (const QFileInfo& f :
+             QDir(QStringLiteral(COLI_FIXTURE_DIR "/mixtral")).entryInfoList(QDir::Files))
+            QVERIFY(QFile::copy(f.filePath(), other + "/" + f.fileName()));
+        Rig r(db);
+        QVERIFY(r.ready());
+        // Asked at once: the model's identity may come after the chat is created (recorded then).
+        QVERIFY(r.ask("Held with the first model"));
+        QVERIFY(r.settle());
+        const qint64 first = r.sessions->currentSessionId();
+        // Another model: the chat is cleared; reopening the first chat says it was held with
+        // the other model and offers to load it.
+        r.controller->loadModel(other);
+        QVERIFY(r.ready());
+        QTRY_VERIFY_WITH_TIMEOUT(r.sessions->learning(), 10000);
+        QVERIFY(r.sessions->modelNotice().isEmpty());
+        r.sessions->openSession(first);
+        QTRY_VERIFY_WITH_TIMEOUT(!r.sessions->modelNotice().isEmpty(), 10000);
+        QVERIFY(r.sessions->modelNotice().contains(kModel));
+        QVERIFY(r.sessions->canLoadSessionModel());
+        r.sessions->loadSessionModel();
+        QTRY_COMPARE_WITH_TIMEOUT(r.controller->modelDir(), QDir::cleanPath(kModel), 10000);
+        QVERIFY(r.ready());
+        QTRY_COMPARE_WITH_TIMEOUT(r.sessions->currentSessionId(), first, 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(r.sessions->modelNotice().isEmpty(), 10000);
+        QCOMPARE(r.controller->chatModel()->rowCount(), 2);
+        // A chat held with a model whose folder is gone says so, without the offer.
+        r.sessions->newSession();
+        r.controller->loadModel(other);
+        QVERIFY(r.ready());
+        QTRY_VERIFY_WITH_TIMEOUT(r.sessions->learning(), 10000);
+        QVERIFY(r.ask("Held with the copy"));
+        QVERIFY(r.settle());
+        const qint64 second = r.sessions->currentSessionId();
+        r.controller->loadModel(kModel);
+        QVERIFY(r.ready());
+        QTRY_VERIFY_WITH_TIMEOUT(r.sessions->learning(), 10000);
+        QVERIFY(QDir(other).removeRecursively());
+        r.sessions->openSession(second);
+        QTRY_VERIFY_WITH_TIMEOUT(r.sessions->modelNotice().contains("gone"), 10000);
+        QVERIFY(!r.sessions->canLoadSessionModel());
     }
 
     void anAnswerIsSavedWhileItStreams() {

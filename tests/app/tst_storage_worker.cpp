@@ -3,6 +3,7 @@
 // writes still queued, acknowledgements after each committed message write.
 #include "storage_worker.h"
 
+#include "../storage/storage_test_util.h"
 #include "convert/sha256.h"
 #include "storage/sessions.h"
 
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -211,5 +213,43 @@ TEST(StorageWorker, AcknowledgesEachCommittedMessageWrite) {
     const std::string text = "héllo";
     h.update(text.data(), text.size());
     EXPECT_EQ(got, "ack 1 " + h.finishHex() + "\n");
+    fs::remove_all(dir);
+}
+
+// A read-only database (run as an unprivileged user: root ignores permission bits): one
+// "not saved" report naming the file and saying why, the jobs dropped, the file untouched.
+TEST(StorageWorker, AReadOnlyFileIsReportedAndUntouched) {
+    const fs::path dir = tempDir("readonly");
+    storage_test::makeReachable(dir);
+    const fs::path path = dir / "c.db";
+    { ASSERT_TRUE(storage::Storage::open(path.string()).isOk()); }
+    fs::remove(path.string() + "-wal");
+    fs::remove(path.string() + "-shm");
+    ::chmod(path.c_str(), 0444);
+    std::ifstream in(path, std::ios::binary);
+    const std::string before((std::istreambuf_iterator<char>(in)), {});
+    const std::string r = storage_test::runUnprivileged([&]() -> std::string {
+        Events ev;
+        {
+            StorageWorker w({.path = path.string()}, std::ref(ev));
+            const int64_t key = w.newKey();
+            w.post("creating", createJob(key, "not saved"));
+            w.shutdown();
+            if (w.available()) return "the worker says a read-only file is available";
+        }
+        const auto events = ev.take();
+        if (events.empty() || events.front().kind != StorageEvent::Kind::Unavailable)
+            return "no Unavailable report";
+        const std::string& text = events.front().text;
+        if (text.find(path.string()) == std::string::npos ||
+            text.find("read-only") == std::string::npos)
+            return "the report does not name the file and the problem: " + text;
+        return "";
+    });
+    EXPECT_EQ(r, "");
+    std::ifstream again(path, std::ios::binary);
+    const std::string after((std::istreambuf_iterator<char>(again)), {});
+    EXPECT_EQ(after, before);
+    ::chmod(path.c_str(), 0644);
     fs::remove_all(dir);
 }

@@ -12,7 +12,7 @@ ColumnLayout {
     property var formatBytes
     property var formatShare
     // Numeric columns keep their width so the lines align; the name column takes the rest.
-    readonly property var widths: [80, 90, 130, 130]
+    readonly property var widths: [96, 90, 130, 130]
 
     spacing: 4
 
@@ -58,6 +58,7 @@ ColumnLayout {
             }
             Label {
                 text: !model.available ? "–"
+                      : model.key === "free" ? qsTr("room for %1").arg(model.experts)
                       : model.capacity >= 0 ? model.experts + " / " + model.capacity
                                             : String(model.experts)
                 color: parent.ink

@@ -39,6 +39,11 @@ Item {
         blocksWidth = w
     }
 
+    function sendEdit() {
+        if (bubble.controller.editAndResend(bubble.index, editBox.text))
+            bubble.editing = false
+    }
+
     implicitHeight: column.implicitHeight
     HoverHandler { id: hover }
 
@@ -67,10 +72,12 @@ Item {
             rightMargin: Theme.padding * 1.5
         }
         // As wide as the widest line it shows (body with its padding, stats, error), rounded up:
-        // a fractional width would wrap the body's last glyph ("Hi" as "H / i").
-        width: Math.min(bubble.maxBubbleWidth,
+        // a fractional width would wrap the body's last glyph ("Hi" as "H / i"). While a message
+        // is edited, the whole width: the edit box and its buttons are wider than a short
+        // message, and a narrower column pushed them out of the window on the right.
+        width: bubble.editing ? bubble.maxBubbleWidth : Math.min(bubble.maxBubbleWidth,
                         Math.ceil(Math.max((bubble.hasBlocks ? Math.max(bubble.blocksWidth, cursor.implicitWidth)
-                                                             : body.implicitWidth) + 2 * Theme.padding,
+                                                             : bodyMeasure.implicitWidth) + 2 * Theme.padding,
                                            stats.visible ? stats.implicitWidth : 0,
                                            errorLabel.visible ? errorLabel.implicitWidth : 0,
                                            roleLabel.implicitWidth)) + 1)
@@ -88,7 +95,8 @@ Item {
         Rectangle {
             objectName: bubble.isUser ? "userBubble" : "answerBubble"
             // An answer that failed before any text: the error alone, no empty box above it.
-            visible: bubble.text !== "" || bubble.streaming || bubble.error === ""
+            // A message being edited: the edit box in its place.
+            visible: !bubble.editing && (bubble.text !== "" || bubble.streaming || bubble.error === "")
             Layout.fillWidth: true
             implicitHeight: (bubble.hasBlocks ? blocksColumn.implicitHeight : body.implicitHeight)
                             + 2 * Theme.padding * 0.8
@@ -96,6 +104,16 @@ Item {
             color: bubble.isUser ? Theme.userBubble : Theme.assistantBubble
             border.color: bubble.isUser ? "transparent" : Theme.border
 
+            // The body's natural width (its longest line), measured apart: a wrapping
+            // TextEdit's own implicitWidth changes while the column's width is being set
+            // from it, a binding loop (Qt warned of one when answers were regenerated).
+            Text {
+                id: bodyMeasure
+                visible: false
+                text: body.text
+                textFormat: Text.PlainText
+                font: body.font
+            }
             TextEdit {
                 id: body
                 objectName: "messageText"
@@ -128,9 +146,12 @@ Item {
                     delegate: MarkdownBlock {
                         width: blocksColumn.width
                         blocksModel: bubble.blocks
-                        onNaturalWidthChanged: bubble.updateBlocksWidth()
+                        // Later, not now: a block's natural width can change while the
+                        // column's width is being set (rich text lays out again at its new
+                        // width), and a synchronous update re-entered the width binding.
+                        onNaturalWidthChanged: Qt.callLater(bubble.updateBlocksWidth)
                     }
-                    onItemRemoved: bubble.updateBlocksWidth()
+                    onItemRemoved: Qt.callLater(bubble.updateBlocksWidth)
                 }
                 Label {
                     id: cursor
@@ -162,6 +183,17 @@ Item {
                 Layout.minimumWidth: 280
                 wrapMode: TextArea.Wrap
                 Accessible.name: qsTr("Edited message")
+                // As in the composer: Enter sends, Shift+Enter adds a line; Escape cancels.
+                Keys.onPressed: function(event) {
+                    if ((event.key === Qt.Key_Return || event.key === Qt.Key_Enter)
+                            && !(event.modifiers & Qt.ShiftModifier)) {
+                        event.accepted = true
+                        bubble.sendEdit()
+                    } else if (event.key === Qt.Key_Escape) {
+                        event.accepted = true
+                        bubble.editing = false
+                    }
+                }
                 background: Rectangle { color: Theme.surface; radius: 6; border.color: Theme.accent }
             }
             RowLayout {
@@ -175,7 +207,7 @@ Item {
                     objectName: "editSend"
                     text: qsTr("Send")
                     primary: true
-                    onClicked: if (bubble.controller.editAndResend(bubble.index, editBox.text)) bubble.editing = false
+                    onClicked: bubble.sendEdit()
                 }
             }
         }

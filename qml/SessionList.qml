@@ -2,6 +2,7 @@ import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
 import QtQuick.Dialogs
+import QtCore
 import Colibri
 
 // The saved chats beside the conversation (SessionManager + SessionListModel): search, new chat,
@@ -32,10 +33,14 @@ Rectangle {
         deleteDialog.chatTitle = title
         deleteDialog.open()
     }
+    // The dialog starts in the user's documents folder with a file named after the chat (it
+    // started at "/", where a user cannot write, with the name alone).
     function askExport(id, title, format) {
         exportDialog.sessionId = id
         exportDialog.format = format
-        exportDialog.selectedFile = "file:///" + (title.replace(/[^\w\- ]+/g, "").trim() || "chat")
+        const folder = StandardPaths.writableLocation(StandardPaths.DocumentsLocation)
+        exportDialog.currentFolder = folder
+        exportDialog.selectedFile = folder + "/" + (title.replace(/[^\w\- ]+/g, "").trim() || "chat")
                                     + (format === "json" ? ".json" : ".md")
         exportDialog.open()
     }
@@ -148,6 +153,7 @@ Rectangle {
         property string format: "markdown"
         title: format === "json" ? qsTr("Export chat as JSON") : qsTr("Export chat as Markdown")
         fileMode: FileDialog.SaveFile
+        acceptLabel: qsTr("Export")
         nameFilters: format === "json" ? [qsTr("JSON files (*.json)")] : [qsTr("Markdown files (*.md)")]
         onAccepted: panel.sessions.exportSession(sessionId, selectedFile, format)
     }

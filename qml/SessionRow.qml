@@ -61,8 +61,8 @@ ItemDelegate {
                 id: menu
                 objectName: "sessionMenu"
                 MenuItem { objectName: "menuRename"; text: qsTr("Rename…"); onTriggered: row.renameRequested() }
-                MenuItem { text: qsTr("Export as Markdown…"); onTriggered: row.exportRequested("markdown") }
-                MenuItem { text: qsTr("Export as JSON…"); onTriggered: row.exportRequested("json") }
+                MenuItem { objectName: "menuExportMarkdown"; text: qsTr("Export as Markdown…"); onTriggered: row.exportRequested("markdown") }
+                MenuItem { objectName: "menuExportJson"; text: qsTr("Export as JSON…"); onTriggered: row.exportRequested("json") }
                 MenuSeparator {}
                 MenuItem { objectName: "menuDelete"; text: qsTr("Delete…"); onTriggered: row.deleteRequested() }
             }

@@ -48,10 +48,10 @@ ApplicationWindow {
     // The controls' own colours (radio buttons, switches, spin boxes, fields) follow the theme.
     palette.window: Theme.background
     palette.windowText: Theme.text
-    palette.base: Theme.surface
+    palette.base: Theme.field
     palette.alternateBase: Theme.background
     palette.text: Theme.text
-    palette.button: Theme.surface
+    palette.button: Theme.field
     palette.buttonText: Theme.text
     palette.brightText: Theme.text
     palette.highlight: Theme.accent

@@ -8,6 +8,9 @@ QtObject {
 
     readonly property color background: dark ? "#16181c" : "#f4f5f7"
     readonly property color surface: dark ? "#1f2227" : "#ffffff"
+    // Inside the controls (fields, spin boxes, radio buttons, switch tracks): in the dark theme a
+    // shade lighter than the surfaces, so that Fusion's dark outlines do not hide them.
+    readonly property color field: dark ? "#2b2f37" : "#ffffff"
     readonly property color sidebar: dark ? "#1b1d22" : "#eceef1"
     readonly property color border: dark ? "#363a42" : "#d9dce1"
     readonly property color text: dark ? "#e6e8eb" : "#1f2328"

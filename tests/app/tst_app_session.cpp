@@ -194,13 +194,8 @@ QQuickItem* messageAction(QQuickWindow* w, int row, const QString& name) {
     return found;
 }
 
-// The saved chat's row (SessionRow) in the list, by title.
+// The saved chat's row (SessionRow) in the list, by the title its first label shows.
 QQuickItem* sessionRow(QQuickWindow* w, const QString& title) {
-    for (QQuickItem* row : visibleItems(w, QStringLiteral("sessionRow")))
-        if (QQmlProperty::read(row, QStringLiteral("Accessible.name")).toString() == title ||
-            row->property("text").toString() == title)
-            return row;
-    // The delegate's title is its Accessible.name (model.title): read it from its first label.
     for (QQuickItem* row : visibleItems(w, QStringLiteral("sessionRow"))) {
         QList<QQuickItem*> labels;
         collectItems(row, QString(), &labels);

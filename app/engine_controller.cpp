@@ -230,6 +230,22 @@ void EngineController::newChat() {
     clearError();
 }
 
+void EngineController::estimateContextMeter() {
+    // A reopened chat: what its next prompt will hold, counted with the tokenizer (the template's
+    // wrapping estimated per message), so the meter does not read 0 over a full conversation.
+    int used = 0;
+    for (int row = 0; row < m_chat.rowCount(); ++row) {
+        const int n = countTokens(m_chat.at(row).text);
+        if (n < 0) return resetContextMeter(); // no model loaded: nothing to count with
+        used += n + m_promptOverhead;
+    }
+    const int capped = m_contextLength > 0 ? std::min(used, m_contextLength) : used;
+    if (capped == m_contextUsed && m_contextDropped == 0) return;
+    m_contextUsed = capped;
+    m_contextDropped = 0;
+    emit contextChanged();
+}
+
 void EngineController::resetContextMeter() {
     // Another conversation: the meter fills again with its next turn.
     if (m_contextUsed == 0 && m_contextDropped == 0) return;
@@ -255,7 +271,7 @@ void EngineController::showConversation(const QVector<ChatModel::Message>& rows)
     m_chat.replaceAll(rows);
     m_worker->post(Command{CommandKind::Reset});
     m_tiers.resetSession();
-    resetContextMeter();
+    estimateContextMeter(); // until its next turn measures it
     clearError();
 }
 
@@ -360,6 +376,8 @@ void EngineController::drainEvents() {
                 m_loadProgress = 1;
                 emit loadProgressChanged();
                 setLoadState(QStringLiteral("ready"));
+                // A chat shown while the model loaded (the restore at start) is counted now.
+                if (m_chat.rowCount() > 0) estimateContextMeter();
             }
             break;
         case EventKind::LoadFailed:

@@ -210,6 +210,7 @@ private:
     // Starts an answer at a new row (`resumeRow` < 0) or continuing `resumeRow`.
     bool startTurn(int resumeRow, const std::optional<uint64_t>& seed);
     void resetContextMeter();
+    void estimateContextMeter();
     std::vector<ChatMessage> promptMessages(int endRow) const;
 
     TurnHooks m_hooks;

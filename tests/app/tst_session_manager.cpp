@@ -151,6 +151,7 @@ private slots:
         QCOMPARE(r.controller->chatModel()->at(3).text, answer2);
         QCOMPARE(r.sessions->sessions()->rowCount(), 2);
         QCOMPARE(r.sessions->currentTitle(), QString("What is the sea like?"));
+        QVERIFY(r.controller->contextUsed() > 0); // estimated for the reopened chat
         // The conversation goes on from the restored messages.
         QVERIFY(r.ask("Tell me more"));
         QCOMPARE(r.controller->chatModel()->rowCount(), 6);

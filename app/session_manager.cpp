@@ -373,22 +373,11 @@ void SessionManager::ensureSession(const QString& firstText) {
 void SessionManager::onUserMessage(int row) {
     const ChatModel::Message& m = m_controller->chatModel()->at(row);
     ensureSession(m.text);
-    const qint64 session = m_current;
-    const qint64 key = m_worker->newKey();
-    m_rowKeys.resize(row);
-    m_rowKeys.append(key);
     MessageRecord rec;
     rec.position = row;
     rec.role = Role::User;
     rec.text = utf8(m.text);
-    m_worker->post("Saving your message", [session, key, rec](StorageContext& ctx) mutable {
-        rec.session = ctx.resolve(session);
-        auto id = ctx.sessions().appendMessage(rec);
-        if (!id) return id.status();
-        ctx.bind(key, *id);
-        ctx.ack(*id, rec.text);
-        return Status::ok();
-    });
+    appendRow(row, std::move(rec), "Saving your message");
     const int at = m_list.indexOf(m_current);
     if (at >= 0) {
         SessionListModel::Row r = m_list.at(at);
@@ -400,10 +389,6 @@ void SessionManager::onUserMessage(int row) {
 }
 
 void SessionManager::onAnswerStarted(int row) {
-    const qint64 session = m_current;
-    const qint64 key = m_worker->newKey();
-    m_rowKeys.resize(row);
-    m_rowKeys.append(key);
     m_streamRow = row;
     m_savedText.clear();
     MessageRecord rec;
@@ -412,7 +397,17 @@ void SessionManager::onAnswerStarted(int row) {
     const SamplingOverrides& o = m_controller->turnSampling(); // the seed this answer uses
     rec.sampling = samplingOf(o, m_controller->maxNewTokens());
     if (o.seed) rec.seed = *o.seed;
-    m_worker->post("Saving the answer", [session, key, rec](StorageContext& ctx) mutable {
+    appendRow(row, std::move(rec), "Saving the answer");
+    m_streamSave.start();
+}
+
+void SessionManager::appendRow(int row, storage::MessageRecord rec, const char* what) {
+    // The row gets a provisional key now; the storage thread binds it to the message's id.
+    const qint64 session = m_current;
+    const qint64 key = m_worker->newKey();
+    m_rowKeys.resize(row);
+    m_rowKeys.append(key);
+    m_worker->post(what, [session, key, rec](StorageContext& ctx) mutable {
         rec.session = ctx.resolve(session);
         auto id = ctx.sessions().appendMessage(rec);
         if (!id) return id.status();
@@ -420,7 +415,6 @@ void SessionManager::onAnswerStarted(int row) {
         ctx.ack(*id, rec.text);
         return Status::ok();
     });
-    m_streamSave.start();
 }
 
 void SessionManager::onAnswerResumed(int row) {

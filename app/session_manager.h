@@ -112,6 +112,7 @@ private:
     void onStorageEvent(StorageEvent ev); // storage thread: posts to the GUI thread
     void onUserMessage(int row);
     void onAnswerStarted(int row);
+    void appendRow(int row, storage::MessageRecord rec, const char* what);
     void onAnswerEnded(int row, const GenerateStats* stats);
     void onCleared();
     void onAnswerResumed(int row);

@@ -6,6 +6,7 @@
 #include "app_options.h"
 #include "app_window.h"
 #include "engine_controller.h"
+#include "gui_test_support.h"
 
 #include <QApplication>
 #include <QDir>
@@ -67,15 +68,6 @@ struct App {
         return window ? window->findChild<T*>(QString::fromLatin1(name)) : nullptr;
     }
 };
-
-// Visual items by objectName, walking the item tree (ListView delegates are not QObject children
-// of the window's items, so findChildren() misses them).
-void collectItems(QQuickItem* root, const QString& name, QList<QQuickItem*>* out) {
-    for (QQuickItem* child : root->childItems()) {
-        if (child->objectName() == name) out->append(child);
-        collectItems(child, name, out);
-    }
-}
 
 int distinctColours(const QImage& img, const QRect& r) {
     QSet<QRgb> colours;

@@ -15,6 +15,7 @@
 #include "app_settings.h"
 #include "app_window.h"
 #include "engine_controller.h"
+#include "gui_test_support.h"
 #include "session_manager.h"
 #include "turn_stats_model.h"
 
@@ -46,14 +47,6 @@ const QString kModel = QStringLiteral(COLI_SHIPPED_MODEL_DIR);
 const QString kShots = QStringLiteral(COLI_BINARY_DIR "/screenshots");
 constexpr int kShortAnswer = 24; // tokens: quick turns
 constexpr int kLongAnswer = 400; // tokens: long enough to act while it streams
-
-// QML warnings logged while the flow runs (a binding error, a missing property).
-QStringList g_warnings;
-QtMessageHandler g_previous = nullptr;
-void recordWarnings(QtMsgType type, const QMessageLogContext& ctx, const QString& msg) {
-    if (type == QtWarningMsg || type == QtCriticalMsg) g_warnings << msg;
-    if (g_previous) g_previous(type, ctx, msg);
-}
 
 // The app as main() makes it (app/main.cpp), on one database and settings folder. The answers
 // ignore the end-of-sequence token so that their length is the Settings view's "most new
@@ -116,14 +109,6 @@ struct App {
     }
 };
 
-// Delegates and popups are not QObject children of their views: walk the item tree (popups
-// live in the window's overlay, under its content item).
-void collectItems(QQuickItem* root, const QString& name, QList<QQuickItem*>* out) {
-    for (QQuickItem* child : root->childItems()) {
-        if (child->objectName() == name) out->append(child);
-        collectItems(child, name, out);
-    }
-}
 // The visible items named `name`, in item-tree order.
 QList<QQuickItem*> visibleItems(QQuickWindow* w, const QString& name) {
     QList<QQuickItem*> all, shown;

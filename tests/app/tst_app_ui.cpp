@@ -5,6 +5,7 @@
 #include "app_window.h"
 #include "engine_controller.h"
 #include "engine_worker.h"
+#include "gui_test_support.h"
 
 #include <QAccessible>
 #include <QApplication>
@@ -34,14 +35,6 @@ using namespace coli::app;
 
 namespace {
 const QString kModel = QStringLiteral(COLI_FIXTURE_DIR "/qwen3moe");
-
-// Warnings and criticals logged while a test runs (QML errors arrive as qWarning).
-QStringList g_warnings;
-QtMessageHandler g_previous = nullptr;
-void recordWarnings(QtMsgType type, const QMessageLogContext& ctx, const QString& msg) {
-    if (type == QtWarningMsg || type == QtCriticalMsg) g_warnings << msg;
-    if (g_previous) g_previous(type, ctx, msg);
-}
 
 struct App {
     std::unique_ptr<EngineController> controller;
@@ -74,14 +67,6 @@ struct App {
         return window ? window->findChild<T*>(QString::fromLatin1(name)) : nullptr;
     }
 };
-
-// Delegate items are not QObject children of the view: walk the item tree.
-void collectItems(QQuickItem* root, const QString& name, QList<QQuickItem*>* out) {
-    for (QQuickItem* child : root->childItems()) {
-        if (child->objectName() == name) out->append(child);
-        collectItems(child, name, out);
-    }
-}
 
 // A copy of the fixture model in `dir` (weights linked) with edits to two JSON files.
 bool copyModel(const QString& dir, const std::function<void(QJsonObject&)>& editConfig,

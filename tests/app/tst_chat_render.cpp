@@ -11,6 +11,7 @@
 // measures it (docs/performance.md).
 #include "app_window.h"
 #include "engine_controller.h"
+#include "gui_test_support.h"
 #include "stall_probe.h"
 #include "token_replay.h"
 
@@ -43,13 +44,6 @@ namespace {
 const QString kRecording = QStringLiteral(COLI_SOURCE_DIR "/tests/app/data/markdown_answer.replay");
 const QString kShippedModel = QStringLiteral(COLI_SHIPPED_MODEL_DIR);
 
-QStringList g_warnings;
-QtMessageHandler g_previous = nullptr;
-void recordWarnings(QtMsgType type, const QMessageLogContext& ctx, const QString& msg) {
-    if (type == QtWarningMsg || type == QtCriticalMsg) g_warnings << msg;
-    if (g_previous) g_previous(type, ctx, msg);
-}
-
 struct App {
     std::unique_ptr<EngineController> controller;
     std::unique_ptr<QQmlApplicationEngine> engine;
@@ -72,13 +66,6 @@ struct App {
         controller.reset();
     }
 };
-
-void collectItems(QQuickItem* root, const QString& name, QList<QQuickItem*>* out) {
-    for (QQuickItem* child : root->childItems()) {
-        if (child->objectName() == name) out->append(child);
-        collectItems(child, name, out);
-    }
-}
 
 QList<QQuickItem*> items(QQuickWindow* w, const char* name) {
     QList<QQuickItem*> out;

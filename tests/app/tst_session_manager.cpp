@@ -103,6 +103,15 @@ private slots:
             QVERIFY(r.sessions->currentSessionId() > 0);
             QCOMPARE(r.sessions->currentTitle(), QString("What is the sea like?"));
             QVERIFY(r.controller->contextUsed() > 0); // the context meter
+            // The model details panel's values.
+            const QVariantMap d = r.controller->modelDetails();
+            QCOMPARE(d.value("architecture").toString(), QString("Qwen3MoeForCausalLM"));
+            QVERIFY(d.value("totalParams").toDouble() > d.value("activeParams").toDouble());
+            QVERIFY(d.value("activeParams").toDouble() > 0);
+            QVERIFY(d.value("expertsPerLayer").toInt() > 0);
+            QVERIFY(d.value("contextLength").toInt() > 0);
+            QVERIFY(d.value("diskBytes").toDouble() > 0);
+            QVERIFY(!d.value("storage").toString().isEmpty());
             // A second chat goes on top of the list; its context meter starts empty.
             r.sessions->newSession();
             QCOMPARE(r.controller->contextUsed(), 0);

@@ -129,10 +129,7 @@ void EngineWorker::publishTiers(int tokens, const tiers::TierTelemetry* after) {
     st.streaming = cache != nullptr;
     if (cache) {
         const tiers::TierTelemetry t = after ? *after : cache->telemetry();
-        if (tokens > 0) {
-            st.last = t.counters - st.counters;
-            st.lastTokens = tokens;
-        }
+        if (tokens > 0) st.last = t.counters - st.counters;
         st.counters = t.counters;
         st.residency = t.residency;
         st.pinCapacity = cache->pinCapacity();

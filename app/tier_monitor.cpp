@@ -1,5 +1,7 @@
 #include "tier_monitor.h"
 
+#include "place_shares.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -64,15 +66,13 @@ void TierMonitor::recompute() {
     const tiers::TierCounters& ses = m_session;
     const tiers::TierResidency& r = m_now.residency;
 
-    auto ready = [](const tiers::TierCounters& c) {
-        return double(c.hitsPinned + c.hitsCache - std::min(c.hitsCache, c.inFlightHits));
-    };
-    m_hitLast = ratio(ready(last), double(last.routed));
-    m_hitSession = ratio(ready(ses), double(ses.routed));
+    const std::optional<PlaceShares> lastShares = placeShares(last), sesShares = placeShares(ses);
+    m_hitLast = lastShares ? lastShares->ready() : -1;
+    m_hitSession = sesShares ? sesShares->ready() : -1;
     m_recall = ratio(double(ses.lookaheadRecalled), double(ses.lookaheadRouted));
     m_precision = ratio(double(ses.prefetchCorrect), double(ses.prefetchPredicted));
-    m_mibLast = m_now.lastTokens > 0 ? double(last.bytesRead) / kMiB / m_now.lastTokens : 0;
-    m_mibSession = ses.tokens > 0 ? double(ses.bytesRead) / kMiB / double(ses.tokens) : 0;
+    m_mibLast = tiers::bytesReadPerToken(last) / kMiB;
+    m_mibSession = tiers::bytesReadPerToken(ses) / kMiB;
     const double busy = m_now.busySeconds - m_base.busySeconds;
     m_ioWait = busy > 0 ? std::clamp(ses.ioWaitSeconds / busy, 0.0, 1.0) : 0;
 
@@ -82,11 +82,9 @@ void TierMonitor::recompute() {
     const double freeBytes =
         r.budgetBytes > r.allocatedBytes ? double(r.budgetBytes - r.allocatedBytes) : 0.0;
     auto share = [&](double b) { return budget > 0 ? std::clamp(b / budget, 0.0, 1.0) : 0.0; };
-    auto hit = [](uint64_t n, const tiers::TierCounters& c) {
-        return ratio(double(n), double(c.routed));
-    };
-    auto cacheHits = [](const tiers::TierCounters& c) {
-        return c.hitsCache - std::min(c.hitsCache, c.inFlightHits);
+    // A place's share of the routed experts; -1 (shown "–") when nothing was routed.
+    auto hit = [](const std::optional<PlaceShares>& s, double PlaceShares::*place) {
+        return s ? (*s).*place : -1.0;
     };
 
     std::vector<TierRow> rows;
@@ -97,19 +95,21 @@ void TierMonitor::recompute() {
     rows.push_back(vram);
     rows.push_back({QStringLiteral("pinned"), tr("Pinned hot-store"), m_now.streaming,
                     r.pinnedExperts, double(r.pinnedBytes), share(double(r.pinnedBytes)),
-                    m_now.pinCapacity, hit(last.hitsPinned, last), hit(ses.hitsPinned, ses)});
+                    m_now.pinCapacity, hit(lastShares, &PlaceShares::pinned),
+                    hit(sesShares, &PlaceShares::pinned)});
     rows.push_back({QStringLiteral("cache"), tr("Cache"), m_now.streaming, r.cachedExperts,
-                    cacheReady, share(cacheReady), -1, hit(cacheHits(last), last),
-                    hit(cacheHits(ses), ses)});
+                    cacheReady, share(cacheReady), -1, hit(lastShares, &PlaceShares::cache),
+                    hit(sesShares, &PlaceShares::cache)});
     rows.push_back({QStringLiteral("loading"), tr("Reads in flight"), m_now.streaming,
                     r.loadingExperts, loadingBytes, share(loadingBytes), -1,
-                    hit(last.inFlightHits, last), hit(ses.inFlightHits, ses)});
+                    hit(lastShares, &PlaceShares::inFlight),
+                    hit(sesShares, &PlaceShares::inFlight)});
     rows.push_back({QStringLiteral("free"), tr("Free"), m_now.streaming,
                     r.slotBytes > 0 ? int(freeBytes / double(r.slotBytes)) : 0, freeBytes,
                     share(freeBytes), -1, -1, -1});
     rows.push_back({QStringLiteral("disk"), tr("Disk only"), m_now.streaming, r.diskExperts,
                     double(r.diskExperts) * double(m_now.expertReadBytes), 0, -1,
-                    hit(last.misses, last), hit(ses.misses, ses)});
+                    hit(lastShares, &PlaceShares::disk), hit(sesShares, &PlaceShares::disk)});
     m_rows.update(rows);
     emit changed();
 }

@@ -16,8 +16,8 @@ struct TierStatus {
     uint64_t serial = 0;    // incremented at every publication (0: no model with streamed experts)
     bool streaming = false; // routed experts stream through the expert cache
     tiers::TierCounters counters;   // cumulative since load
-    tiers::TierCounters last;       // the last forward step's counters (after - before)
-    int lastTokens = 0;             // tokens of the last forward step (1 for a decode token)
+    tiers::TierCounters last;       // the last forward step's counters (after - before); its
+                                    // `tokens` is the step's tokens (1 for a decode token)
     tiers::TierResidency residency; // after the last step
     int pinCapacity = 0;            // experts the hot-store may hold under this budget
     uint64_t minimumBudget = 0;     // bytes: the working set (the smallest budget allowed)

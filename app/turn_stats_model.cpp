@@ -1,5 +1,7 @@
 #include "turn_stats_model.h"
 
+#include "place_shares.h"
+
 #include "engine_controller.h"
 #include "session_manager.h"
 
@@ -20,15 +22,13 @@ TurnStatsModel::Turn TurnStatsModel::turnOf(const storage::RunRecord& r, int tur
     t.tokensPerSecond = r.tokensPerSecond;
     t.ttft = r.ttftSeconds;
     const storage::RunTierCounters& c = r.tiers;
-    t.tiered = c.routed > 0;
-    if (t.tiered) {
-        const double routed = double(c.routed);
-        // inFlightHits is part of hitsCache; a record that says otherwise counts none ready.
-        const uint64_t inFlight = std::min(c.inFlightHits, c.hitsCache);
-        t.hitPinned = double(c.hitsPinned) / routed;
-        t.hitCache = double(c.hitsCache - inFlight) / routed;
-        t.hitInFlight = double(inFlight) / routed;
-        t.hitDisk = double(c.misses) / routed;
+    const std::optional<PlaceShares> shares = placeShares(c);
+    t.tiered = shares.has_value();
+    if (shares) {
+        t.hitPinned = shares->pinned;
+        t.hitCache = shares->cache;
+        t.hitInFlight = shares->inFlight;
+        t.hitDisk = shares->disk;
     }
     t.mibPerToken = r.mibReadPerToken();
     const storage::TimeSplit& s = r.split;

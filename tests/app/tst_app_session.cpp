@@ -626,7 +626,7 @@ void TestAppSession::budgetTypedDuringAnAnswer() {
         (inForceSerial = tiers->status().serial, tiers->status().residency.budgetBytes <= limit),
         10000);
     QTRY_VERIFY_WITH_TIMEOUT(
-        tiers->status().serial > inForceSerial && tiers->status().lastTokens == 1, 10000);
+        tiers->status().serial > inForceSerial && tiers->status().last.tokens == 1, 10000);
     const TierStatus s = tiers->status();
     QVERIFY2(s.residency.budgetBytes <= limit,
              qPrintable(QString::number(s.residency.budgetBytes)));

@@ -95,7 +95,7 @@ private slots:
         s.last.hitsCache = 3;
         s.last.misses = 2;
         s.last.bytesRead = 1024 * 1024;
-        s.lastTokens = 1;
+        s.last.tokens = 1;
         s.residency.pinnedExperts = 3;
         s.residency.pinnedBytes = 3000;
         s.residency.cachedExperts = 5;

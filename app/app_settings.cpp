@@ -338,14 +338,9 @@ GenerateParams mergedParams(const AppOptions& opt, const AppSettings& settings) 
 }
 
 SamplingOverrides mergedSampling(const AppOptions& opt, const AppSettings& settings) {
-    SamplingOverrides s = settings.samplingOverrides();
-    const SamplingOverrides& cli = opt.sampling;
-    if (cli.temperature) s.temperature = cli.temperature;
-    if (cli.topK) s.topK = cli.topK;
-    if (cli.topP) s.topP = cli.topP;
-    if (cli.minP) s.minP = cli.minP;
-    if (cli.repeatPenalty) s.repeatPenalty = cli.repeatPenalty;
-    s.seed = cli.seed;
+    // The command line's values win; its seed (or none) always.
+    SamplingOverrides s = overlaySampling(settings.samplingOverrides(), opt.sampling);
+    s.seed = opt.sampling.seed;
     return s;
 }
 

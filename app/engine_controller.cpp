@@ -128,14 +128,7 @@ bool EngineController::startTurn(int resumeRow, const std::optional<uint64_t>& s
     c.messages = promptMessages(resumeRow >= 0 ? resumeRow : m_chat.rowCount());
     c.params = m_params;
     if (m_chatMaxNewTokens > 0) c.params.maxNewTokens = m_chatMaxNewTokens;
-    c.sampling = m_sampling;
-    const SamplingOverrides& o = m_chatSampling;
-    if (o.temperature) c.sampling.temperature = o.temperature;
-    if (o.topK) c.sampling.topK = o.topK;
-    if (o.topP) c.sampling.topP = o.topP;
-    if (o.minP) c.sampling.minP = o.minP;
-    if (o.repeatPenalty) c.sampling.repeatPenalty = o.repeatPenalty;
-    if (o.repeatLastN) c.sampling.repeatLastN = o.repeatLastN;
+    c.sampling = overlaySampling(m_sampling, m_chatSampling); // the chat's values win
     if (seed) c.sampling.seed = *seed;
     m_turnSampling = c.sampling;
     if (resumeRow >= 0) {

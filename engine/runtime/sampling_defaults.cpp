@@ -2,6 +2,16 @@
 
 namespace coli {
 
+SamplingOverrides overlaySampling(SamplingOverrides base, const SamplingOverrides& top) {
+    if (top.temperature) base.temperature = top.temperature;
+    if (top.topK) base.topK = top.topK;
+    if (top.topP) base.topP = top.topP;
+    if (top.minP) base.minP = top.minP;
+    if (top.repeatPenalty) base.repeatPenalty = top.repeatPenalty;
+    if (top.repeatLastN) base.repeatLastN = top.repeatLastN;
+    return base;
+}
+
 SamplerParams resolveSampling(const SamplingOverrides& o, const GenerationConfig& gc) {
     SamplerParams p = gc.hasSamplingDefaults ? gc.defaults : SamplerParams{};
     if (o.temperature) p.temperature = *o.temperature;

@@ -22,6 +22,11 @@ struct SamplingOverrides {
     std::optional<uint64_t> seed; // empty: the default's seed (0); callers may draw one instead
 };
 
+// `base` with every sampling value set in `top` (temperature, top-k, top-p, min-p, repeat
+// penalty and its window) in its place; the seed is left to the caller (each caller has its own
+// rule for it). Layers settings: the app's defaults, then the command line or a chat's own.
+SamplingOverrides overlaySampling(SamplingOverrides base, const SamplingOverrides& top);
+
 // gc.defaults when gc.hasSamplingDefaults, else SamplerParams{}, overridden by every value set
 // in o. Does not validate: the result may be out of range (check it with validate()).
 SamplerParams resolveSampling(const SamplingOverrides& o, const GenerationConfig& gc);

@@ -76,6 +76,19 @@ void TstAppOptions::modelAndSampling() {
     QCOMPARE(p.topK, 3);
     QCOMPARE(p.seed, uint64_t(5));
     QCOMPARE(resolveSampling({}, GenerationConfig{}).temperature, SamplerParams{}.temperature);
+    // Layering: the values set on top win, the others stay; the seed is the caller's.
+    SamplingOverrides base, top;
+    base.temperature = 0.7f;
+    base.topK = 20;
+    base.seed = 5;
+    top.topK = 3;
+    top.repeatLastN = 32;
+    top.seed = 9;
+    const SamplingOverrides layered = overlaySampling(base, top);
+    QCOMPARE(layered.temperature, std::optional<float>(0.7f));
+    QCOMPARE(layered.topK, std::optional<int>(3));
+    QCOMPARE(layered.repeatLastN, std::optional<int>(32));
+    QCOMPARE(layered.seed, std::optional<uint64_t>(5));
 }
 
 void TstAppOptions::usageErrors() {

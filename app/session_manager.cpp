@@ -12,6 +12,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <utility>
 
 namespace coli::app {
 
@@ -24,41 +25,27 @@ std::string utf8(const QString& s) {
     return s.toStdString();
 }
 
+// The engine's stop reasons and how a session stores them; the ChatModel shows the engine's
+// spelling (stopReasonName), also for a reopened chat.
+constexpr std::pair<StopReason, storage::StopReason> kStopReasons[] = {
+    {StopReason::Eos, storage::StopReason::Eos},
+    {StopReason::StopString, storage::StopReason::StopString},
+    {StopReason::MaxTokens, storage::StopReason::MaxTokens},
+    {StopReason::Cancelled, storage::StopReason::Cancelled},
+    {StopReason::ContextFull, storage::StopReason::ContextFull},
+    {StopReason::Error, storage::StopReason::Failed},
+};
+
 storage::StopReason storedStop(StopReason r) {
-    switch (r) {
-    case StopReason::Eos:
-        return storage::StopReason::Eos;
-    case StopReason::StopString:
-        return storage::StopReason::StopString;
-    case StopReason::MaxTokens:
-        return storage::StopReason::MaxTokens;
-    case StopReason::Cancelled:
-        return storage::StopReason::Cancelled;
-    case StopReason::ContextFull:
-        return storage::StopReason::ContextFull;
-    case StopReason::Error:
-        return storage::StopReason::Failed;
-    }
+    for (const auto& [engine, stored] : kStopReasons)
+        if (engine == r) return stored;
     return storage::StopReason::Failed;
 }
 
-// The ChatModel spelling of a stored stop reason (as stopReasonName() of the engine writes it).
 QString shownStop(std::optional<storage::StopReason> r) {
-    if (!r) return {};
-    switch (*r) {
-    case storage::StopReason::Eos:
-        return QStringLiteral("eos");
-    case storage::StopReason::MaxTokens:
-        return QStringLiteral("max tokens");
-    case storage::StopReason::StopString:
-        return QStringLiteral("stop string");
-    case storage::StopReason::Cancelled:
-        return QStringLiteral("cancelled");
-    case storage::StopReason::ContextFull:
-        return QStringLiteral("context full");
-    case storage::StopReason::Failed:
-        return QStringLiteral("error");
-    }
+    if (r)
+        for (const auto& [engine, stored] : kStopReasons)
+            if (stored == *r) return QString::fromLatin1(stopReasonName(engine));
     return {};
 }
 
@@ -521,14 +508,19 @@ void SessionManager::onAnswerEnded(int row, const GenerateStats* stats) {
     m_streamRow = -1;
     ChatModel* chat = m_controller->chatModel();
     if (row < 0 || row >= chat->rowCount() || row >= m_rowKeys.size()) return;
-    const qint64 session = m_current;
-    const qint64 key = m_rowKeys[row];
-    const std::string text = utf8(chat->at(row).text);
     const storage::StopReason stop =
         stats ? storedStop(stats->stopReason) : storage::StopReason::Failed;
     std::optional<storage::RunRecord> run;
     if (stats) run = runOf(*stats);
     if (run) emit runAdded(*run);
+    postFinish(row, stop, std::move(run));
+}
+
+void SessionManager::postFinish(int row, storage::StopReason stop,
+                                std::optional<storage::RunRecord> run) {
+    const qint64 session = m_current;
+    const qint64 key = m_rowKeys[row];
+    const std::string text = utf8(m_controller->chatModel()->at(row).text);
     auto job = [session, key, text, stop, run](StorageContext& ctx) mutable -> Status {
         const int64_t id = ctx.resolve(key);
         if (id == 0) return Status::ok(); // its row was never created (reported already)
@@ -549,18 +541,8 @@ void SessionManager::finishStreamingAsStopped() {
     // An answer cut short (New chat, another chat or model, quit): what was written is kept, as
     // stopped.
     ChatModel* chat = m_controller->chatModel();
-    if (m_streamRow >= 0 && m_streamRow < m_rowKeys.size() && m_streamRow < chat->rowCount()) {
-        const qint64 key = m_rowKeys[m_streamRow];
-        const std::string text = utf8(chat->at(m_streamRow).text);
-        m_worker->post("Saving the answer", [key, text](StorageContext& ctx) -> Status {
-            const int64_t id = ctx.resolve(key);
-            if (id == 0) return Status::ok();
-            COLI_RETURN_IF_ERROR(
-                ctx.sessions().finishMessage(id, text, storage::StopReason::Cancelled));
-            ctx.ack(id, text);
-            return Status::ok();
-        });
-    }
+    if (m_streamRow >= 0 && m_streamRow < m_rowKeys.size() && m_streamRow < chat->rowCount())
+        postFinish(m_streamRow, storage::StopReason::Cancelled, std::nullopt);
     m_streamSave.stop();
     m_streamRow = -1;
 }

@@ -125,6 +125,8 @@ private:
     void applyChatSettings(const ChatSettings& c);
     ChatSettings m_settings;
     void finishStreamingAsStopped();
+    // Saves the answer at `row` as ended: its text as shown, why it stopped, its run (if any).
+    void postFinish(int row, storage::StopReason stop, std::optional<storage::RunRecord> run);
     void saveStreamingText();
     void ensureSession(const QString& firstText);
     void refreshList();

@@ -27,6 +27,7 @@ struct TierStatus {
     std::string backend;            // "io_uring" or "pread-threads"
     uint64_t expertReadBytes = 0;   // bytes read from disk per expert
     std::string source;             // what the experts are read from ("colibri container", ...)
+    tiers::ExpertMap experts;       // per-expert state and cumulative hits (Brain, Atlas)
     double busySeconds = 0;         // engine-thread wall time spent generating since load (seconds)
 };
 

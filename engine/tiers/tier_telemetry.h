@@ -49,12 +49,39 @@ struct TierResidency {
     int totalExperts = 0;                     // routed experts of the model
 };
 
+// Where one routed expert is now: the Brain view's hue (issue 12). One byte per (layer, expert).
+enum class ExpertState : uint8_t {
+    None = 0,    // not a routed expert (a dense layer's entries)
+    Disk = 1,    // not in RAM: read on demand when routed
+    Loading = 2, // a read is in flight (demand or prefetch)
+    Cached = 3,  // ready in the LFRU cache
+    Pinned = 4,  // ready or loading in the pinned hot-store
+};
+// ORed into a state byte when the expert is pinned by the user (a user pin, schema v3), whether
+// or not its read has finished; the low bits still give the ExpertState.
+constexpr uint8_t kUserPinFlag = 0x80;
+constexpr uint8_t kExpertStateMask = 0x0f;
+
+// Per-expert state and cumulative routing counts of every (layer, expert), indexed
+// layer * nExperts + expert over ALL layers (dense layers' entries are None / 0).
+struct ExpertMap {
+    int nLayers = 0;            // the model's decoder layers
+    int nExperts = 0;           // routed experts per MoE layer
+    std::vector<uint8_t> state; // [n_layers * n_experts]: ExpertState, | kUserPinFlag
+    // [n_layers * n_experts]: times the expert was routed since the cache was made, counted as
+    // TierCounters::routed counts (once per distinct expert per layer per batch), so the sum over
+    // all entries equals counters.routed. Differences of two snapshots give the experts routed in
+    // between (the Brain's and the Atlas's flash).
+    std::vector<uint32_t> hits;
+};
+
 struct TierTelemetry {
     TierCounters counters;
     TierResidency residency;
     // The last batch's routed experts per MoE layer, as bitsets: [n_layers][ceil(n_experts/64)]
     // words, bit e of word e/64 set when expert e was routed (dense layers: all zero).
     std::vector<std::vector<uint64_t>> routedBits;
+    ExpertMap experts; // filled by ExpertCache::telemetry() (issue 12)
 };
 
 } // namespace coli::tiers

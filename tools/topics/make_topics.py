@@ -371,11 +371,14 @@ def general_topics(pk, tok):
     med = re.compile(r"\((?:Med|Anat|Pathol|Physiol|Surg|Pharm)\.\)")
     def med_docs():
         for k, t in pd.dictd_docs("gcide"):
-            if len(med.findall(t)) >= 1 and len(t) >= 200:
+            # The tag in the first sense (before its source mark): the entry is medical, not
+            # just one of its later senses.
+            first = re.split(r"\[(?:1913 Webster|WordNet|PJC|Century)", t, maxsplit=1)[0]
+            if med.search(first) and len(t) >= 200:
                 yield k, t
     out.append(("medicine", "Medicine (dictionary entries)", "dict-gcide",
-                "/usr/share/dictd/gcide.dict.dz (entries tagged Med., Anat., Pathol., Physiol., "
-                "Surg. or Pharm.)", med_docs()))
+                "/usr/share/dictd/gcide.dict.dz (entries whose first sense is tagged Med., Anat., "
+                "Pathol., Physiol., Surg. or Pharm.)", med_docs()))
 
     def zh_docs():
         for n in ("tang300", "song100"):

@@ -45,9 +45,17 @@ Result<BrainLayout> BrainLayout::make(const ModelShape& shape, double aspect) {
     BrainLayout L;
     L.m_nExperts = shape.nExperts;
     L.m_cellLayers = cellLayers;
-    // A block near square: sqrt-ish width, rows to hold every expert.
+    // A block near square: sqrt-ish width, up to 1.5x wider when that leaves fewer empty places
+    // in the last row (384 experts: 24 x 16 instead of a ragged 20 x 20).
     const int e = std::max(shape.nExperts, 1);
-    L.m_blockCols = static_cast<int>(std::ceil(std::sqrt(double(e))));
+    const int minCols = static_cast<int>(std::ceil(std::sqrt(double(e))));
+    const int maxCols = std::max(minCols, static_cast<int>(std::floor(1.5 * std::sqrt(double(e)))));
+    L.m_blockCols = minCols;
+    for (int c = minCols; c <= maxCols; ++c) {
+        const int waste = (e + c - 1) / c * c - e;
+        const int bestWaste = (e + L.m_blockCols - 1) / L.m_blockCols * L.m_blockCols - e;
+        if (waste < bestWaste) L.m_blockCols = c;
+    }
     L.m_blockRows = (e + L.m_blockCols - 1) / L.m_blockCols;
     // The gap holds a layer's label: a quarter of a block, at least 1.5 cells.
     L.m_gap = std::max(1.5f, 0.25f * float(L.m_blockRows));

@@ -6,7 +6,8 @@
 //
 // Geometry, in layout units (1 unit = the pitch of one cell; y grows downwards, as on screen):
 //  - each MoE (or MTP) layer's experts form a compact block of `blockCols` x `blockRows` pitches,
-//    wrapped row by row (expert e at column e % blockCols, row e / blockCols); a cell is its
+//    wrapped row by row (expert e at column e % blockCols, row e / blockCols); blockCols is
+//    ceil(sqrt(n)), or up to 1.5 sqrt(n) when that leaves fewer empty places; a cell is its
 //    pitch square inset by `cellInset` on each side, so neighbouring cells are visibly apart;
 //  - a dense layer (no routed experts, no cells) is a thin band as wide as a block, so it is
 //    visible and has room for its label;

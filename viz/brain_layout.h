@@ -17,7 +17,8 @@
 //    the room for a layer's label (anchored at the top-left of the gap above its block);
 //  - MTP layers are set apart in a last column of their own, after a wider gap.
 // Thread-safety: a BrainLayout is an immutable value after make(); const methods may be called
-// from any thread at once.
+// from any thread at once. A default-constructed BrainLayout is empty: no layers, no cells, every
+// pick returns nullopt (a view holds one before the model is known).
 #include <cstdint>
 #include <optional>
 #include <vector>

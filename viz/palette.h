@@ -22,9 +22,10 @@ struct BrainPalette {
     Rgba8 background; // clear colour of the Brain view (the colours are tuned against it)
     Rgba8 states[5]; // by ExpertState value: None (dense-layer band), Disk, Loading, Cached, Pinned
     Rgba8 userPinMark; // outline/marker the view draws around a user-pinned cell
-    Rgba8 flash;       // highlight a just-routed cell mixes towards
-    Rgba8 label;       // layer labels and the legend's text
-    double floor;      // lowest brightness (a cell with no heat), in (0, 1]
+    Rgba8 flash;  // highlight a just-routed cell mixes towards: the colour of most contrast with
+                  // the background (white on dark, near-black on light; white would vanish there)
+    Rgba8 label;  // layer labels and the legend's text
+    double floor; // lowest brightness (a cell with no heat), in (0, 1]
 };
 
 // The palette of a theme (a static table; the reference stays valid).

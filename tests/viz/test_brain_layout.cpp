@@ -215,6 +215,16 @@ TEST(BrainLayout, PickAgreesWithBruteForce) {
     EXPECT_GT(hits, 1000);
 }
 
+TEST(BrainLayout, DefaultIsEmpty) {
+    const BrainLayout L;
+    EXPECT_EQ(L.nLayers(), 0);
+    EXPECT_EQ(L.cellCount(), 0);
+    EXPECT_TRUE(L.cells().empty());
+    EXPECT_FALSE(L.pick(0, 0));
+    EXPECT_FALSE(L.pickLayer(0, 0));
+    EXPECT_FALSE(L.cellRect(0, 0));
+}
+
 TEST(BrainLayout, RejectsBadInput) {
     EXPECT_EQ(BrainLayout::make({}, 1.0).status().code(), coli::ErrorCode::InvalidArgument);
     EXPECT_FALSE(BrainLayout::make(moeShape(4, 0), 1.0).isOk());

@@ -110,11 +110,17 @@ Result<ProbeResult> runTopicProbe(const LoadedModel& lm, const TopicSet& set, co
     if (r.moeLayers.empty() || c.nExperts < 1 || c.topK < 1)
         return Result<ProbeResult>(ErrorCode::Unsupported,
                                    "topic probe: the model has no MoE layers: nothing is routed");
+    // What the model saw before each training document: its BOS token (generation_config.json,
+    // else config.json), run as context in front of every window but not counted.
+    std::vector<int32_t> prefix;
+    if (const int32_t bos = lm.generationConfig().bosId; bos >= 0 && bos < c.vocabSize)
+        prefix.push_back(bos);
     const int window =
-        std::min(o.windowTokens > 0 ? o.windowTokens : c.maxPositions, c.maxPositions);
+        std::min(o.windowTokens > 0 ? o.windowTokens : c.maxPositions, c.maxPositions) -
+        int(prefix.size());
     if (window < 1)
         return Result<ProbeResult>(ErrorCode::InvalidArgument,
-                                   "topic probe: the model's context length is not positive");
+                                   "topic probe: the window leaves no room for a prompt token");
 
     // Tokenize everything first: the minimum sizes are checked before any forward pass, and the
     // progress knows its total.
@@ -161,21 +167,28 @@ Result<ProbeResult> runTopicProbe(const LoadedModel& lm, const TopicSet& set, co
             ps.topic = int(t);
             ps.tokens = int64_t(tokens.size());
             ps.slots.assign(size_t(n), 0);
+            std::vector<int32_t> seq;
             for (size_t w = 0; w < tokens.size(); w += size_t(window)) {
                 const size_t wEnd = std::min(tokens.size(), w + size_t(window));
+                seq = prefix;
+                seq.insert(seq.end(), tokens.begin() + ptrdiff_t(w), tokens.begin() + ptrdiff_t(wEnd));
                 kv.clear();
                 ++r.topics[t].windows;
-                for (size_t at = w; at < wEnd; at += size_t(o.chunkTokens)) {
+                for (size_t at = 0; at < seq.size(); at += size_t(o.chunkTokens)) {
                     if (cancel && cancel->load(std::memory_order_relaxed))
-                        return Result<ProbeResult>(ErrorCode::Cancelled, "topic probe: cancelled");
-                    const size_t len = std::min(wEnd - at, size_t(o.chunkTokens));
-                    if (Status s =
-                            model.forward({tokens.data() + at, len}, kv, logits, false, &trace);
+                        return Result<ProbeResult>(ErrorCode::Cancelled,
+                                                   "topic probe: cancelled");
+                    const size_t len = std::min(seq.size() - at, size_t(o.chunkTokens));
+                    if (Status s = model.forward({seq.data() + at, len}, kv, logits, false,
+                                                 &trace);
                         !s.isOk())
                         return Result<ProbeResult>(
                             s.code(), "topic probe: topic \"" + set.topics[t].id + "\", prompt " +
                                           std::to_string(p + 1) + ": " + s.message());
+                    int64_t counted = 0;
                     for (int tok = 0; tok < trace.nTokens; ++tok) {
+                        if (at + size_t(tok) < prefix.size()) continue; // the BOS context
+                        ++counted;
                         previous.clear();
                         for (int i = 0; i < trace.nMoeLayers(); ++i) {
                             const int base = trace.moeLayers[size_t(i)] * r.nExperts;
@@ -194,7 +207,7 @@ Result<ProbeResult> runTopicProbe(const LoadedModel& lm, const TopicSet& set, co
                                 previous.push_back(base + e);
                         }
                     }
-                    pg.tokensDone += int64_t(len);
+                    pg.tokensDone += counted;
                     if (progress) progress(pg);
                 }
             }

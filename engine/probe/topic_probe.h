@@ -14,11 +14,14 @@
 // Only each expert's kCoactivationPartners strongest partners are kept (largest count; ties: the
 // lower partner index); the result is the union of those lists, each pair once.
 //
-// How prompts run: each prompt is encoded with the model's tokenizer without special tokens
-// (plain text, as route-stats), then run from an empty KV cache. A prompt longer than the
-// window (the model's context length) is cut into windows of that length, each from an empty
-// cache: every token counts. Each window is run in chunks of ProbeOptions::chunkTokens through
-// the same KV cache; between chunks progress is reported and the cancel flag read.
+// How prompts run: each prompt is encoded with the model's tokenizer without special tokens,
+// then run from an empty KV cache after the model's BOS token (generation_config.json's
+// bos_token_id, else config.json's; none when neither names one), as a document starts in
+// training. The BOS token is context only: its routing is not counted, and tokens are the
+// prompt's own. A prompt longer than the window (the model's context length less the BOS) is cut
+// into windows of that length, each from an empty cache after the BOS: every token counts. Each
+// window runs in chunks of ProbeOptions::chunkTokens through the same KV cache; between chunks
+// progress is reported and the cancel flag read.
 //
 // No side effects besides the result: no token is sampled, and when the experts stream
 // (ExpertCache) the learned heat is paused for the run (ExpertCache::setLearning) and restored to

@@ -138,10 +138,12 @@ Result<TopicSet> parseTopicSet(std::string_view text, const std::string& file) {
                 !c.str(s, "version", path, ts.version, false, false) ||
                 !c.str(s, "licence", path, ts.licence, false, false))
                 return c.error;
-            if (const auto f = s.find("files"); f != s.end()) {
+            if (const auto f = s.find("files"); f != s.end() && f->is_string()) {
+                ts.files.push_back(f->get<std::string>()); // a description of what was taken
+            } else if (f != s.end()) {
                 if (!f->is_array())
                     return Result<TopicSet>(ErrorCode::Malformed,
-                                            file + ": " + path + ".files is not an array");
+                                            file + ": " + path + ".files is neither a string nor an array");
                 for (const json& name : *f) {
                     if (!name.is_string())
                         return Result<TopicSet>(ErrorCode::Malformed,

@@ -10,8 +10,8 @@
 //
 // Required: format, version 1, name (a string), topics (a non-empty array); per topic a unique,
 // non-empty id, a non-empty label and a non-empty array of non-empty prompt strings. Optional:
-// description, sources (each with a unique string id; other keys strings, files an array of
-// strings) and a topic's source (a string naming one of the sources when sources are given).
+// description, sources (each with a unique string id; package, version and licence strings;
+// files a string or an array of strings) and a topic's source (a string naming one of the sources when sources are given).
 // Unknown keys are ignored (later versions may add some).
 // Thread-safety: pure functions, no shared state.
 #include "core/status.h"
@@ -32,7 +32,7 @@ struct Topic {
 
 struct TopicSource {
     std::string id, package, version, licence;
-    std::vector<std::string> files;
+    std::vector<std::string> files; // a string in the file gives one entry
 };
 
 struct TopicSet {

@@ -20,9 +20,9 @@ struct TopicFigures {
     std::string id, label;
     int prompts = 0;
     int64_t tokens = 0;
-    int specialists = 0;     // experts whose dominant topic this is (specialists only)
-    double agreement = 0;    // leave-one-prompt-out agreement of those specialists (0: none)
-    double purity = 0;       // 5-NN topic purity of those specialists (0: none or not measured)
+    int specialists = 0;  // experts whose dominant topic this is (specialists only)
+    double agreement = 0; // leave-one-prompt-out agreement of those specialists (0: none)
+    double purity = 0;    // 5-NN topic purity of those specialists (0: none or not measured)
 };
 
 struct ExpertPoint {
@@ -38,7 +38,7 @@ struct ProbeAtlas {
     std::vector<TopicFigures> topics;
     std::vector<ExpertPoint> experts; // MoE layers' experts by (layer, expert)
     int specialists = 0;
-    double agreement = 0;   // leave-one-prompt-out agreement over every specialist
+    double agreement = 0; // leave-one-prompt-out agreement over every specialist
     int64_t agreementCases = 0;
     // 5-NN topic purity of the specialists in the embedding; nullopt when it cannot be
     // measured (fewer than 6 specialists): purityNote says why.

@@ -52,29 +52,30 @@ nlohmann::json toJson(const probe::ProbeResult& r, const atlas::ProbeAtlas& a,
     nlohmann::json topics = nlohmann::json::array(), details = nlohmann::json::array();
     for (const atlas::TopicFigures& t : a.topics) {
         topics.push_back(t.label);
-        details.push_back({{"id", t.id},
-                           {"label", t.label},
-                           {"prompts", t.prompts},
-                           {"tokens", t.tokens},
-                           {"specialists", t.specialists},
-                           {"loo_agreement", t.specialists > 0 ? nlohmann::json(t.agreement)
-                                                               : nlohmann::json()},
-                           {"purity", a.purity && t.specialists > 0 ? nlohmann::json(t.purity)
-                                                                    : nlohmann::json()}});
+        details.push_back(
+            {{"id", t.id},
+             {"label", t.label},
+             {"prompts", t.prompts},
+             {"tokens", t.tokens},
+             {"specialists", t.specialists},
+             {"loo_agreement", t.specialists > 0 ? nlohmann::json(t.agreement) : nlohmann::json()},
+             {"purity",
+              a.purity && t.specialists > 0 ? nlohmann::json(t.purity) : nlohmann::json()}});
     }
     nlohmann::json experts = nlohmann::json::array();
     for (const atlas::ExpertPoint& x : a.experts)
-        experts.push_back({{"layer", x.layer},
-                           {"expert", x.expert},
-                           {"position", {x.x, x.y, x.z}},
-                           {"dominant_topic", x.dominant >= 0 ? nlohmann::json(x.dominant)
-                                                              : nlohmann::json()},
-                           {"specialist", x.specialist},
-                           {"shares", x.shares}});
+        experts.push_back(
+            {{"layer", x.layer},
+             {"expert", x.expert},
+             {"position", {x.x, x.y, x.z}},
+             {"dominant_topic", x.dominant >= 0 ? nlohmann::json(x.dominant) : nlohmann::json()},
+             {"specialist", x.specialist},
+             {"shares", x.shares}});
     return {{"format", "colibri-atlas"},
             {"version", 1},
             {"model", modelDir},
-            {"topic_set", {{"file", topicFile}, {"name", r.topicSetName}, {"sha256", r.topicSetSha256}}},
+            {"topic_set",
+             {{"file", topicFile}, {"name", r.topicSetName}, {"sha256", r.topicSetSha256}}},
             {"probe_id", probeId},
             {"layers", r.nLayers},
             {"experts_per_layer", r.nExperts},
@@ -106,7 +107,8 @@ int runAtlas(const AtlasOptions& o) {
     }
     auto identity = storage::modelIdentity(o.model.dir, db->get());
     if (!identity) {
-        printError(fmt::format("cannot load model {}: {}", o.model.dir, identity.status().message()));
+        printError(
+            fmt::format("cannot load model {}: {}", o.model.dir, identity.status().message()));
         return kExitModel;
     }
     std::string topicFile = o.topics;
@@ -169,9 +171,9 @@ int runAtlas(const AtlasOptions& o) {
     const atlas::ProbeAtlas& a = *analysed;
 
     auto modelId = (*db)->modelId(*identity, o.model.dir);
-    Result<int64_t> probeId = modelId ? storage::AtlasStore(**db).saveProbe(
-                                            *modelId, atlas::toStoredProbe(r, a))
-                                      : Result<int64_t>(modelId.status());
+    Result<int64_t> probeId =
+        modelId ? storage::AtlasStore(**db).saveProbe(*modelId, atlas::toStoredProbe(r, a))
+                : Result<int64_t>(modelId.status());
     if (!probeId) {
         printError("the probe was not stored: " + probeId.status().message());
         return kExitModel;

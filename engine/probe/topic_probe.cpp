@@ -171,16 +171,15 @@ Result<ProbeResult> runTopicProbe(const LoadedModel& lm, const TopicSet& set, co
             for (size_t w = 0; w < tokens.size(); w += size_t(window)) {
                 const size_t wEnd = std::min(tokens.size(), w + size_t(window));
                 seq = prefix;
-                seq.insert(seq.end(), tokens.begin() + ptrdiff_t(w), tokens.begin() + ptrdiff_t(wEnd));
+                seq.insert(seq.end(), tokens.begin() + ptrdiff_t(w),
+                           tokens.begin() + ptrdiff_t(wEnd));
                 kv.clear();
                 ++r.topics[t].windows;
                 for (size_t at = 0; at < seq.size(); at += size_t(o.chunkTokens)) {
                     if (cancel && cancel->load(std::memory_order_relaxed))
-                        return Result<ProbeResult>(ErrorCode::Cancelled,
-                                                   "topic probe: cancelled");
+                        return Result<ProbeResult>(ErrorCode::Cancelled, "topic probe: cancelled");
                     const size_t len = std::min(seq.size() - at, size_t(o.chunkTokens));
-                    if (Status s = model.forward({seq.data() + at, len}, kv, logits, false,
-                                                 &trace);
+                    if (Status s = model.forward({seq.data() + at, len}, kv, logits, false, &trace);
                         !s.isOk())
                         return Result<ProbeResult>(
                             s.code(), "topic probe: topic \"" + set.topics[t].id + "\", prompt " +

@@ -143,7 +143,8 @@ Result<TopicSet> parseTopicSet(std::string_view text, const std::string& file) {
             } else if (f != s.end()) {
                 if (!f->is_array())
                     return Result<TopicSet>(ErrorCode::Malformed,
-                                            file + ": " + path + ".files is neither a string nor an array");
+                                            file + ": " + path +
+                                                ".files is neither a string nor an array");
                 for (const json& name : *f) {
                     if (!name.is_string())
                         return Result<TopicSet>(ErrorCode::Malformed,

@@ -11,9 +11,9 @@
 // Required: format, version 1, name (a string), topics (a non-empty array); per topic a unique,
 // non-empty id, a non-empty label and a non-empty array of non-empty prompt strings. Optional:
 // description, sources (each with a unique string id; package, version and licence strings;
-// files a string or an array of strings) and a topic's source (a string naming one of the sources when sources are given).
-// Unknown keys are ignored (later versions may add some).
-// Thread-safety: pure functions, no shared state.
+// files a string or an array of strings) and a topic's source (a string naming one of the sources
+// when sources are given). Unknown keys are ignored (later versions may add some). Thread-safety:
+// pure functions, no shared state.
 #include "core/status.h"
 
 #include <cstddef>

@@ -9,6 +9,7 @@
 //   - push(Quit) cancels everything the same way, drops all queued commands and delivers Quit next.
 // Thread-safety: every member may be called from any thread.
 #include "chat/chat_template.h"
+#include "probe/topic_probe.h"
 #include "runtime/sampling_defaults.h"
 #include "runtime/session.h"
 
@@ -33,7 +34,19 @@ namespace coli::app {
 // (EngineWorker::requestBudget); during an answer they are applied between tokens instead.
 // ApplyUsage hands the learned expert usage of the loaded model (read by the storage thread) to
 // the engine thread, which puts it into the expert cache before the first answer.
-enum class CommandKind { Load, Generate, Cancel, Reset, Quit, ApplySettings, ApplyUsage };
+// TopicProbe runs the topic probe on the loaded model (engine/probe/topic_probe.h): queued like
+// an answer, so an answer sent meanwhile waits for it; its own cancel flag stops it between
+// chunks (EngineController::cancelTopicProbe), as does Cancel.
+enum class CommandKind {
+    Load,
+    Generate,
+    Cancel,
+    Reset,
+    Quit,
+    ApplySettings,
+    ApplyUsage,
+    TopicProbe
+};
 
 // Load: what the Settings view chose for the next model load (ModelLoadOptions).
 struct LoadSettings {
@@ -57,6 +70,8 @@ struct Command {
     // Generate, "Continue": the answer so far, appended to the rendered prompt (after the
     // generation prompt) so the model goes on from it; `messages` end with the user message.
     std::string continueText;
+    std::string topicsFile;           // TopicProbe: the topic set (`dir`: the model it is for)
+    probe::ProbeOptions probeOptions; // TopicProbe (tests lower the minimum sizes)
 };
 
 class CommandQueue {

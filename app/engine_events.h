@@ -14,16 +14,21 @@ struct UsageSnapshot;
 
 namespace coli::app {
 
+struct ProbeOutcome;
+
 enum class EventKind {
-    LoadProgress, // stage, fraction
-    Loaded,       // text = model name (directory base name), info = one-line summary,
-                  // contextLength = max_position_embeddings
-    LoadFailed,   // text = error message (names the file)
-    Piece,        // text = a piece of the answer (complete UTF-8)
-    Finished,     // stats
-    Failed,       // text = error message of a generation
-    Notice,       // text = a message for the user that is not an error (e.g. older messages
-                  // left out of the prompt to fit the context)
+    LoadProgress,  // stage, fraction
+    Loaded,        // text = model name (directory base name), info = one-line summary,
+                   // contextLength = max_position_embeddings
+    LoadFailed,    // text = error message (names the file)
+    Piece,         // text = a piece of the answer (complete UTF-8)
+    Finished,      // stats
+    Failed,        // text = error message of a generation
+    Notice,        // text = a message for the user that is not an error (e.g. older messages
+                   // left out of the prompt to fit the context)
+    ProbeProgress, // tokensDone of tokensTotal of the running topic probe
+    ProbeFinished, // probe = the run's counts, labels, positions and figures
+    ProbeFailed,   // text = why (names the file); cancelled = it was stopped, not an error
 };
 
 struct EngineEvent {
@@ -47,6 +52,10 @@ struct EngineEvent {
     // Finished, when the loaded model learns (its usage was applied): the heat and pins after
     // the turn (learning::endTurnSnapshot), for the storage thread to save.
     std::shared_ptr<const learning::UsageSnapshot> usage;
+    // The topic probe (ProbeProgress, ProbeFinished, ProbeFailed).
+    int64_t tokensDone = 0, tokensTotal = 0;
+    std::shared_ptr<const ProbeOutcome> probe;
+    bool cancelled = false;
 
     static EngineEvent make(EventKind k, uint64_t id, std::string text) {
         EngineEvent e;

@@ -39,8 +39,8 @@ Result<ProbeAtlas> analyseProbe(const probe::ProbeResult& r) {
         pr.topic.push_back(p.topic);
         pr.tokens.push_back(p.tokens);
         for (int li : r.moeLayers)
-            pr.slots.insert(pr.slots.end(), p.slots.begin() + ptrdiff_t(li) * E,
-                            p.slots.begin() + ptrdiff_t(li + 1) * E);
+            pr.slots.insert(pr.slots.end(), p.routedSlots.begin() + ptrdiff_t(li) * E,
+                            p.routedSlots.begin() + ptrdiff_t(li + 1) * E);
     }
     auto shares = viz::topicShares(pr);
     if (!shares) return prefixed(shares.status());
@@ -58,7 +58,7 @@ Result<ProbeAtlas> analyseProbe(const probe::ProbeResult& r) {
         for (int li : r.moeLayers)
             for (int e = 0; e < E; ++e)
                 profile.routed[size_t(compact(li * E + e))] +=
-                    uint64_t(r.slots[t * size_t(r.nRouted()) + size_t(li) * E + e]);
+                    uint64_t(r.routedSlots[t * size_t(r.nRouted()) + size_t(li) * E + e]);
     for (const probe::CoactivationCount& c : r.coactivation) {
         const int a = compact(c.a), b = compact(c.b);
         if (a < 0 || b < 0) continue; // cannot happen: only routed experts pair up

@@ -46,7 +46,7 @@ std::string checkProbe(const AtlasProbe& p) {
         if (c.topic < 0 || c.topic >= nTopics)
             return "count of " + expertName(c.layer, c.expert) + " names topic " +
                    std::to_string(c.topic) + " of " + std::to_string(nTopics);
-        if (c.slots < 0) return "count of " + expertName(c.layer, c.expert) + " is negative";
+        if (c.routedSlots < 0) return "count of " + expertName(c.layer, c.expert) + " is negative";
         if (!counts.insert({c.layer, c.expert, c.topic}).second)
             return "count of " + expertName(c.layer, c.expert) + " in topic " +
                    std::to_string(c.topic) + " given twice";
@@ -137,7 +137,7 @@ Result<int64_t> AtlasStore::saveProbe(int64_t model, const AtlasProbe& p) {
         c.bind(2, int64_t(x.layer));
         c.bind(3, int64_t(x.expert));
         c.bind(4, int64_t(x.topic));
-        c.bind(5, x.slots);
+        c.bind(5, x.routedSlots);
         COLI_RETURN_IF_ERROR(step(db, c, file, what));
     }
     Stmt q;

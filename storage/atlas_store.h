@@ -32,7 +32,7 @@ struct AtlasTopic {
 struct AtlasCount {
     int layer = 0, expert = 0; // decoder layer index, expert within the layer
     int topic = 0;             // index into AtlasProbe::topics
-    int64_t slots = 0;
+    int64_t routedSlots = 0;   // the slots column
 };
 
 // Two experts routed for the same token (engine/probe/topic_probe.h); (layerA, expertA) <

@@ -148,7 +148,7 @@ Result<ProbeResult> runTopicProbe(const LoadedModel& lm, const TopicSet& set, co
     }
 
     const int n = r.nRouted();
-    r.slots.assign(r.topics.size() * size_t(n), 0);
+    r.routedSlots.assign(r.topics.size() * size_t(n), 0);
     PairCounter pairs(n);
     LearningPause pause(model.expertCache());
     KVCache kv;
@@ -160,13 +160,13 @@ Result<ProbeResult> runTopicProbe(const LoadedModel& lm, const TopicSet& set, co
     std::vector<int32_t> previous; // the previous MoE layer's experts of one token
     for (size_t t = 0; t < set.topics.size(); ++t) {
         pg.topic = int(t);
-        int64_t* topicSlots = r.slots.data() + t * size_t(n);
+        int64_t* topicSlots = r.routedSlots.data() + t * size_t(n);
         for (size_t p = 0; p < ids[t].size(); ++p) {
             const std::vector<int32_t>& tokens = ids[t][p];
             PromptStats ps;
             ps.topic = int(t);
             ps.tokens = int64_t(tokens.size());
-            ps.slots.assign(size_t(n), 0);
+            ps.routedSlots.assign(size_t(n), 0);
             std::vector<int32_t> seq;
             for (size_t w = 0; w < tokens.size(); w += size_t(window)) {
                 const size_t wEnd = std::min(tokens.size(), w + size_t(window));
@@ -195,7 +195,7 @@ Result<ProbeResult> runTopicProbe(const LoadedModel& lm, const TopicSet& set, co
                             for (size_t a = 0; a < ex.size(); ++a) {
                                 const int32_t id = base + ex[a];
                                 ++topicSlots[id];
-                                ++ps.slots[size_t(id)];
+                                ++ps.routedSlots[size_t(id)];
                                 for (size_t b = a + 1; b < ex.size(); ++b)
                                     pairs.add(id, base + ex[b]);
                                 for (int32_t q : previous)

@@ -74,7 +74,7 @@ struct PromptStats {
     int topic = 0; // index into ProbeResult::topics
     int64_t tokens = 0;
     // [nLayers * nExperts] routed slots of this prompt (dense layers' rows stay 0).
-    std::vector<uint32_t> slots;
+    std::vector<uint32_t> routedSlots;
 };
 
 // Experts are numbered layer * nExperts + expert over the model's decoder layers (dense layers
@@ -92,14 +92,14 @@ struct ProbeResult {
     std::vector<int> moeLayers; // the MoE layers' indices, ascending
     std::vector<TopicStats> topics;
     // [topics, nLayers * nExperts] routed slots per topic (row-major by topic).
-    std::vector<int64_t> slots;
+    std::vector<int64_t> routedSlots;
     std::vector<PromptStats> prompts;            // in the set's order, topic by topic
     std::vector<CoactivationCount> coactivation; // sorted by (a, b)
     int64_t tokens = 0;                          // over all topics
 
     int nRouted() const { return nLayers * nExperts; }
     int64_t slotsOf(int topic, int layer, int expert) const {
-        return slots[size_t(topic) * size_t(nRouted()) + size_t(layer) * nExperts + expert];
+        return routedSlots[size_t(topic) * size_t(nRouted()) + size_t(layer) * nExperts + expert];
     }
     // slots / (tokens_t x top_k); 0 for a topic without tokens.
     double share(int topic, int layer, int expert) const;

@@ -70,7 +70,7 @@ TEST(TopicProbe, CountsAddUpPerTopicLayerAndPrompt) {
             int64_t slots = 0;
             double shares = 0;
             for (int e = 0; e < r->nExperts; ++e) {
-                slots += r->slotsOf(int(t), layer, e);
+                slots += r->routedSlotsOf(int(t), layer, e);
                 shares += r->share(int(t), layer, e);
             }
             EXPECT_EQ(slots, tokens * r->topK) << "topic " << t << " layer " << layer;
@@ -80,11 +80,11 @@ TEST(TopicProbe, CountsAddUpPerTopicLayerAndPrompt) {
     EXPECT_EQ(r->tokens, all);
     // The prompts' counts are the topics' counts, split.
     ASSERT_EQ(r->prompts.size(), 9u);
-    std::vector<int64_t> summed(r->slots.size(), 0);
+    std::vector<int64_t> summed(r->routedSlots.size(), 0);
     for (const PromptStats& p : r->prompts)
         for (int i = 0; i < r->nRouted(); ++i)
-            summed[size_t(p.topic) * size_t(r->nRouted()) + size_t(i)] += p.slots[size_t(i)];
-    EXPECT_EQ(summed, r->slots);
+            summed[size_t(p.topic) * size_t(r->nRouted()) + size_t(i)] += p.routedSlots[size_t(i)];
+    EXPECT_EQ(summed, r->routedSlots);
 }
 
 TEST(TopicProbe, DeterministicAndChunkingKeepsTheTotals) {
@@ -92,7 +92,7 @@ TEST(TopicProbe, DeterministicAndChunkingKeepsTheTotals) {
     auto a = runTopicProbe(model(), set, small());
     auto b = runTopicProbe(model(), set, small());
     ASSERT_TRUE(a.isOk() && b.isOk());
-    EXPECT_EQ(a->slots, b->slots);
+    EXPECT_EQ(a->routedSlots, b->routedSlots);
     ASSERT_EQ(a->coactivation.size(), b->coactivation.size());
     for (size_t i = 0; i < a->coactivation.size(); ++i) {
         EXPECT_EQ(a->coactivation[i].a, b->coactivation[i].a);
@@ -132,8 +132,8 @@ TEST(TopicProbe, CoactivationKeepsEveryExpertsStrongestPartners) {
     ASSERT_TRUE(full.isOk() && kept.isOk());
     const int n = full->nRouted();
     std::vector<int64_t> routed(size_t(n), 0);
-    for (size_t i = 0; i < full->slots.size(); ++i)
-        routed[i % size_t(n)] += full->slots[i];
+    for (size_t i = 0; i < full->routedSlots.size(); ++i)
+        routed[i % size_t(n)] += full->routedSlots[i];
     std::map<std::pair<int, int>, uint32_t> keptPairs;
     for (const CoactivationCount& p : kept->coactivation)
         keptPairs[{p.a, p.b}] = p.count;
@@ -225,5 +225,5 @@ TEST(TopicProbe, AStreamedModelLearnsNothingFromTheProbe) {
     // And the counts are those of the resident model (placement never changes a routing).
     auto resident = runTopicProbe(model(), smallSet(2, 2), small());
     ASSERT_TRUE(resident.isOk());
-    EXPECT_EQ(r->slots, resident->slots);
+    EXPECT_EQ(r->routedSlots, resident->routedSlots);
 }

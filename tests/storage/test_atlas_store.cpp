@@ -68,7 +68,7 @@ TEST(AtlasStore, SavedProbeReadsBackRowForRowInOneTransaction) {
         EXPECT_EQ(q.counts[i].layer, p.counts[i].layer);
         EXPECT_EQ(q.counts[i].expert, p.counts[i].expert);
         EXPECT_EQ(q.counts[i].topic, p.counts[i].topic);
-        EXPECT_EQ(q.counts[i].slots, p.counts[i].slots);
+        EXPECT_EQ(q.counts[i].routedSlots, p.counts[i].routedSlots);
     }
     ASSERT_EQ(q.coactivation.size(), p.coactivation.size());
     for (size_t i = 0; i < p.coactivation.size(); ++i) {

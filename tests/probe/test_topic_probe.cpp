@@ -70,7 +70,7 @@ TEST(TopicProbe, CountsAddUpPerTopicLayerAndPrompt) {
             int64_t slots = 0;
             double shares = 0;
             for (int e = 0; e < r->nExperts; ++e) {
-                slots += r->routedSlotsOf(int(t), layer, e);
+                slots += r->slotsOf(int(t), layer, e);
                 shares += r->share(int(t), layer, e);
             }
             EXPECT_EQ(slots, tokens * r->topK) << "topic " << t << " layer " << layer;

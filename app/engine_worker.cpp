@@ -128,10 +128,11 @@ void EngineWorker::publishTiers(int tokens, const tiers::TierTelemetry* after) {
     ++st.serial;
     st.streaming = cache != nullptr;
     if (cache) {
-        const tiers::TierTelemetry t = after ? *after : cache->telemetry();
+        tiers::TierTelemetry t = after ? *after : cache->telemetry();
         if (tokens > 0) st.last = t.counters - st.counters;
         st.counters = t.counters;
         st.residency = t.residency;
+        st.experts = std::move(t.experts); // ~5 bytes per expert, latest-wins with the rest
         st.pinCapacity = cache->pinCapacity();
         st.prefetch = cache->prefetchEnabled();
     }

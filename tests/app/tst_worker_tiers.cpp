@@ -154,3 +154,50 @@ TEST(WorkerTiers, LoadTimeSettingsAreClamped) {
     load(big);
     EXPECT_EQ(big.tierStatus().residency.budgetBytes, big.tierStatus().maximumBudget);
 }
+
+// The Brain and Atlas views' map travels with every status: one state byte and a hit count per
+// (layer, expert), the hits adding up to the routed count of the same snapshot.
+TEST(WorkerTiers, ExpertMapIsPublishedWithEveryStatus) {
+    EngineWorker w({.threads = 1}, nullptr);
+    load(w);
+    const TierStatus s0 = w.tierStatus();
+    ASSERT_GT(s0.experts.nLayers, 0);
+    ASSERT_GT(s0.experts.nExperts, 0);
+    const size_t n = size_t(s0.experts.nLayers) * size_t(s0.experts.nExperts);
+    ASSERT_EQ(s0.experts.state.size(), n);
+    ASSERT_EQ(s0.experts.hits.size(), n);
+    w.post(generate(2));
+    int statuses = 0;
+    std::string failure;
+    ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {
+        const TierStatus s = w.tierStatus();
+        uint64_t hits = 0;
+        for (uint32_t h : s.experts.hits)
+            hits += h;
+        if (hits != s.counters.routed && failure.empty())
+            failure = std::to_string(hits) + " hits vs " + std::to_string(s.counters.routed) +
+                      " routed at serial " + std::to_string(s.serial);
+        ++statuses;
+        return ev.kind == EventKind::Finished || ev.kind == EventKind::Failed;
+    }));
+    EXPECT_TRUE(failure.empty()) << failure;
+    EXPECT_GT(statuses, 0);
+    // Idle, reads landed (republished every 50 ms while any is in flight): the map's states
+    // agree with the residency counts.
+    TierStatus s = w.tierStatus();
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (s.residency.loadingExperts > 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(1ms);
+        s = w.tierStatus();
+    }
+    ASSERT_EQ(s.residency.loadingExperts, 0);
+    EXPECT_GT(s.counters.routed, 0u);
+    int counts[5] = {};
+    for (uint8_t b : s.experts.state)
+        ++counts[b & tiers::kExpertStateMask];
+    EXPECT_EQ(counts[int(tiers::ExpertState::Cached)], s.residency.cachedExperts);
+    EXPECT_EQ(counts[int(tiers::ExpertState::Pinned)], s.residency.pinnedExperts);
+    EXPECT_EQ(counts[int(tiers::ExpertState::Loading)], 0);
+    EXPECT_EQ(counts[int(tiers::ExpertState::Disk)], s.residency.diskExperts);
+    EXPECT_GT(s.residency.cachedExperts + s.residency.pinnedExperts, 0);
+}

@@ -90,6 +90,9 @@ void EngineWorker::run() {
         case CommandKind::ApplyUsage:
             doApplyUsage(c);
             break;
+        case CommandKind::UserPin:
+            doUserPin(c);
+            break;
         case CommandKind::Cancel: // handled inside the queue, never delivered
             break;
         }
@@ -248,9 +251,66 @@ void EngineWorker::doApplyUsage(const Command& c) {
     // those few tokens' heat of the same experts. Placement only: no token changes either way.
     learning::LearnedUsage usage = *c.usage;
     if (m_generatedSinceLoad) usage.tokenClock = std::max(usage.tokenClock, cache->tokenClock());
-    learning::applyLearnedUsage(*cache, usage);
+    // User pins and exclusions set in this load before the stored ones arrived stay (their
+    // storage writes were queued after the read).
+    for (const tiers::ExpertId& id : cache->userPins())
+        if (std::find(usage.userPins.begin(), usage.userPins.end(), id) == usage.userPins.end())
+            usage.userPins.push_back(id);
+    for (const tiers::ExpertId& id : cache->exclusions())
+        if (std::find(usage.exclusions.begin(), usage.exclusions.end(), id) ==
+            usage.exclusions.end())
+            usage.exclusions.push_back(id);
+    const int applied = learning::applyLearnedUsage(*cache, usage);
     m_learning = true;
     publishTiers(0, nullptr);
+    if (applied < int(usage.userPins.size()))
+        publish(EngineEvent::make(EventKind::Notice, c.id,
+                                  userPinsLeftOut(usage.userPins.size() - size_t(applied),
+                                                  usage.userPins.size(), cache->pinCapacity())));
+}
+
+void EngineWorker::doUserPin(const Command& c) {
+    EngineEvent ev = EngineEvent::make(EventKind::UserPin, c.id, {});
+    ev.pin = c.pin;
+    tiers::ExpertCache* cache = m_model ? m_model->model().expertCache() : nullptr;
+    if (!cache) {
+        ev.text = "no model with streamed experts is loaded: nothing to pin";
+        return publish(std::move(ev));
+    }
+    const tiers::ExpertId id{c.pin.layer, c.pin.expert};
+    using Action = UserPinChange::Action;
+    switch (c.pin.action) {
+    case Action::Pin: {
+        const Status st = cache->pinUser(id);
+        ev.pinApplied = st.isOk();
+        ev.text = st.isOk() ? userPinMessage(c.pin) : st.message();
+        break;
+    }
+    case Action::Unpin:
+        cache->unpinUser(id); // false: no longer one (e.g. a smaller budget dropped it): done
+        ev.pinApplied = true;
+        ev.text = userPinMessage(c.pin);
+        break;
+    case Action::Exclude:
+        // Ignored only for a bad id; a learned pin that a rebalance already dropped is excluded
+        // all the same.
+        cache->exclude(id);
+        {
+            const std::vector<tiers::ExpertId> ex = cache->exclusions();
+            ev.pinApplied = std::find(ex.begin(), ex.end(), id) != ex.end();
+        }
+        ev.text = ev.pinApplied ? userPinMessage(c.pin)
+                                : "layer " + std::to_string(id.layer) + " expert " +
+                                      std::to_string(id.expert) + " is not a routed expert";
+        break;
+    case Action::ResetExclusions:
+        cache->setExclusions({});
+        ev.pinApplied = true;
+        ev.text = userPinMessage(c.pin);
+        break;
+    }
+    publishTiers(0, nullptr);
+    publish(std::move(ev));
 }
 
 void EngineWorker::doGenerate(const Command& c) {

@@ -74,6 +74,7 @@ private:
     void doGenerate(const Command& c);
     void applyPendingSettings(); // engine thread
     void doApplyUsage(const Command& c);
+    void doUserPin(const Command& c);
     void publishTiers(int tokens, const tiers::TierTelemetry* after); // engine thread
     void doReplay(const Command& c);
 

@@ -116,13 +116,20 @@ void EngineWorker::applyPendingSettings() {
     const int prefetch = m_pendingPrefetch.exchange(-1, std::memory_order_relaxed);
     tiers::ExpertCache* cache = m_model ? m_model->model().expertCache() : nullptr;
     if (!cache || (budget == kNoRequest && prefetch < 0)) return;
+    std::string dropped;
     if (budget != kNoRequest) {
         const uint64_t lo = cache->minimumBudget(), hi = m_tierState.maximumBudget;
+        const size_t userPins = cache->userPins().size();
         // Within [lo, hi] setBudget cannot fail (it refuses only values below the minimum).
         (void)cache->setBudget(std::clamp(budget, lo, std::max(lo, hi)));
+        // A hot-store smaller than the user pins drops the coldest of them (learned pins went
+        // first); they stay saved, and the next load applies them again if they fit.
+        if (const size_t now = cache->userPins().size(); now < userPins)
+            dropped = userPinsDroppedByBudget(userPins - now, userPins, cache->pinCapacity());
     }
     if (prefetch >= 0) cache->setPrefetch(prefetch == 1);
-    publishTiers(0, nullptr);
+    publishTiers(0, nullptr); // first: the notice's reader sees the status it describes
+    if (!dropped.empty()) publish(EngineEvent::make(EventKind::Notice, m_loadId, dropped));
 }
 
 void EngineWorker::publishTiers(int tokens, const tiers::TierTelemetry* after) {
@@ -183,6 +190,7 @@ void EngineWorker::doLoad(const Command& c) {
         return;
     }
     m_loadedDir = c.dir;
+    m_loadId = c.id;
     m_model = std::move(lm.value());
     std::string budget;
     if (tiers::ExpertCache* cache = m_model->model().expertCache()) {
@@ -264,7 +272,7 @@ void EngineWorker::doApplyUsage(const Command& c) {
     m_learning = true;
     publishTiers(0, nullptr);
     if (applied < int(usage.userPins.size()))
-        publish(EngineEvent::make(EventKind::Notice, c.id,
+        publish(EngineEvent::make(EventKind::Notice, m_loadId,
                                   userPinsLeftOut(usage.userPins.size() - size_t(applied),
                                                   usage.userPins.size(), cache->pinCapacity())));
 }

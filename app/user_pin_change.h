@@ -40,6 +40,14 @@ inline std::string userPinMessage(const UserPinChange& c) {
     return "Exclusions reset: learned pins may choose any expert again.";
 }
 
+// A lowered RAM budget whose hot-store holds fewer experts than the user pinned.
+inline std::string userPinsDroppedByBudget(size_t dropped, size_t had, int capacity) {
+    return "The smaller RAM budget's hot-store holds " + std::to_string(capacity) +
+           " experts: " + std::to_string(dropped) + " of your " + std::to_string(had) +
+           " user pins were unpinned for now (the least used; learned pins went first). They "
+           "stay saved and are pinned again at the next load if they fit.";
+}
+
 // Stored user pins beyond the hot-store of this RAM budget, at load.
 inline std::string userPinsLeftOut(size_t leftOut, size_t stored, int capacity) {
     return std::to_string(leftOut) + " of " + std::to_string(stored) +

@@ -342,3 +342,21 @@ TEST(WorkerTiers, UnpinningALearnedPinExcludesItUntilReset) {
     w.post(userPin(UserPinChange::Action::ResetExclusions, -1, -1));
     EXPECT_EQ(waitPin(w).text, "Exclusions reset: learned pins may choose any expert again.");
 }
+
+// A budget lowered below the user pins unpins the coldest of them (learned pins first) and says
+// so in a notice of the loaded model.
+TEST(WorkerTiers, BudgetBelowTheUserPinsUnpinsThemWithANotice) {
+    EngineWorker w({.threads = 1}, nullptr);
+    load(w);
+    const auto [layer, expert] = unpinnedExpert(w.tierStatus().experts);
+    w.post(userPin(UserPinChange::Action::Pin, layer, expert));
+    ASSERT_TRUE(waitPin(w).pinApplied);
+    w.requestBudget(1); // the minimum: no hot-store places
+    std::string notice;
+    ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {
+        if (ev.kind == EventKind::Notice) notice = ev.text;
+        return ev.kind == EventKind::Notice;
+    }));
+    EXPECT_NE(notice.find("1 of your 1 user pins were unpinned"), std::string::npos) << notice;
+    EXPECT_EQ(stateOf(w.tierStatus(), layer, expert) & tiers::kUserPinFlag, 0);
+}

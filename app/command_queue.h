@@ -12,6 +12,7 @@
 #include "probe/topic_probe.h"
 #include "runtime/sampling_defaults.h"
 #include "runtime/session.h"
+#include "user_pin_change.h"
 
 #include <atomic>
 #include <chrono>
@@ -34,6 +35,8 @@ namespace coli::app {
 // (EngineWorker::requestBudget); during an answer they are applied between tokens instead.
 // ApplyUsage hands the learned expert usage of the loaded model (read by the storage thread) to
 // the engine thread, which puts it into the expert cache before the first answer.
+// UserPin changes a user pin or the exclusions (UserPinChange); queued like a Generate, it runs
+// after the answer in progress: user pins change at turn boundaries, never mid-answer.
 // TopicProbe runs the topic probe on the loaded model (engine/probe/topic_probe.h): queued like
 // an answer, so an answer sent meanwhile waits for it; its own cancel flag stops it between
 // chunks (EngineController::cancelTopicProbe), as does Cancel.
@@ -45,6 +48,7 @@ enum class CommandKind {
     Quit,
     ApplySettings,
     ApplyUsage,
+    UserPin,
     TopicProbe
 };
 
@@ -67,6 +71,7 @@ struct Command {
     SamplingOverrides sampling;        //   thread from these and the model's defaults)
     std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
     std::shared_ptr<const learning::LearnedUsage> usage; // ApplyUsage (for the model in `dir`)
+    UserPinChange pin;                                   // UserPin
     // Generate, "Continue": the answer so far, appended to the rendered prompt (after the
     // generation prompt) so the model goes on from it; `messages` end with the user message.
     std::string continueText;

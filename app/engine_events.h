@@ -3,6 +3,7 @@
 // Plain values; the GUI thread turns them into property and list-model changes.
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
+#include "user_pin_change.h"
 
 #include <cstdint>
 #include <memory>
@@ -26,6 +27,8 @@ enum class EventKind {
     Failed,        // text = error message of a generation
     Notice,        // text = a message for the user that is not an error (e.g. older messages
                    // left out of the prompt to fit the context)
+    UserPin,       // a UserPin command ran: pin = the change, pinApplied = whether the cache took
+                   // it (false: refused, text says why), text = the message for the user
     ProbeProgress, // tokensDone of tokensTotal of the running topic probe
     ProbeFinished, // probe = the run's counts, labels, positions and figures
     ProbeFailed,   // text = why (names the file); cancelled = it was stopped, not an error
@@ -52,6 +55,8 @@ struct EngineEvent {
     // Finished, when the loaded model learns (its usage was applied): the heat and pins after
     // the turn (learning::endTurnSnapshot), for the storage thread to save.
     std::shared_ptr<const learning::UsageSnapshot> usage;
+    UserPinChange pin;       // UserPin
+    bool pinApplied = false; // UserPin
     // The topic probe (ProbeProgress, ProbeFinished, ProbeFailed).
     int64_t tokensDone = 0, tokensTotal = 0;
     std::shared_ptr<const ProbeOutcome> probe;

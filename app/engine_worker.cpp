@@ -531,6 +531,10 @@ void EngineWorker::doTopicProbe(const Command& c) {
     out->modelDir = c.dir;
     out->topicsFile = c.topicsFile;
     out->probe = atlas::toStoredProbe(*r, *a);
+    // The run's time, kept when it is saved (the Atlas shows the same row before and after).
+    out->probe.createdMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
     out->figures = std::move(a.value());
     EngineEvent ev = EngineEvent::make(EventKind::ProbeFinished, c.id, {});
     ev.probe = std::move(out);

@@ -134,6 +134,7 @@ private slots:
             QVERIFY(saved.first().first().toLongLong() > 0);
             first = rig.controller->atlasProbe();
             QCOMPARE(first->id, saved.first().first().toLongLong());
+            QVERIFY(first->createdMs > 0);
         }
         QCOMPARE(storedProbes(db), int64_t(1));
         // Next start: the newest stored probe of the model is handed over at load.
@@ -142,6 +143,7 @@ private slots:
         QVERIFY(again.controller->hasAtlasProbe());
         const auto& p = *again.controller->atlasProbe();
         QCOMPARE(p.id, first->id);
+        QCOMPARE(p.createdMs, first->createdMs);
         QCOMPARE(p.positions.size(), first->positions.size());
         QCOMPARE(p.positions[5].x, first->positions[5].x);
         QCOMPARE(p.counts.size(), first->counts.size());

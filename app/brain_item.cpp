@@ -74,12 +74,17 @@ void BrainItem::relayout() {
         m_sheet = BrainSheet::make(m_monitor->shapeMap(), width() / height());
     if (m_sheet) {
         m_scale = float(std::min(width() / m_sheet->width(), height() / m_sheet->height()));
-        m_dx = float((width() - m_sheet->width() * m_scale) / 2);
+        m_dx = std::round(float((width() - m_sheet->width() * m_scale) / 2));
         m_dy = 0;
     }
     m_rebuild = true;
     emit layoutChanged();
     update();
+}
+
+QColor BrainItem::sheetColor() const {
+    const Rgba8 c = sheetColour(m_dark);
+    return QColor(c.r, c.g, c.b);
 }
 
 QRectF BrainItem::sheetRect() const {
@@ -125,7 +130,7 @@ QRectF BrainItem::cellRect(int layer, int expert) const {
         return {};
     const SheetRect& r = m_sheet->cells()[size_t(layer) * m_sheet->nExperts() + expert];
     if (r.w <= 0) return {};
-    return {m_dx + r.x * m_scale, m_dy + r.y * m_scale, r.w * m_scale, r.h * m_scale};
+    return drawnRect(r, 1.0f);
 }
 
 void BrainItem::resetCounters() {
@@ -152,33 +157,48 @@ QSGNode* BrainItem::updatePaintNode(QSGNode* old, UpdatePaintNodeData*) {
     m_changed.clear();
     bool full = cells.advance(m_monitor->now(), &m_changed);
 
-    if (!node || m_rebuild) {
+    // User pins: a mark on the cell (kept in a pool of quads after the cells).
+    bool marksChanged = full || m_recolour;
+    auto pinned = [&](int c) {
+        return uint8_t((cells.visual(c).state & tiers::kUserPinFlag) != 0);
+    };
+    if (m_pinned.size() != sheet.cells().size()) m_pinned.assign(sheet.cells().size(), 0);
+    if (full) {
+        for (size_t c = 0; c < m_pinned.size(); ++c)
+            m_pinned[c] = pinned(int(c));
+    } else {
+        for (const int c : m_changed)
+            if (pinned(c) != m_pinned[size_t(c)]) {
+                m_pinned[size_t(c)] = pinned(c);
+                marksChanged = true;
+            }
+    }
+    if (marksChanged) {
+        m_marks.clear();
+        for (size_t c = 0; c < m_pinned.size(); ++c)
+            if (m_pinned[c]) m_marks.push_back(int(c));
+    }
+
+    int drawn = 0;
+    if (!node || m_rebuild || int(m_marks.size()) > m_markCap) {
         if (!node) {
             node = new QSGGeometryNode;
             node->setMaterial(new QSGVertexColorMaterial);
             node->setFlags(QSGNode::OwnsMaterial | QSGNode::OwnsGeometry);
         }
-        int drawn = 0;
         for (const SheetRect& r : sheet.cells())
             drawn += r.w > 0;
-        const int quads = drawn + int(sheet.denseBands().size());
+        m_markCap = std::max(64, int(2 * m_marks.size()));
+        m_firstBand = drawn;
+        m_firstMark = drawn + int(sheet.denseBands().size());
+        const int quads = m_firstMark + m_markCap;
         auto* g = new QSGGeometry(QSGGeometry::defaultAttributes_ColoredPoint2D(), 4 * quads,
                                   6 * quads, QSGGeometry::UnsignedIntType);
         g->setDrawingMode(QSGGeometry::DrawTriangles);
         g->setVertexDataPattern(QSGGeometry::DynamicPattern);
         g->setIndexDataPattern(QSGGeometry::StaticPattern);
-        auto* v = g->vertexDataAsColoredPoint2D();
         auto* idx = g->indexDataAsUInt();
-        m_slot.assign(sheet.cells().size(), -1);
-        int q = 0;
-        auto quad = [&](const SheetRect& r, Rgba8 c) {
-            const float x0 = m_dx + r.x * m_scale, y0 = m_dy + r.y * m_scale;
-            const float x1 = x0 + r.w * m_scale, y1 = y0 + r.h * m_scale;
-            QSGGeometry::ColoredPoint2D* p = v + 4 * q;
-            p[0].set(x0, y0, c.r, c.g, c.b, c.a);
-            p[1].set(x1, y0, c.r, c.g, c.b, c.a);
-            p[2].set(x0, y1, c.r, c.g, c.b, c.a);
-            p[3].set(x1, y1, c.r, c.g, c.b, c.a);
+        for (int q = 0; q < quads; ++q) {
             const unsigned b = unsigned(4 * q);
             unsigned* t = idx + 6 * q;
             t[0] = b;
@@ -187,31 +207,41 @@ QSGNode* BrainItem::updatePaintNode(QSGNode* old, UpdatePaintNodeData*) {
             t[3] = b + 2;
             t[4] = b + 1;
             t[5] = b + 3;
-            ++q;
-        };
+        }
+        auto* v = g->vertexDataAsColoredPoint2D();
+        m_slot.assign(sheet.cells().size(), -1);
+        int q = 0;
         for (size_t c = 0; c < sheet.cells().size(); ++c)
             if (sheet.cells()[c].w > 0) {
                 m_slot[c] = q;
-                quad(sheet.cells()[c], Rgba8{});
+                placeQuad(v + 4 * q++, sheet.cells()[c], 1.0f);
             }
-        for (const SheetRect& r : sheet.denseBands())
-            quad(r, denseBandColour(m_dark));
+        for (const SheetRect& r : sheet.denseBands()) {
+            const float x0 = std::round(m_dx + r.x * m_scale),
+                        y0 = std::round(m_dy + r.y * m_scale);
+            QSGGeometry::ColoredPoint2D* p = v + 4 * q++;
+            const float x1 = std::round(m_dx + (r.x + r.w) * m_scale);
+            const float y1 = std::max(y0 + 1, std::round(m_dy + (r.y + r.h) * m_scale));
+            p[0].set(x0, y0, 0, 0, 0, 255);
+            p[1].set(x1, y0, 0, 0, 0, 255);
+            p[2].set(x0, y1, 0, 0, 0, 255);
+            p[3].set(x1, y1, 0, 0, 0, 255);
+        }
         node->setGeometry(g);
         m_rebuild = false;
         full = true;
+        marksChanged = true;
+        m_recolour = true; // the bands' colours
         ++m_builds;
     }
-    if (m_recolour && !full) {
-        // The theme changed: every cell's colour (and the dense bands').
-        auto* v = node->geometry()->vertexDataAsColoredPoint2D();
-        int q = int(std::count_if(m_slot.begin(), m_slot.end(), [](int s) { return s >= 0; }));
-        for (size_t i = 0; i < sheet.denseBands().size(); ++i)
-            writeColour(v + 4 * (q + int(i)), denseBandColour(m_dark));
+    auto* v = node->geometry()->vertexDataAsColoredPoint2D();
+    if (m_recolour) {
+        for (int i = 0; i < int(sheet.denseBands().size()); ++i)
+            writeColour(v + 4 * (m_firstBand + i), denseBandColour(m_dark));
         full = true;
     }
     m_recolour = false;
 
-    auto* v = node->geometry()->vertexDataAsColoredPoint2D();
     auto colour = [&](int c) {
         const BrainCells::Visual& vis = cells.visual(c);
         return cellColour(vis.state, cells.heat(vis), BrainCells::flash(vis), m_dark);
@@ -230,13 +260,55 @@ QSGNode* BrainItem::updatePaintNode(QSGNode* old, UpdatePaintNodeData*) {
                 ++written;
             }
     }
-    if (written > 0) node->markDirty(QSGNode::DirtyGeometry); // once per frame at most
+    if (marksChanged) {
+        // A dot in the middle of each user-pinned cell, half its size; unused quads collapse.
+        for (int i = 0; i < m_markCap; ++i) {
+            QSGGeometry::ColoredPoint2D* p = v + 4 * (m_firstMark + i);
+            if (i < int(m_marks.size())) {
+                placeQuad(p, sheet.cells()[size_t(m_marks[size_t(i)])], 0.5f);
+                writeColour(p, userPinColour(m_dark));
+            } else {
+                for (int k = 0; k < 4; ++k)
+                    p[k].set(0, 0, 0, 0, 0, 0);
+            }
+        }
+    }
+    if (written > 0 || marksChanged) node->markDirty(QSGNode::DirtyGeometry); // once a frame
     m_rewritten += written;
     m_lastRewritten = written;
     ++m_frames;
     m_syncNanos = timer.nsecsElapsed();
     QMetaObject::invokeMethod(this, &BrainItem::framed, Qt::QueuedConnection);
     return node;
+}
+
+QRectF BrainItem::drawnRect(const SheetRect& r, float size) const {
+    if (size >= 1) {
+        // A cell fills its pitch on whole pixels (no half-covered columns, which made stripes),
+        // less a one-pixel gutter when the pitch has room for it (>= 4 px).
+        const float in = viz::BrainLayout::kCellInset;
+        const float px0 = m_dx + (r.x - in) * m_scale, px1 = m_dx + (r.x + r.w + in) * m_scale;
+        const float py0 = m_dy + (r.y - in) * m_scale, py1 = m_dy + (r.y + r.h + in) * m_scale;
+        const float gutter = px1 - px0 >= 4 ? 1 : 0;
+        const float x0 = std::round(px0), y0 = std::round(py0);
+        const float x1 = std::max(x0 + 1, std::round(px1) - gutter);
+        const float y1 = std::max(y0 + 1, std::round(py1) - gutter);
+        return {x0, y0, x1 - x0, y1 - y0};
+    }
+    const float w = std::max(1.f, std::round(r.w * size * m_scale));
+    const float h = std::max(1.f, std::round(r.h * size * m_scale));
+    return {std::round(m_dx + (r.x + r.w / 2) * m_scale - w / 2),
+            std::round(m_dy + (r.y + r.h / 2) * m_scale - h / 2), w, h};
+}
+
+void BrainItem::placeQuad(QSGGeometry::ColoredPoint2D* p, const SheetRect& r, float size) const {
+    const QRectF d = drawnRect(r, size);
+    const float x0 = float(d.left()), y0 = float(d.top());
+    const float x1 = float(d.right()), y1 = float(d.bottom());
+    p[0].set(x0, y0, 0, 0, 0, 255);
+    p[1].set(x1, y0, 0, 0, 0, 255);
+    p[2].set(x0, y1, 0, 0, 0, 255);
+    p[3].set(x1, y1, 0, 0, 0, 255);
 }
 
 void registerBrainTypes() {

@@ -11,9 +11,11 @@
 #include "brain_monitor.h"
 #include "brain_sheet.h"
 
+#include <QColor>
 #include <QPointer>
 #include <QQuickItem>
 #include <QRectF>
+#include <QSGGeometry>
 #include <QVariantList>
 
 #include <atomic>
@@ -27,6 +29,10 @@ class BrainItem : public QQuickItem {
     Q_PROPERTY(bool dark READ dark WRITE setDark NOTIFY darkChanged)
     // Layer labels in item coordinates: [{text, x, y, dense}], every `labelStep`-th layer.
     Q_PROPERTY(QVariantList layerLabels READ layerLabels NOTIFY layoutChanged)
+    // The gap between layers in pixels (the room for a label), and the sheet's background colour
+    // (the palette's, for the theme).
+    Q_PROPERTY(double gapPixels READ gapPixels NOTIFY layoutChanged)
+    Q_PROPERTY(QColor sheetColor READ sheetColor NOTIFY darkChanged)
     // The sheet's drawn area in item coordinates.
     Q_PROPERTY(QRectF sheetRect READ sheetRect NOTIFY layoutChanged)
     // Counters for tests and benchmarks (read on the GUI thread between frames):
@@ -43,6 +49,8 @@ public:
     void setDark(bool d);
     QVariantList layerLabels() const;
     QRectF sheetRect() const;
+    double gapPixels() const { return m_sheet ? m_sheet->layerGap() * m_scale : 0; }
+    QColor sheetColor() const;
 
     // The cell under (x, y) (item coordinates): {layer, expert}, or an empty map.
     Q_INVOKABLE QVariantMap cellAt(double x, double y) const;
@@ -71,6 +79,11 @@ protected:
 
 private:
     void relayout();
+    // The pixels (item coordinates) a cell's quad covers: size 1 = the cell, snapped to whole
+    // pixels; size < 1 = a centred mark of that share of the cell.
+    QRectF drawnRect(const SheetRect& r, float size) const;
+    // Positions a quad's 4 vertices on `r` (sheet units), scaled by `size` about its centre.
+    void placeQuad(QSGGeometry::ColoredPoint2D* p, const SheetRect& r, float size) const;
     void onAfterAnimating();
 
     QPointer<BrainMonitor> m_monitor;
@@ -84,6 +97,9 @@ private:
     std::atomic<qint64> m_syncNanos{0};
     std::vector<int> m_changed; // scratch of updatePaintNode
     std::vector<int> m_slot;    // quad of each ExpertMap index (-1: not drawn); with the geometry
+    std::vector<uint8_t> m_pinned;                       // per index: drawn with a user-pin mark
+    std::vector<int> m_marks;                            // the user-pinned indices, in order
+    int m_markCap = 0, m_firstBand = 0, m_firstMark = 0; // quad ranges of the geometry
     QMetaObject::Connection m_animConn;
 };
 

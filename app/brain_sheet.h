@@ -5,6 +5,8 @@
 // Units: layout units (viz/brain_layout.h); the item scales them uniformly into pixels.
 // Thread-safety: an immutable value after make(); colour functions are pure.
 #include "tiers/tier_telemetry.h"
+#include "viz/brain_layout.h"
+#include "viz/palette.h"
 
 #include <cstdint>
 #include <optional>
@@ -28,8 +30,9 @@ public:
     // entries are all ExpertState::None are dense. nullopt when the map has no cells.
     static std::optional<BrainSheet> make(const tiers::ExpertMap& map, double aspect);
 
-    float width() const { return m_width; }
-    float height() const { return m_height; }
+    float width() const;
+    float height() const;
+    float layerGap() const { return m_layout.layerGap(); } // room for a layer's label
     int nLayers() const { return m_nLayers; }
     int nExperts() const { return m_nExperts; }
     // Cells drawn (MoE layers' experts): a rect per ExpertMap index, w == 0 for dense layers.
@@ -40,23 +43,25 @@ public:
     int pick(float x, float y) const;
 
 private:
-    float m_width = 0, m_height = 0;
+    explicit BrainSheet(viz::BrainLayout layout) : m_layout(std::move(layout)) {}
+    viz::BrainLayout m_layout;
     int m_nLayers = 0, m_nExperts = 0;
     std::vector<SheetRect> m_cells;
     std::vector<SheetRect> m_bands;
     std::vector<SheetLabel> m_labels;
-    std::vector<uint8_t> m_dense;
 };
 
-struct Rgba8 {
-    uint8_t r = 0, g = 0, b = 0, a = 255;
-};
+using Rgba8 = viz::Rgba8;
 
-// A cell's colour: hue from the state byte (ExpertState, a user pin its own mark), brightness
-// from heat in [0, 1] (log heat, with a floor so cold cells keep their hue), mixed toward the
-// flash colour by flash in [0, 1]; `dark`: for the dark theme's background.
+// A cell's colour (viz/palette.h): hue from the state byte (ExpertState; a user pin is drawn as
+// a mark of its own, userPinColour), brightness from heat in [0, 1] (the share of the log-heat
+// scale: viz::heatBrightness's log1p(hits) / log1p(maxHits), with the palette's floor so cold
+// cells keep their hue), mixed toward the flash colour by flash in [0, 1].
 Rgba8 cellColour(uint8_t state, double heat, double flash, bool dark);
-// The band drawn for a dense layer.
+// The band drawn for a dense layer, and the mark drawn on a user-pinned cell.
 Rgba8 denseBandColour(bool dark);
+Rgba8 userPinColour(bool dark);
+// The background the palette is tuned against (the sheet's colour).
+Rgba8 sheetColour(bool dark);
 
 } // namespace coli::app

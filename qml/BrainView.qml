@@ -107,7 +107,7 @@ Page {
             objectName: "brainSheet"
             Layout.fillWidth: true
             Layout.fillHeight: true
-            color: Theme.surface
+            color: view.live ? cells.sheetColor : Theme.surface
             radius: 8
             border.color: Theme.border
 
@@ -127,21 +127,21 @@ Page {
                 id: cells
                 objectName: "brainCells"
                 anchors.fill: parent
-                anchors.leftMargin: 30 // the layer numbers
-                anchors.margins: Theme.padding
+                anchors.margins: Theme.padding * 0.75
                 monitor: view.brain
                 dark: Theme.dark
                 visible: view.live
             }
+            // Layer numbers in the gap above each block (every n-th when blocks are small).
             Repeater {
-                model: view.live ? cells.layerLabels : []
-                Label {
+                model: view.live && cells.gapPixels >= 8 ? cells.layerLabels : []
+                Text {
                     required property var modelData
-                    x: cells.x + modelData.x - width - 4
-                    y: cells.y + modelData.y - height / 2
+                    x: cells.x + modelData.x
+                    y: cells.y + modelData.y - baselineOffset
                     text: modelData.text
                     color: Theme.textMuted
-                    font.pixelSize: 10
+                    font.pixelSize: Math.min(11, Math.max(8, Math.floor(cells.gapPixels * 0.9)))
                     font.family: Theme.monoFamily
                 }
             }

@@ -54,20 +54,6 @@ void BrainItem::geometryChange(const QRectF& newGeometry, const QRectF& oldGeome
     if (newGeometry.size() != oldGeometry.size()) relayout();
 }
 
-void BrainItem::itemChange(ItemChange change, const ItemChangeData& value) {
-    QQuickItem::itemChange(change, value);
-    if (change != ItemSceneChange) return;
-    disconnect(m_animConn);
-    // Cells still fading need the next frame: asked for once per frame while any fades.
-    if (value.window)
-        m_animConn = connect(value.window, &QQuickWindow::afterAnimating, this,
-                             &BrainItem::onAfterAnimating);
-}
-
-void BrainItem::onAfterAnimating() {
-    if (m_monitor && m_monitor->cells().fadingCells() > 0) update();
-}
-
 void BrainItem::relayout() {
     m_sheet.reset();
     if (m_monitor && m_monitor->available() && width() > 1 && height() > 1)
@@ -261,11 +247,11 @@ QSGNode* BrainItem::updatePaintNode(QSGNode* old, UpdatePaintNodeData*) {
             }
     }
     if (marksChanged) {
-        // A dot in the middle of each user-pinned cell, half its size; unused quads collapse.
+        // A dot in the middle of each user-pinned cell; unused quads collapse.
         for (int i = 0; i < m_markCap; ++i) {
             QSGGeometry::ColoredPoint2D* p = v + 4 * (m_firstMark + i);
             if (i < int(m_marks.size())) {
-                placeQuad(p, sheet.cells()[size_t(m_marks[size_t(i)])], 0.5f);
+                placeQuad(p, sheet.cells()[size_t(m_marks[size_t(i)])], 0.55f);
                 writeColour(p, userPinColour(m_dark));
             } else {
                 for (int k = 0; k < 4; ++k)
@@ -279,6 +265,10 @@ QSGNode* BrainItem::updatePaintNode(QSGNode* old, UpdatePaintNodeData*) {
     ++m_frames;
     m_syncNanos = timer.nsecsElapsed();
     QMetaObject::invokeMethod(this, &BrainItem::framed, Qt::QueuedConnection);
+    // Cells still fading need the next frame too: asked for from the GUI thread (update() is
+    // the GUI thread's), once per frame while any fades.
+    if (cells.fadingCells() > 0)
+        QMetaObject::invokeMethod(this, &QQuickItem::update, Qt::QueuedConnection);
     return node;
 }
 
@@ -295,8 +285,10 @@ QRectF BrainItem::drawnRect(const SheetRect& r, float size) const {
         const float y1 = std::max(y0 + 1, std::round(py1) - gutter);
         return {x0, y0, x1 - x0, y1 - y0};
     }
-    const float w = std::max(1.f, std::round(r.w * size * m_scale));
-    const float h = std::max(1.f, std::round(r.h * size * m_scale));
+    // A mark: at least 2 px when the cell has room for it (>= 3 px), so that it shows.
+    const float least = r.w * m_scale >= 3 ? 2.f : 1.f;
+    const float w = std::max(least, std::round(r.w * size * m_scale));
+    const float h = std::max(least, std::round(r.h * size * m_scale));
     return {std::round(m_dx + (r.x + r.w / 2) * m_scale - w / 2),
             std::round(m_dy + (r.y + r.h / 2) * m_scale - h / 2), w, h};
 }

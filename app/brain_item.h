@@ -75,7 +75,6 @@ signals:
 protected:
     QSGNode* updatePaintNode(QSGNode* old, UpdatePaintNodeData*) override;
     void geometryChange(const QRectF& newGeometry, const QRectF& oldGeometry) override;
-    void itemChange(ItemChange change, const ItemChangeData& value) override;
 
 private:
     void relayout();
@@ -84,7 +83,6 @@ private:
     QRectF drawnRect(const SheetRect& r, float size) const;
     // Positions a quad's 4 vertices on `r` (sheet units), scaled by `size` about its centre.
     void placeQuad(QSGGeometry::ColoredPoint2D* p, const SheetRect& r, float size) const;
-    void onAfterAnimating();
 
     QPointer<BrainMonitor> m_monitor;
     bool m_dark = false;
@@ -100,7 +98,6 @@ private:
     std::vector<uint8_t> m_pinned;                       // per index: drawn with a user-pin mark
     std::vector<int> m_marks;                            // the user-pinned indices, in order
     int m_markCap = 0, m_firstBand = 0, m_firstMark = 0; // quad ranges of the geometry
-    QMetaObject::Connection m_animConn;
 };
 
 // Registers BrainItem with QML as Colibri.Native 1.0 "BrainCells" (once per process).

@@ -135,6 +135,11 @@ QColor BrainMonitor::swatch(const QString& key, double heat, double flash, bool 
     return QColor(c.r, c.g, c.b, c.a);
 }
 
+QColor BrainMonitor::userPinMark(bool dark) const {
+    const Rgba8 c = userPinColour(dark);
+    return QColor(c.r, c.g, c.b, c.a);
+}
+
 bool BrainMonitor::setTopicShares(std::vector<float> shares, QStringList labels) {
     if (!labels.isEmpty() && shares.size() != size_t(m_cells.cellCount()) * size_t(labels.size()))
         return false;

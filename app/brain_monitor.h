@@ -64,6 +64,8 @@ public:
     // The legend's swatches: `key` is a state ("pinned", "cached", "loading", "disk", "user")
     // at heat 0..1 and flash 0..1, for the light or dark theme (viz palette, via brain_sheet.h).
     Q_INVOKABLE QColor swatch(const QString& key, double heat, double flash, bool dark) const;
+    // The mark drawn in the middle of a user-pinned cell.
+    Q_INVOKABLE QColor userPinMark(bool dark) const;
 
     // Topic shares from the topic probe: shares[(layer * nExperts + expert) * labels.size() + t],
     // each expert's shares over the topics (summing to 1, or all 0 when never routed). An empty

@@ -20,8 +20,19 @@ Flow {
     component Entry: Row {
         property alias swatchColor: sw.color
         property alias text: label.text
+        property bool marked: false // a user pin: the cells' centre mark
         spacing: 6
-        Swatch { id: sw; anchors.verticalCenter: parent.verticalCenter }
+        Swatch {
+            id: sw
+            anchors.verticalCenter: parent.verticalCenter
+            Rectangle {
+                visible: parent.parent.marked
+                anchors.centerIn: parent
+                width: 6
+                height: 6
+                color: legend.brain ? legend.brain.userPinMark(Theme.dark) : Theme.text
+            }
+        }
         Label {
             id: label
             color: Theme.text
@@ -42,6 +53,7 @@ Flow {
             swatchColor: legend.brain ? legend.brain.swatch(modelData.key, 1, 0, Theme.dark)
                                       : Theme.border
             text: modelData.title
+            marked: modelData.key === "user"
         }
     }
     Row {

@@ -95,8 +95,11 @@ private:
     std::atomic<qint64> m_syncNanos{0};
     std::vector<int> m_changed; // scratch of updatePaintNode
     std::vector<int> m_slot;    // quad of each ExpertMap index (-1: not drawn); with the geometry
-    std::vector<uint8_t> m_pinned;                       // per index: drawn with a user-pin mark
-    std::vector<int> m_marks;                            // the user-pinned indices, in order
+    std::vector<uint8_t> m_pinned; // per index: drawn with a user-pin mark
+    std::vector<int> m_marks;      // the user-pinned indices, in order
+    std::vector<Rgba8> m_lut; // colour by (state, heat level, flash level); see updatePaintNode
+    int m_lutCeiling = -1;
+    bool m_lutDark = false;
     int m_markCap = 0, m_firstBand = 0, m_firstMark = 0; // quad ranges of the geometry
 };
 

@@ -62,6 +62,7 @@ Page {
                 objectName: "brainMode"
                 spacing: 0
                 enabled: view.live
+                opacity: enabled ? 1 : 0.45
                 Repeater {
                     model: [{ key: "turn", title: qsTr("This answer") },
                             { key: "cumulative", title: qsTr("Since load") }]
@@ -111,16 +112,27 @@ Page {
             radius: 8
             border.color: Theme.border
 
-            Label {
+            ColumnLayout {
+                objectName: "brainEmpty"
                 anchors.centerIn: parent
-                width: parent.width - 4 * Theme.padding
+                width: Math.min(parent.width - 4 * Theme.padding, 560)
                 visible: !view.live
-                wrapMode: Text.Wrap
-                horizontalAlignment: Text.AlignHCenter
-                color: Theme.textMuted
-                text: qsTr("Each routed expert of the model appears here as a cell once the engine "
-                           + "reports where every expert is. To see the view without a model, "
-                           + "start colibri --synthetic-telemetry 75x256.")
+                spacing: Theme.padding * 0.5
+                Label {
+                    Layout.fillWidth: true
+                    wrapMode: Text.Wrap
+                    horizontalAlignment: Text.AlignHCenter
+                    color: Theme.textMuted
+                    text: qsTr("Each routed expert of the model appears here as a cell once the "
+                               + "engine reports where every expert is. To see the view without a "
+                               + "model, start the app with a synthetic model:")
+                }
+                Label {
+                    Layout.alignment: Qt.AlignHCenter
+                    text: "colibri --synthetic-telemetry 75x256"
+                    font.family: Theme.monoFamily
+                    color: Theme.text
+                }
             }
 
             BrainCells {
@@ -190,6 +202,7 @@ Page {
 
         BrainLegend {
             Layout.fillWidth: true
+            visible: view.live
             brain: view.brain
         }
     }

@@ -4,7 +4,8 @@
 // uploads a geometry's whole vertex buffer when it is marked dirty, so the item keeps the vertex
 // table on the CPU (the QSGGeometry's own), rewrites only the cells whose Visual changed
 // (BrainCells::advance) and marks the geometry dirty at most once per frame. The geometry is
-// rebuilt only when the shape or the item's size changes.
+// rebuilt only when the shape or the item's size changes (or the user pins outgrow the pool of
+// mark quads, which then doubles).
 // Coordinates: the sheet (brain_sheet.h) scaled uniformly to fit the item, centred.
 // Thread-safety: a QQuickItem: properties on the GUI thread; updatePaintNode on the render
 // thread while the GUI thread is blocked (the only place the vertex table is written).

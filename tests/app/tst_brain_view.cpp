@@ -153,6 +153,37 @@ private slots:
         }
     }
 
+    // The engine's 30 Hz tier-status sample reaches the Brain through the TierMonitor (no
+    // engine needed: the sample is applied as EngineController's timer applies it); once the
+    // synthetic generator drives the Brain, the engine's samples no longer do.
+    void tierSampleFeedsTheBrain() {
+        EngineController controller(WorkerOptions{.threads = 1});
+        BrainMonitor* brain = controller.brain();
+        QVERIFY(!brain->available());
+        SyntheticOptions opt;
+        opt.nLayers = 6;
+        opt.nExperts = 16;
+        opt.pinnedPerLayer = 2;
+        opt.cacheExperts = 24;
+        SyntheticTelemetry gen(opt);
+        TierStatus s = gen.step();
+        s.serial = 1000; // the engine's own counter
+        controller.tiers()->apply(s);
+        QVERIFY(brain->available());
+        QCOMPARE(brain->nLayers(), 6);
+        QCOMPARE(brain->nExperts(), 16);
+        QCOMPARE(brain->snapshots(), 1);
+        const QVariantMap info = brain->cellInfo(2, 3);
+        QCOMPARE(info.value("layer").toInt(), 2);
+        QCOMPARE(info.value("bytes").toDouble(), double(opt.expertBytes));
+        SyntheticDriver driver(brain, opt); // takes over
+        const int snapshots = brain->snapshots();
+        s = gen.step();
+        s.serial = 1001;
+        controller.tiers()->apply(s);
+        QCOMPARE(brain->snapshots(), snapshots);
+    }
+
     void syntheticTokenFlashesOnlyItsExperts() {
         Window w;
         QVERIFY(w.window);

@@ -38,8 +38,8 @@ struct SyntheticOptions {
     int topicTokens = 40;    // tokens between changes of the routing's drift
     int turnTokens = 160;    // tokens per synthetic answer (a turn starts every turnTokens)
     double tokensPerSecond = 10; // the live rate (SyntheticDriver's timer)
-    uint64_t expertBytes =
-        3u << 20; // bytes of one expert read (the read size of a 2.6-bit 7168x2048 expert, rounded)
+    // Bytes of one expert read: 3 MiB, an int4 expert whose gate, up and down are 2048 x 1024.
+    uint64_t expertBytes = 3u << 20;
     uint64_t seed = 12;
 };
 

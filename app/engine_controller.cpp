@@ -39,6 +39,10 @@ EngineController::EngineController(WorkerOptions opt, QObject* parent) : QObject
     connect(&m_tiers, &TierMonitor::changed, this, [this] {
         if (!m_brain.synthetic()) m_brain.apply(m_tiers.status());
     });
+    // A click on a Brain cell pins or unpins that expert (the synthetic generator takes its own).
+    connect(&m_brain, &BrainMonitor::userPinRequested, this, [this](int layer, int expert) {
+        if (!m_brain.synthetic()) toggleUserPin(layer, expert);
+    });
     connect(this, &EngineController::generatingChanged, this, [this] {
         if (!m_generating || m_brain.synthetic() || !m_worker) return;
         m_tiers.apply(

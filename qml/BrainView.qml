@@ -26,6 +26,19 @@ Page {
         hoverInfo = c.layer === undefined ? {} : brain.cellInfo(c.layer, c.expert)
     }
     Connections { target: view.brain; function onChanged() { view.refreshHover() } }
+    // The outcome of a click's pin request (EngineController.pinMessage), for a few seconds.
+    property string pinText: ""
+    property bool pinOk: true
+    Connections {
+        target: view.controller
+        ignoreUnknownSignals: true
+        function onPinMessage(text, ok) {
+            view.pinText = text
+            view.pinOk = ok
+            pinTimer.restart()
+        }
+    }
+    Timer { id: pinTimer; interval: 6000; onTriggered: view.pinText = "" }
 
     ColumnLayout {
         anchors.fill: parent
@@ -186,6 +199,29 @@ Page {
                     view.refreshHover()
                     if (view.hoverInfo.layer !== undefined)
                         view.brain.requestPin(view.hoverInfo.layer, view.hoverInfo.expert)
+                }
+            }
+            // The outcome of a pin request, over the top of the sheet (the layout does not move).
+            Rectangle {
+                anchors.horizontalCenter: parent.horizontalCenter
+                anchors.top: parent.top
+                anchors.topMargin: Theme.padding * 0.5
+                visible: view.pinText !== ""
+                width: Math.min(parent.width - 2 * Theme.padding, pinLabel.implicitWidth + 2 * Theme.padding)
+                height: pinLabel.implicitHeight + Theme.padding
+                radius: 6
+                color: view.pinOk ? Theme.infoBg : Theme.errorBg
+                border.color: view.pinOk ? Theme.infoBorder : Theme.errorBorder
+                z: 11
+                Label {
+                    id: pinLabel
+                    objectName: "brainPinMessage"
+                    anchors.centerIn: parent
+                    width: Math.min(implicitWidth, parent.parent.width - 4 * Theme.padding)
+                    elide: Text.ElideRight
+                    text: view.pinText
+                    color: view.pinOk ? Theme.infoText : Theme.errorText
+                    font.pixelSize: Theme.smallFontSize
                 }
             }
             BrainHoverPanel {

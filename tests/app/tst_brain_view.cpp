@@ -122,9 +122,12 @@ private slots:
         QVERIFY(QTest::qWaitForWindowExposed(w.window));
         w.controller->loadModel(QStringLiteral(COLI_SHIPPED_MODEL_DIR));
         QTRY_COMPARE_WITH_TIMEOUT(w.controller->loadState(), QStringLiteral("ready"), 60000);
-        QSignalSpy done(w.controller.get(), &EngineController::answerFinished);
-        QVERIFY(w.controller->send(QStringLiteral("Tell me a fortune.")));
-        QVERIFY(done.wait(60000));
+        // Two answers: "this answer" counts the second one's routings only.
+        for (const char* prompt : {"Tell me a fortune.", "Quote the Bible."}) {
+            QSignalSpy done(w.controller.get(), &EngineController::answerFinished);
+            QVERIFY(w.controller->send(QString::fromLatin1(prompt)));
+            QVERIFY(done.wait(60000));
+        }
         QTest::keyClick(w.window, Qt::Key_5, Qt::ControlModifier);
         QTRY_COMPARE(w.item("viewStack")->property("currentName").toString(),
                      QStringLiteral("brain"));
@@ -136,6 +139,13 @@ private slots:
         BrainItem* cells = w.cells();
         QVERIFY(cells);
         QTest::mouseMove(w.window, QPoint(5, w.window->height() - 5)); // no hover panel
+        bool turnBelowTotal = false;
+        for (int c = 0; c < brain->cells().cellCount(); ++c)
+            turnBelowTotal |= brain->cells().turnHits(c) > 0 &&
+                              brain->cells().turnHits(c) < brain->cells().totalHits(c);
+        QVERIFY2(turnBelowTotal, "the second answer's routings are not apart from the first's");
+        QImage shots[2];
+        int n = 0;
         for (const QString& mode : {QStringLiteral("cumulative"), QStringLiteral("turn")}) {
             auto* button = w.item(qPrintable("brainMode_" + mode));
             QVERIFY(button);
@@ -150,7 +160,22 @@ private slots:
             QVERIFY2(drawn >= brain->nLayers() * brain->nExperts() * 2,
                      qPrintable(QString("%1 pixels drew").arg(drawn)));
             QVERIFY2(hues > 1, qPrintable(QString("%1 hues").arg(hues)));
+            shots[n++] = shot.copy(cells->mapRectToScene(cells->sheetRect()).toRect());
         }
+        QVERIFY2(shots[0] != shots[1], "the two modes drew the same cells");
+
+        // A click on a cell pins it in the engine (at once while idle): the pin message shows
+        // and the next tier status carries the user-pin flag, drawn as the cell's mark.
+        const QPoint at = centre(cells, 1, 5);
+        QTest::mouseMove(w.window, at);
+        QTest::mouseClick(w.window, Qt::LeftButton, {}, at);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            brain->cells().state(1 * brain->nExperts() + 5) & tiers::kUserPinFlag, 10000);
+        QTRY_COMPARE(w.item("brainPinMessage")->property("text").toString(),
+                     QStringLiteral("Pinned layer 1 expert 5."));
+        QTest::mouseMove(w.window, QPoint(5, w.window->height() - 5));
+        QTRY_COMPARE(w.grab().pixelColor(at), brain->userPinMark(cells->dark()));
+        QVERIFY(save(w.grab(), "brain-default-user-pin.png"));
     }
 
     // The engine's 30 Hz tier-status sample reaches the Brain through the TierMonitor (no

@@ -578,12 +578,11 @@ void TestAppSession::everyViewByItsShortcut() {
         Qt::Key key;
         const char* view;
         const char* item;
-    } steps[] = {{Qt::Key_2, "tiers", "tiersView"},
-                 {Qt::Key_3, "charts", "chartsView"},
-                 {Qt::Key_4, "settings", "settingsView"},
-                 {Qt::Key_O, "models", "modelsView"},
-                 {Qt::Key_1, "chat", "chatPage"}};
-    const QStringList items = {"chatPage", "tiersView", "chartsView", "modelsView", "settingsView"};
+    } steps[] = {{Qt::Key_2, "tiers", "tiersView"},   {Qt::Key_5, "brain", "brainView"},
+                 {Qt::Key_3, "charts", "chartsView"}, {Qt::Key_4, "settings", "settingsView"},
+                 {Qt::Key_O, "models", "modelsView"}, {Qt::Key_1, "chat", "chatPage"}};
+    const QStringList items = {"chatPage",   "tiersView",  "brainView",
+                               "chartsView", "modelsView", "settingsView"};
     for (const auto& s : steps) {
         shortcut(s.key);
         QTRY_COMPARE(app().currentView(), QString::fromLatin1(s.view));
@@ -653,11 +652,8 @@ void TestAppSession::screenshotsOfEveryViewInBothThemes() {
     const struct {
         Qt::Key key;
         const char* view;
-    } views[] = {{Qt::Key_1, "chat"},
-                 {Qt::Key_2, "tiers"},
-                 {Qt::Key_3, "charts"},
-                 {Qt::Key_O, "models"},
-                 {Qt::Key_4, "settings"}};
+    } views[] = {{Qt::Key_1, "chat"},   {Qt::Key_2, "tiers"},  {Qt::Key_5, "brain"},
+                 {Qt::Key_3, "charts"}, {Qt::Key_O, "models"}, {Qt::Key_4, "settings"}};
     for (const QString& theme : {QStringLiteral("light"), QStringLiteral("dark")}) {
         app().settings->setTheme(theme);
         QCOMPARE(app().settings->dark(), theme == QLatin1String("dark"));

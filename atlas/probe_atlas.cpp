@@ -101,14 +101,21 @@ Result<ProbeAtlas> analyseProbe(const probe::ProbeResult& r) {
         f.agreement = loo->perTopic[size_t(t)];
         out.topics.push_back(std::move(f));
     }
-    auto purity = viz::topicPurity(emb->xyz, dominant, T);
+    std::vector<int> leaning(size_t(m), viz::kGeneralist);
+    for (int i = 0; i < m; ++i)
+        leaning[size_t(i)] = (*labels)[size_t(i)].topTopic;
+    auto purity = viz::neighbourhoodPurity(emb->xyz, dominant, leaning, T);
     if (purity) {
         out.purity = purity->overall;
+        out.purityChance = purity->chance;
+        out.purityAmongSpecialistsCap = purity->specialistsCap;
         for (int t = 0; t < T; ++t)
             out.topics[size_t(t)].purity = purity->perTopic[size_t(t)];
     } else {
         out.purityNote = purity.status().message();
     }
+    if (auto among = viz::topicPurity(emb->xyz, dominant, T))
+        out.purityAmongSpecialists = among->overall;
     return out;
 }
 

@@ -22,7 +22,8 @@ struct TopicFigures {
     int64_t tokens = 0;
     int specialists = 0;  // experts whose dominant topic this is (specialists only)
     double agreement = 0; // leave-one-prompt-out agreement of those specialists (0: none)
-    double purity = 0;    // 5-NN topic purity of those specialists (0: none or not measured)
+    double purity = 0;    // 5-NN topic purity of those specialists among all experts (0: none
+                          // or not measured)
 };
 
 struct ExpertPoint {
@@ -40,10 +41,17 @@ struct ProbeAtlas {
     int specialists = 0;
     double agreement = 0; // leave-one-prompt-out agreement over every specialist
     int64_t agreementCases = 0;
-    // 5-NN topic purity of the specialists in the embedding; nullopt when it cannot be
-    // measured (fewer than 6 specialists): purityNote says why.
+    // 5-NN topic purity of the specialists among all experts in the embedding
+    // (viz::neighbourhoodPurity); nullopt when it cannot be measured (no specialist): purityNote
+    // says why. purityChance: the same figure for a random placement.
     std::optional<double> purity;
+    double purityChance = 0;
     std::string purityNote;
+    // 5-NN purity among the specialists only (viz::topicPurity) and its upper bound for these
+    // labels (few specialists per topic cap it, whatever the embedding); nullopt when fewer than
+    // 6 specialists.
+    std::optional<double> purityAmongSpecialists;
+    double purityAmongSpecialistsCap = 0;
 };
 
 // Labels, figures and positions of a probe run. Errors: those of viz (InvalidArgument for

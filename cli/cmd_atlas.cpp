@@ -71,26 +71,31 @@ nlohmann::json toJson(const probe::ProbeResult& r, const atlas::ProbeAtlas& a,
              {"dominant_topic", x.dominant >= 0 ? nlohmann::json(x.dominant) : nlohmann::json()},
              {"specialist", x.specialist},
              {"shares", x.shares}});
-    return {{"format", "colibri-atlas"},
-            {"version", 1},
-            {"model", modelDir},
-            {"topic_set",
-             {{"file", topicFile}, {"name", r.topicSetName}, {"sha256", r.topicSetSha256}}},
-            {"probe_id", probeId},
-            {"layers", r.nLayers},
-            {"experts_per_layer", r.nExperts},
-            {"moe_layers", r.moeLayers},
-            {"top_k", r.topK},
-            {"tokens", r.tokens},
-            {"topics", topics},
-            {"topic_details", details},
-            {"figures",
-             {{"specialists", a.specialists},
-              {"loo_agreement", a.agreement},
-              {"loo_cases", a.agreementCases},
-              {"purity_5nn", a.purity ? nlohmann::json(*a.purity) : nlohmann::json()},
-              {"purity_note", a.purityNote}}},
-            {"experts", experts}};
+    return {
+        {"format", "colibri-atlas"},
+        {"version", 1},
+        {"model", modelDir},
+        {"topic_set",
+         {{"file", topicFile}, {"name", r.topicSetName}, {"sha256", r.topicSetSha256}}},
+        {"probe_id", probeId},
+        {"layers", r.nLayers},
+        {"experts_per_layer", r.nExperts},
+        {"moe_layers", r.moeLayers},
+        {"top_k", r.topK},
+        {"tokens", r.tokens},
+        {"topics", topics},
+        {"topic_details", details},
+        {"figures",
+         {{"specialists", a.specialists},
+          {"loo_agreement", a.agreement},
+          {"loo_cases", a.agreementCases},
+          {"purity_5nn", a.purity ? nlohmann::json(*a.purity) : nlohmann::json()},
+          {"purity_5nn_chance", a.purity ? nlohmann::json(a.purityChance) : nlohmann::json()},
+          {"purity_5nn_among_specialists",
+           a.purityAmongSpecialists ? nlohmann::json(*a.purityAmongSpecialists) : nlohmann::json()},
+          {"purity_5nn_among_specialists_cap", a.purityAmongSpecialistsCap},
+          {"purity_note", a.purityNote}}},
+        {"experts", experts}};
 }
 
 int runAtlas(const AtlasOptions& o) {
@@ -191,9 +196,19 @@ int runAtlas(const AtlasOptions& o) {
                r.tokens, a.specialists, a.specialists > 0 ? figure(a.agreement) : "-",
                a.purity ? figure(*a.purity) : "-");
     fmt::print("specialist: share in a topic >= 3x its balanced share (balanced >= 1%); LOO "
-               "agreement over {} (specialist, left-out prompt) cases; 5-NN purity in the 3D "
-               "embedding{}\n",
-               a.agreementCases, a.purity ? "" : " not measured: " + a.purityNote);
+               "agreement over {} (specialist, left-out prompt) cases\n",
+               a.agreementCases);
+    if (a.purity)
+        fmt::print("5-NN purity: a specialist's 5 nearest experts in 3D that lean to its topic "
+                   "(random placement: {}){}\n",
+                   figure(a.purityChance),
+                   a.purityAmongSpecialists
+                       ? fmt::format("; among specialists only: {} (at most {} with these labels)",
+                                     figure(*a.purityAmongSpecialists),
+                                     figure(a.purityAmongSpecialistsCap))
+                       : std::string());
+    else
+        fmt::print("5-NN purity not measured: {}\n", a.purityNote);
     fmt::print("stored as probe {} in {}\n", *probeId, *dbPath);
 
     if (!o.jsonOut.empty())

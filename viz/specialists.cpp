@@ -193,4 +193,67 @@ Result<TopicPurity> topicPurity(std::span<const double> xyz, std::span<const int
     return out;
 }
 
+Result<NeighbourhoodPurity> neighbourhoodPurity(std::span<const double> xyz,
+                                                std::span<const int> dominant,
+                                                std::span<const int> leaning, int nTopics, int k) {
+    const size_t n = dominant.size();
+    if (xyz.size() != n * 3 || leaning.size() != n)
+        return invalid(std::to_string(xyz.size()) + " coordinates and " +
+                       std::to_string(leaning.size()) + " leanings for " + std::to_string(n) +
+                       " experts (3 and 1 each expected)");
+    if (k < 1 || nTopics < 1) return invalid("k and the number of topics must be at least 1");
+    if (n < size_t(k) + 1)
+        return invalid("the purity over " + std::to_string(k) + " neighbours needs at least " +
+                       std::to_string(k + 1) + " experts, there are " + std::to_string(n));
+    const size_t T = size_t(nTopics);
+    std::vector<int> leaningCount(T, 0), specialistCount(T, 0);
+    for (size_t i = 0; i < n; ++i) {
+        for (int label : {dominant[i], leaning[i]})
+            if (label != kGeneralist && (label < 0 || label >= nTopics))
+                return invalid("expert " + std::to_string(i) + " has label " +
+                               std::to_string(label) + ", outside [0, " + std::to_string(nTopics) +
+                               ")");
+        if (leaning[i] != kGeneralist) ++leaningCount[size_t(leaning[i])];
+        if (dominant[i] != kGeneralist) ++specialistCount[size_t(dominant[i])];
+    }
+    NeighbourhoodPurity out;
+    out.perTopic.assign(T, 0.0);
+    std::vector<int> count(T, 0);
+    std::vector<std::pair<double, size_t>> d(n - 1);
+    size_t specialists = 0;
+    for (size_t a = 0; a < n; ++a) {
+        const int t = dominant[a];
+        if (t == kGeneralist) continue;
+        size_t m = 0;
+        for (size_t b = 0; b < n; ++b) {
+            if (b == a) continue;
+            double dist = 0;
+            for (size_t c = 0; c < 3; ++c) {
+                const double diff = xyz[a * 3 + c] - xyz[b * 3 + c];
+                dist += diff * diff;
+            }
+            d[m++] = {dist, b};
+        }
+        std::partial_sort(d.begin(), d.begin() + k, d.end());
+        int same = 0;
+        for (int j = 0; j < k; ++j)
+            same += leaning[d[size_t(j)].second] == t;
+        const double purity = double(same) / double(k);
+        out.overall += purity;
+        out.perTopic[size_t(t)] += purity;
+        ++count[size_t(t)];
+        // Among the n - 1 others, those leaning to t (a itself leans to t: it is its top topic).
+        out.chance += double(leaningCount[size_t(t)] - (leaning[a] == t)) / double(n - 1);
+        out.specialistsCap += double(std::min(k, specialistCount[size_t(t)] - 1)) / double(k);
+        ++specialists;
+    }
+    if (specialists == 0) return invalid("no expert is a specialist: the purity is undefined");
+    out.overall /= double(specialists);
+    out.chance /= double(specialists);
+    out.specialistsCap /= double(specialists);
+    for (size_t t = 0; t < T; ++t)
+        if (count[t]) out.perTopic[t] /= double(count[t]);
+    return out;
+}
+
 } // namespace coli::viz

@@ -91,4 +91,28 @@ struct TopicPurity {
 Result<TopicPurity> topicPurity(std::span<const double> xyz, std::span<const int> dominant,
                                 int nTopics, int k = kPurityNeighbours);
 
+// The k-nearest-neighbour topic purity of the specialists among ALL experts, the Atlas's headline
+// figure: for each specialist s (dominant topic d_s), the fraction of its k nearest other experts
+// (Euclidean in 3D; ties: the lower index) whose leaning topic (ExpertLabel::topTopic: the topic of
+// largest share / balanced, specialist or not) is d_s; averaged over specialists and per topic.
+// Why among all experts: a model with few specialists per topic caps topicPurity() (a specialist
+// of a topic with m specialists has at most m - 1 same-topic specialists to find), whatever the
+// embedding; the question "does the galaxy put a specialist among experts that lean its way" has
+// no such cap. `chance` is the same figure for a random placement (each specialist's expected
+// share of same-leaning experts among the others), for comparison. `cap` is topicPurity()'s upper
+// bound for these labels: mean over specialists of min(k, m_t - 1) / k.
+struct NeighbourhoodPurity {
+    double overall = 0;
+    double chance = 0;
+    double specialistsCap = 0;
+    std::vector<double> perTopic; // [T]: mean over topic t's specialists (0 when it has none)
+};
+// xyz: [n, 3]; dominant, leaning: [n] (kGeneralist or a topic in [0, nTopics); a generalist's
+// leaning may be a topic). Errors: InvalidArgument for mismatched sizes, a label out of range,
+// k < 1, no specialist, or fewer than k + 1 experts.
+Result<NeighbourhoodPurity> neighbourhoodPurity(std::span<const double> xyz,
+                                                std::span<const int> dominant,
+                                                std::span<const int> leaning, int nTopics,
+                                                int k = kPurityNeighbours);
+
 } // namespace coli::viz

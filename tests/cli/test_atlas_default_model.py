@@ -5,7 +5,8 @@ as measured (label slow: the whole set, about 28,000 tokens, runs through the mo
 
   - every topic has at least 20 prompts and 2,000 tokens;
   - leave-one-prompt-out agreement of the specialists' dominant topics >= 0.8;
-  - 5-nearest-neighbour topic purity of the specialists in the 3D embedding >= 0.7.
+  - 5-nearest-neighbour topic purity of the specialists in the 3D embedding >= 0.7 (neighbours
+    among all experts, by their leaning topic: viz::neighbourhoodPurity).
 
 The table it prints is the one in docs/visualisation.md ("Topic probe").
 
@@ -53,6 +54,13 @@ class DefaultModelProbe(unittest.TestCase):
         purity = self.j["figures"]["purity_5nn"]
         self.assertIsNotNone(purity, self.j["figures"]["purity_note"])
         self.assertGreaterEqual(purity, 0.7)
+        # Far above a random placement of the same labels.
+        self.assertLess(self.j["figures"]["purity_5nn_chance"], purity / 2)
+        # Among specialists only, the embedding reaches the bound the labels allow.
+        among = self.j["figures"]["purity_5nn_among_specialists"]
+        cap = self.j["figures"]["purity_5nn_among_specialists_cap"]
+        if among is not None:
+            self.assertGreaterEqual(among, 0.9 * cap)
 
 
 def main():

@@ -130,3 +130,33 @@ TEST(Specialists, NearestNeighbourTopicPurity) {
     EXPECT_FALSE(topicPurity(xyz, std::vector<int>{0, 0, 0, 1, 1, 1, 2}, 2).isOk());
     EXPECT_FALSE(topicPurity(std::vector<double>{0, 0}, label, 2).isOk());
 }
+
+TEST(Specialists, NeighbourhoodPurityCountsEveryExpertByItsLeaning) {
+    // Two groups of four experts: around x = 0 one topic-0 specialist with three generalists
+    // leaning to topic 0; around x = 10 one topic-1 specialist, two leaning to 1, one to 0.
+    const std::vector<double> xyz = {0,  0, 0, 1,  0, 0, 0,  1, 0, 1,  1, 0,
+                                     10, 0, 0, 11, 0, 0, 10, 1, 0, 11, 1, 0};
+    const std::vector<int> dominant = {0, kGeneralist, kGeneralist, kGeneralist,
+                                       1, kGeneralist, kGeneralist, kGeneralist};
+    const std::vector<int> leaning = {0, 0, 0, 0, 1, 1, 1, 0};
+    auto p3 = neighbourhoodPurity(xyz, dominant, leaning, 2, 3);
+    ASSERT_TRUE(p3.isOk()) << p3.status().toString();
+    EXPECT_DOUBLE_EQ(p3->perTopic[0], 1.0);       // its 3 neighbours all lean to 0
+    EXPECT_DOUBLE_EQ(p3->perTopic[1], 2.0 / 3.0); // one of its 3 leans to 0
+    EXPECT_DOUBLE_EQ(p3->overall, (1.0 + 2.0 / 3.0) / 2);
+    // Random placement: 4 of the 7 others lean to 0 for the first, 2 of 7 to 1 for the second.
+    EXPECT_DOUBLE_EQ(p3->chance, (4.0 / 7 + 2.0 / 7) / 2);
+    // One specialist per topic: topicPurity could find no same-topic specialist at all.
+    EXPECT_DOUBLE_EQ(p3->specialistsCap, 0.0);
+    // The specialists swapped to the far group: the figure drops.
+    std::vector<double> swapped = xyz;
+    std::swap_ranges(swapped.begin(), swapped.begin() + 3, swapped.begin() + 12);
+    auto ps = neighbourhoodPurity(swapped, dominant, leaning, 2, 3);
+    ASSERT_TRUE(ps.isOk());
+    EXPECT_LT(ps->overall, 0.5);
+
+    EXPECT_FALSE(neighbourhoodPurity(xyz, std::vector<int>(8, kGeneralist), leaning, 2).isOk());
+    EXPECT_FALSE(neighbourhoodPurity(xyz, dominant, std::vector<int>(7, 0), 2).isOk());
+    EXPECT_FALSE(neighbourhoodPurity(xyz, dominant, std::vector<int>(8, 2), 2).isOk());
+    EXPECT_FALSE(neighbourhoodPurity(xyz, dominant, leaning, 2, 8).isOk());
+}

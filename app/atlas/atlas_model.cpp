@@ -1,0 +1,504 @@
+#include "atlas/atlas_model.h"
+
+#include "tier_monitor.h"
+
+#include <QFileInfo>
+#include <QtMath>
+
+#include <algorithm>
+#include <cmath>
+
+namespace coli::app {
+namespace {
+
+// Topic colours: Tableau 10 then six more, distinct on light and dark backgrounds. Generalists
+// are a neutral grey so that the topics' clusters stand out.
+const char* const kTopicColors[] = {
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+    "#9c755f", "#17becf", "#bcbd22", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b"};
+const QColor kGeneralist(0x8b, 0x92, 0x9c);
+
+QString stateName(uint8_t s) {
+    QString name;
+    switch (tiers::ExpertState(s & tiers::kExpertStateMask)) {
+    case tiers::ExpertState::Disk:
+        name = QStringLiteral("on disk");
+        break;
+    case tiers::ExpertState::Loading:
+        name = QStringLiteral("loading");
+        break;
+    case tiers::ExpertState::Cached:
+        name = QStringLiteral("cached");
+        break;
+    case tiers::ExpertState::Pinned:
+        name = QStringLiteral("pinned");
+        break;
+    default:
+        name = QStringLiteral("unknown");
+        break;
+    }
+    if (s & tiers::kUserPinFlag) name += QStringLiteral(" (user pin)");
+    return name;
+}
+
+QVector4D rgba(const QColor& c) {
+    return QVector4D(c.redF(), c.greenF(), c.blueF(), 1.0f);
+}
+
+} // namespace
+
+AtlasModel::AtlasModel(QObject* parent)
+    : QObject(parent), m_instancing(new AtlasInstancing), m_geometry(new AtlasPointGeometry) {
+    // Quick 3D objects made in C++: owned here (QObject parent), put into the scene by QML.
+    m_instancing->setParent(this);
+    m_geometry->setParent(this);
+    m_clock.start();
+    m_timer.setInterval(kTickMs);
+    connect(&m_timer, &QTimer::timeout, this, [this] { tick(); });
+}
+
+QString AtlasModel::probeFileFor(const QString& dir) {
+    return dir.isEmpty() ? QString() : dir + QStringLiteral("/atlas.json");
+}
+
+void AtlasModel::setAtlas(atlas::AtlasData data, const QString& source) {
+    m_data = std::move(data);
+    m_source = source;
+    const size_t n = m_data.experts.size();
+    m_hits.assign(n, 0);
+    m_state.assign(n, uint8_t(tiers::ExpertState::Disk));
+    m_mapIndex.resize(n);
+    for (size_t i = 0; i < n; ++i)
+        m_mapIndex[i] =
+            size_t(m_data.experts[i].layer) * size_t(m_data.nExperts) + m_data.experts[i].expert;
+    m_topicOn.assign(m_data.topics.size() + 1, 1);
+    m_flashStart.assign(n, -1);
+    m_flashList.clear();
+    m_dirty.assign(n, 0);
+    m_dirtyList.clear();
+    m_haveMap = false;
+    m_selected = -1;
+    m_instancing->resize(int(n));
+    markAll();
+    // The camera frames the cloud: centre = mean, radius = the 98th percentile distance (a few
+    // outliers must not shrink everything else).
+    QVector3D c;
+    for (const auto& e : m_data.experts)
+        c += QVector3D(e.x, e.y, e.z);
+    if (n) c /= float(n);
+    std::vector<float> d;
+    d.reserve(n);
+    for (const auto& e : m_data.experts)
+        d.push_back((QVector3D(e.x, e.y, e.z) - c).length());
+    float r = 1;
+    if (!d.empty()) {
+        const size_t k = std::min(d.size() - 1, size_t(double(d.size()) * 0.98));
+        std::nth_element(d.begin(), d.begin() + long(k), d.end());
+        r = std::max(1.0f, d[k]);
+    }
+    m_centre = c;
+    m_radius = r;
+    resetCamera();
+    if (m_tiers) onTiers(); // heat of the model running now, without a flash
+    emit dataChanged();
+    emit legendChanged();
+    emit selectionChanged();
+    tick();
+}
+
+void AtlasModel::loadSynthetic(int layers, int experts, int topics, int seed) {
+    setAtlas(atlas::syntheticAtlas(layers, experts, topics, uint64_t(seed)),
+             QStringLiteral("synthetic"));
+}
+
+bool AtlasModel::loadFile(const QString& path) {
+    auto r = atlas::readAtlasJson(path.toStdString());
+    if (!r) {
+        m_lastError = QString::fromStdString(r.status().message());
+        return false;
+    }
+    m_lastError.clear();
+    setAtlas(std::move(r).value(), QStringLiteral("probe"));
+    return true;
+}
+
+void AtlasModel::clear() {
+    setAtlas({}, QStringLiteral("none"));
+}
+
+QString AtlasModel::sourceText() const {
+    if (m_source == QLatin1String("synthetic"))
+        return tr("Synthetic atlas: %1 experts (%2 layers x %3), %4 topics — not a real model")
+            .arg(count())
+            .arg(m_data.nLayers)
+            .arg(m_data.nExperts)
+            .arg(m_data.topics.size());
+    if (m_source == QLatin1String("probe"))
+        return tr("%1 experts (%2 layers x %3) placed by the topic probe over %4 topics")
+            .arg(count())
+            .arg(m_data.nLayers)
+            .arg(m_data.nExperts)
+            .arg(m_data.topics.size());
+    return {};
+}
+
+// ---- telemetry ----
+
+QObject* AtlasModel::tiers() const {
+    return m_tiers.data();
+}
+
+void AtlasModel::setTiers(QObject* t) {
+    auto* monitor = qobject_cast<TierMonitor*>(t);
+    if (monitor == m_tiers) return;
+    if (m_tiers) disconnect(m_tiers, nullptr, this, nullptr);
+    m_tiers = monitor;
+    if (m_tiers) connect(m_tiers, &TierMonitor::changed, this, &AtlasModel::onTiers);
+    emit tiersChanged();
+    onTiers();
+}
+
+void AtlasModel::onTiers() {
+    if (m_tiers) applyExperts(m_tiers->status().experts);
+}
+
+void AtlasModel::setModelDir(const QString& dir) {
+    if (dir == m_modelDir) return;
+    m_modelDir = dir;
+    emit modelDirChanged();
+    // Another model: its probe's atlas if there is one, else nothing (a synthetic atlas that a
+    // test or a demo loaded by hand stays until then).
+    const QString file = probeFileFor(dir);
+    if (!file.isEmpty() && QFileInfo::exists(file)) {
+        if (!loadFile(file)) clear();
+    } else if (m_source != QLatin1String("synthetic")) {
+        clear();
+    }
+}
+
+void AtlasModel::applyExperts(const tiers::ExpertMap& map) {
+    if (m_data.experts.empty() || map.nExperts != m_data.nExperts || map.hits.empty()) return;
+    const bool flash = m_haveMap && m_active;
+    const qint64 now = m_manual ? m_now : m_clock.elapsed();
+    const size_t n = m_data.experts.size();
+    for (size_t i = 0; i < n; ++i) {
+        const size_t k = m_mapIndex[i];
+        if (k >= map.hits.size()) continue;
+        const uint32_t h = map.hits[k];
+        if (k < map.state.size() && map.state[k] != m_state[i]) {
+            m_state[i] = map.state[k];
+            if (int(i) == m_selected) emit selectionChanged();
+        }
+        if (h == m_hits[i]) continue;
+        if (flash && h > m_hits[i]) {
+            if (m_flashStart[i] < 0) m_flashList.push_back(int(i));
+            m_flashStart[i] = now;
+        }
+        m_hits[i] = h;
+        markChanged(int(i));
+    }
+    m_haveMap = true;
+    if (m_selected >= 0) emit selectionChanged();
+    scheduleTick();
+}
+
+// ---- the instance table ----
+
+bool AtlasModel::visible(int i) const {
+    return m_topicOn[size_t(m_data.experts[size_t(i)].topic + 1)] != 0;
+}
+
+float AtlasModel::sizeOf(int i) const {
+    // Radius in scene units: a floor so cold experts stay visible, then log heat, capped.
+    const float base = float(m_radius) * 0.012f;
+    const float heat = std::log1p(float(m_hits[size_t(i)]));
+    return base * std::min(0.75f + 0.12f * heat, 1.9f);
+}
+
+QColor AtlasModel::topicColor(int topic) const {
+    if (topic < 0) return kGeneralist;
+    return QColor(kTopicColors[topic % int(std::size(kTopicColors))]);
+}
+
+void AtlasModel::markChanged(int i) {
+    if (m_dirty[size_t(i)]) return;
+    m_dirty[size_t(i)] = 1;
+    m_dirtyList.push_back(i);
+}
+
+void AtlasModel::markAll() {
+    for (int i = 0; i < count(); ++i)
+        markChanged(i);
+}
+
+void AtlasModel::writeEntry(int i) {
+    const auto& e = m_data.experts[size_t(i)];
+    const QVector3D p(e.x, e.y, e.z);
+    if (!visible(i)) {
+        m_instancing->setEntry(i, p, 0.0f, QVector4D());
+        return;
+    }
+    QColor c = topicColor(e.topic);
+    float s = sizeOf(i);
+    const qint64 start = m_flashStart[size_t(i)];
+    if (start >= 0) {
+        // Flash: towards white (dark theme) or near-black (light theme), and bigger; fades out.
+        const double f = 1.0 - std::clamp(double(m_now - start) / kFlashMs, 0.0, 1.0);
+        const QColor to = m_dark ? QColor(255, 255, 255) : QColor(20, 20, 24);
+        const double a = 0.85 * f;
+        c = QColor::fromRgbF(float(c.redF() + (to.redF() - c.redF()) * a),
+                             float(c.greenF() + (to.greenF() - c.greenF()) * a),
+                             float(c.blueF() + (to.blueF() - c.blueF()) * a));
+        s *= float(1.0 + 0.9 * f);
+    }
+    if (i == m_selected) s *= 1.6f;
+    m_instancing->setEntry(i, p, s, rgba(c));
+}
+
+int AtlasModel::tick() {
+    return advance(m_manual ? 0 : -1);
+}
+
+int AtlasModel::advance(int ms) {
+    m_now = ms < 0 ? m_clock.elapsed() : m_now + ms;
+    // Fading flashes change every tick; ended ones once more (back to their plain colour).
+    for (size_t j = 0; j < m_flashList.size();) {
+        const int i = m_flashList[j];
+        markChanged(i);
+        if (m_now - m_flashStart[size_t(i)] >= kFlashMs) {
+            m_flashStart[size_t(i)] = -1;
+            m_flashList[j] = m_flashList.back();
+            m_flashList.pop_back();
+        } else {
+            ++j;
+        }
+    }
+    for (int i : m_dirtyList) {
+        writeEntry(i);
+        m_dirty[size_t(i)] = 0;
+    }
+    m_dirtyList.clear();
+    const int written = m_instancing->commit();
+    emit statsChanged();
+    if (m_flashList.empty()) m_timer.stop();
+    return written;
+}
+
+void AtlasModel::scheduleTick() {
+    if (m_manual || !m_active) return;
+    if ((!m_dirtyList.empty() || !m_flashList.empty()) && !m_timer.isActive()) m_timer.start();
+}
+
+void AtlasModel::setManualClock(bool manual) {
+    m_manual = manual;
+    if (manual) m_timer.stop();
+}
+
+void AtlasModel::setActive(bool a) {
+    if (a == m_active) return;
+    m_active = a;
+    emit activeChanged();
+    if (!m_active) {
+        m_timer.stop();
+    } else {
+        onTiers();
+        scheduleTick();
+    }
+}
+
+void AtlasModel::setDark(bool d) {
+    if (d == m_dark) return;
+    m_dark = d;
+    emit darkChanged();
+    for (int i : m_flashList)
+        markChanged(i);
+    scheduleTick();
+}
+
+// ---- legend, selection, details ----
+
+QVariantList AtlasModel::legend() const {
+    const int nt = int(m_data.topics.size());
+    std::vector<int> experts(size_t(nt) + 1), specialists(size_t(nt) + 1);
+    for (const auto& e : m_data.experts) {
+        ++experts[size_t(e.topic + 1)];
+        if (e.specialist) ++specialists[size_t(e.topic + 1)];
+    }
+    QVariantList out;
+    for (int t = 0; t <= nt; ++t) {
+        const int topic = t < nt ? t : -1; // the generalists' entry goes last
+        if (topic < 0 && experts[0] == 0) continue;
+        out.append(QVariantMap{
+            {QStringLiteral("index"), topic},
+            {QStringLiteral("name"),
+             topic < 0 ? tr("generalist") : QString::fromStdString(m_data.topics[size_t(t)])},
+            {QStringLiteral("color"), topicColor(topic)},
+            {QStringLiteral("visible"), m_topicOn[size_t(topic + 1)] != 0},
+            {QStringLiteral("experts"), experts[size_t(topic + 1)]},
+            {QStringLiteral("specialists"), specialists[size_t(topic + 1)]}});
+    }
+    return out;
+}
+
+void AtlasModel::setTopicVisible(int topic, bool on) {
+    if (topic < -1 || topic >= int(m_data.topics.size())) return;
+    if ((m_topicOn[size_t(topic + 1)] != 0) == on) return;
+    m_topicOn[size_t(topic + 1)] = on ? 1 : 0;
+    for (int i = 0; i < count(); ++i)
+        if (m_data.experts[size_t(i)].topic == topic) markChanged(i);
+    if (m_selected >= 0 && !visible(m_selected)) select(-1);
+    emit legendChanged();
+    if (!m_manual && m_active) tick(); // at once: a toggle is a single change
+}
+
+void AtlasModel::select(int index) {
+    if (index < -1 || index >= count()) index = -1;
+    if (index == m_selected) return;
+    if (m_selected >= 0) markChanged(m_selected);
+    m_selected = index;
+    if (m_selected >= 0) markChanged(m_selected);
+    emit selectionChanged();
+    if (!m_manual) tick();
+}
+
+QVariantMap AtlasModel::details() const {
+    if (m_selected < 0) return {};
+    const auto& e = m_data.experts[size_t(m_selected)];
+    QVariantList shares;
+    std::vector<int> order(e.shares.size());
+    for (size_t t = 0; t < order.size(); ++t)
+        order[t] = int(t);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+        return e.shares[size_t(a)] != e.shares[size_t(b)]
+                   ? e.shares[size_t(a)] > e.shares[size_t(b)]
+                   : a < b;
+    });
+    for (size_t j = 0; j < std::min<size_t>(3, order.size()); ++j)
+        shares.append(QVariantMap{
+            {QStringLiteral("name"), QString::fromStdString(m_data.topics[size_t(order[j])])},
+            {QStringLiteral("share"), double(e.shares[size_t(order[j])])},
+            {QStringLiteral("color"), topicColor(order[j])}});
+    return {{QStringLiteral("layer"), e.layer},
+            {QStringLiteral("expert"), e.expert},
+            {QStringLiteral("topic"),
+             e.topic < 0 ? tr("none") : QString::fromStdString(m_data.topics[size_t(e.topic)])},
+            {QStringLiteral("color"), topicColor(e.topic)},
+            {QStringLiteral("specialist"), e.specialist},
+            {QStringLiteral("kind"), e.specialist ? tr("specialist") : tr("generalist")},
+            {QStringLiteral("shares"), shares},
+            {QStringLiteral("hits"), double(m_hits[size_t(m_selected)])},
+            {QStringLiteral("state"),
+             m_haveMap ? stateName(m_state[size_t(m_selected)]) : tr("no model running")}};
+}
+
+int AtlasModel::indexOf(int layer, int expert) const {
+    // Probe files and the synthetic atlas list experts layer by layer; fall back to a scan.
+    const long guess = long(layer) * m_data.nExperts + expert;
+    if (guess >= 0 && guess < count()) {
+        const auto& e = m_data.experts[size_t(guess)];
+        if (e.layer == layer && e.expert == expert) return int(guess);
+    }
+    for (int i = 0; i < count(); ++i)
+        if (m_data.experts[size_t(i)].layer == layer && m_data.experts[size_t(i)].expert == expert)
+            return i;
+    return -1;
+}
+
+bool AtlasModel::findExpert(int layer, int expert) {
+    const int i = indexOf(layer, expert);
+    if (i < 0 || !visible(i)) return false;
+    select(i);
+    const auto& e = m_data.experts[size_t(i)];
+    m_target = QVector3D(e.x, e.y, e.z);
+    m_distance = std::min(m_distance, m_radius * 1.2);
+    emit cameraChanged();
+    return true;
+}
+
+// ---- camera and picking ----
+
+void AtlasModel::resetCamera() {
+    m_target = m_centre;
+    // The bounding sphere fits the vertical field of view with a margin.
+    m_distance = m_radius / std::sin(qDegreesToRadians(fieldOfView() / 2)) * 1.05;
+    emit cameraChanged();
+}
+
+void AtlasModel::setCameraAngles(double yawDeg, double pitchDeg) {
+    m_yaw = std::fmod(yawDeg, 360.0);
+    m_pitch = std::clamp(pitchDeg, -89.0, 89.0);
+    emit cameraChanged();
+}
+
+void AtlasModel::orbit(double dx, double dy) {
+    setCameraAngles(m_yaw - 0.3 * dx, m_pitch - 0.3 * dy);
+}
+
+void AtlasModel::zoom(double steps) {
+    m_distance = std::clamp(m_distance * std::pow(0.9, steps), m_radius * 0.05, m_radius * 12);
+    emit cameraChanged();
+}
+
+void AtlasModel::pan(double dx, double dy, double w, double h) {
+    Q_UNUSED(w);
+    if (h <= 0) return;
+    // Scene units per pixel at the target's depth.
+    const double perPx = 2 * m_distance * std::tan(qDegreesToRadians(fieldOfView() / 2)) / h;
+    const QQuaternion q = cameraRotation();
+    m_target += q.rotatedVector(QVector3D(-1, 0, 0)) * float(dx * perPx) +
+                q.rotatedVector(QVector3D(0, 1, 0)) * float(dy * perPx);
+    emit cameraChanged();
+}
+
+QQuaternion AtlasModel::cameraRotation() const {
+    return QQuaternion::fromEulerAngles(float(m_pitch), float(m_yaw), 0);
+}
+
+QVector3D AtlasModel::cameraPosition() const {
+    return m_target - cameraRotation().rotatedVector(QVector3D(0, 0, -1)) * float(m_distance);
+}
+
+QMatrix4x4 AtlasModel::viewProjection(double w, double h) const {
+    QMatrix4x4 proj, view;
+    proj.perspective(float(fieldOfView()), float(w / std::max(1.0, h)), float(clipNear()),
+                     float(clipFar()));
+    view.lookAt(cameraPosition(), m_target, cameraRotation().rotatedVector(QVector3D(0, 1, 0)));
+    return proj * view;
+}
+
+QPointF AtlasModel::projectPoint(int index, double w, double h) const {
+    if (index < 0 || index >= count()) return {-1, -1};
+    const auto& e = m_data.experts[size_t(index)];
+    const QVector4D c = viewProjection(w, h) * QVector4D(e.x, e.y, e.z, 1);
+    if (c.w() <= 0) return {-1, -1};
+    return {(c.x() / c.w() + 1) * 0.5 * w, (1 - c.y() / c.w()) * 0.5 * h};
+}
+
+int AtlasModel::pick(double x, double y, double w, double h) const {
+    const QMatrix4x4 vp = viewProjection(w, h);
+    int best = -1;
+    double bestD2 = kPickRadiusPx * kPickRadiusPx, bestDepth = 0;
+    for (int i = 0; i < count(); ++i) {
+        if (!visible(i)) continue;
+        const auto& e = m_data.experts[size_t(i)];
+        const QVector4D c = vp * QVector4D(e.x, e.y, e.z, 1);
+        if (c.w() <= 0) continue;
+        const double sx = (c.x() / c.w() + 1) * 0.5 * w, sy = (1 - c.y() / c.w()) * 0.5 * h;
+        const double d2 = (sx - x) * (sx - x) + (sy - y) * (sy - y);
+        if (d2 < bestD2 - 1e-9 ||
+            (best >= 0 && std::abs(d2 - bestD2) <= 1e-9 && c.w() < bestDepth)) {
+            best = i;
+            bestD2 = d2;
+            bestDepth = c.w();
+        }
+    }
+    return best;
+}
+
+int AtlasModel::selectAt(double x, double y, double w, double h) {
+    const int i = pick(x, y, w, h);
+    select(i);
+    return i;
+}
+
+} // namespace coli::app

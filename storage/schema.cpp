@@ -130,6 +130,71 @@ CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages BEGIN
 END;
 )sql";
 
+// Version 3: user pins and the topic probe behind the Atlas (docs/storage.md "Schema version 3").
+// A user pin is the user's choice (clicked in the Brain): learned rebalancing never swaps it out.
+// pin_exclusions: learned pins the user unpinned, kept out of learned pins until the user resets
+// them. The probe tables keep what `coli atlas` and the app's topic probe measured, per probe run:
+// counts (exact integers: shares are derived, slots / (tokens x top_k)), each expert's kept top-N
+// co-activation pairs, and the 3D positions and labels the Atlas draws. Times in Unix ms.
+constexpr const char* kV3 = R"sql(
+CREATE TABLE user_pins(
+    model INTEGER NOT NULL REFERENCES models(id) ON DELETE CASCADE,
+    layer INTEGER NOT NULL CHECK(layer >= 0),
+    expert INTEGER NOT NULL CHECK(expert >= 0),
+    created INTEGER NOT NULL,
+    PRIMARY KEY(model, layer, expert)) WITHOUT ROWID;
+CREATE TABLE pin_exclusions(
+    model INTEGER NOT NULL REFERENCES models(id) ON DELETE CASCADE,
+    layer INTEGER NOT NULL CHECK(layer >= 0),
+    expert INTEGER NOT NULL CHECK(expert >= 0),
+    created INTEGER NOT NULL,
+    PRIMARY KEY(model, layer, expert)) WITHOUT ROWID;
+CREATE TABLE atlas_probes(
+    id INTEGER PRIMARY KEY,
+    model INTEGER NOT NULL REFERENCES models(id) ON DELETE CASCADE,
+    topic_set TEXT NOT NULL,
+    topic_set_sha256 TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    n_layers INTEGER NOT NULL CHECK(n_layers > 0),
+    n_experts INTEGER NOT NULL CHECK(n_experts > 0),
+    top_k INTEGER NOT NULL CHECK(top_k > 0));
+CREATE INDEX atlas_probes_by_model ON atlas_probes(model, created DESC, id DESC);
+CREATE TABLE atlas_topics(
+    probe INTEGER NOT NULL REFERENCES atlas_probes(id) ON DELETE CASCADE,
+    topic INTEGER NOT NULL CHECK(topic >= 0),
+    name TEXT NOT NULL,
+    label TEXT NOT NULL,
+    prompts INTEGER NOT NULL CHECK(prompts >= 0),
+    tokens INTEGER NOT NULL CHECK(tokens >= 0),
+    PRIMARY KEY(probe, topic)) WITHOUT ROWID;
+CREATE TABLE atlas_counts(
+    probe INTEGER NOT NULL REFERENCES atlas_probes(id) ON DELETE CASCADE,
+    layer INTEGER NOT NULL CHECK(layer >= 0),
+    expert INTEGER NOT NULL CHECK(expert >= 0),
+    topic INTEGER NOT NULL CHECK(topic >= 0),
+    slots INTEGER NOT NULL CHECK(slots >= 0),
+    PRIMARY KEY(probe, layer, expert, topic)) WITHOUT ROWID;
+CREATE TABLE atlas_coactivation(
+    probe INTEGER NOT NULL REFERENCES atlas_probes(id) ON DELETE CASCADE,
+    layer_a INTEGER NOT NULL CHECK(layer_a >= 0),
+    expert_a INTEGER NOT NULL CHECK(expert_a >= 0),
+    layer_b INTEGER NOT NULL CHECK(layer_b >= 0),
+    expert_b INTEGER NOT NULL CHECK(expert_b >= 0),
+    count INTEGER NOT NULL CHECK(count > 0),
+    CHECK(layer_a < layer_b OR (layer_a = layer_b AND expert_a < expert_b)),
+    PRIMARY KEY(probe, layer_a, expert_a, layer_b, expert_b)) WITHOUT ROWID;
+CREATE TABLE atlas_positions(
+    probe INTEGER NOT NULL REFERENCES atlas_probes(id) ON DELETE CASCADE,
+    layer INTEGER NOT NULL CHECK(layer >= 0),
+    expert INTEGER NOT NULL CHECK(expert >= 0),
+    x REAL NOT NULL,
+    y REAL NOT NULL,
+    z REAL NOT NULL,
+    dominant_topic INTEGER CHECK(dominant_topic >= 0),
+    specialist INTEGER NOT NULL CHECK(specialist IN (0, 1)),
+    PRIMARY KEY(probe, layer, expert)) WITHOUT ROWID;
+)sql";
+
 struct TableColumns {
     const char* table;
     std::vector<const char*> columns;
@@ -176,6 +241,16 @@ const std::vector<TableColumns>& expectedTables() {
         {"app_state", {"key", "value"}},
         {"sessions_fts", {"title"}},
         {"messages_fts", {"text"}},
+        {"user_pins", {"model", "layer", "expert", "created"}},
+        {"pin_exclusions", {"model", "layer", "expert", "created"}},
+        {"atlas_probes",
+         {"id", "model", "topic_set", "topic_set_sha256", "created", "n_layers", "n_experts",
+          "top_k"}},
+        {"atlas_topics", {"probe", "topic", "name", "label", "prompts", "tokens"}},
+        {"atlas_counts", {"probe", "layer", "expert", "topic", "slots"}},
+        {"atlas_coactivation", {"probe", "layer_a", "expert_a", "layer_b", "expert_b", "count"}},
+        {"atlas_positions",
+         {"probe", "layer", "expert", "x", "y", "z", "dominant_topic", "specialist"}},
     };
     return t;
 }
@@ -194,7 +269,7 @@ const std::vector<const char*>& expectedTriggers() {
 static_assert(kApplicationId == 1131375721, "kV1 spells kApplicationId in decimal");
 
 const std::vector<Migration>& schemaMigrations() {
-    static const std::vector<Migration> steps = {{1, kV1}, {2, kV2}};
+    static const std::vector<Migration> steps = {{1, kV1}, {2, kV2}, {3, kV3}};
     return steps;
 }
 

@@ -2,7 +2,9 @@
 // The released database schema (docs/storage.md "Schema"): its migrations and a check that an
 // opened file has the tables and columns this code reads and writes.
 // Version 1: models, expert_usage, pins, file_hashes. Version 2: sessions, messages, runs,
-// app_state and the full-text indexes sessions_fts, messages_fts (with their triggers). Later
+// app_state and the full-text indexes sessions_fts, messages_fts (with their triggers). Version 3:
+// user_pins, pin_exclusions and the topic probe's atlas_probes, atlas_topics, atlas_counts,
+// atlas_coactivation, atlas_positions. Later
 // versions are new steps appended to schemaMigrations(); a released step is never edited, and each
 // released version has a fixture dump in tests/storage/fixtures/ that a test upgrades.
 // Thread-safety: schemaMigrations() returns immutable data; validateSchema uses the connection's
@@ -17,7 +19,7 @@
 
 namespace coli::storage {
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 // PRAGMA application_id of a Colibri database ("Coli" in ASCII): a file with another non-zero
 // application_id belongs to another program and is refused, never migrated.
 constexpr int32_t kApplicationId = 0x436F6C69;

@@ -1,6 +1,7 @@
-// Schema migrations: from an empty file, from the checked-in v1 and v2 fixtures (v1 upgraded to
-// v2 keeping its rows), the mechanism taking a file to a (test-only) next version, a failing step
-// rolled back, a newer file refused untouched, missing columns and search triggers refused.
+// Schema migrations: from an empty file, from the checked-in v1, v2 and v3 fixtures (each older
+// one upgraded to the current version keeping its rows), the mechanism taking a file to a
+// (test-only) next version, a failing step rolled back, a newer file refused untouched, missing
+// columns and search triggers refused.
 #include "storage/database.h"
 #include "storage/migrations.h"
 #include "storage/schema.h"
@@ -117,10 +118,10 @@ TEST(Schema, V1FixtureIsUpgradedToV2WithEmptySessionTables) {
     {
         auto st = Storage::open(path);
         ASSERT_TRUE(st.isOk()) << st.status().toString();
-        EXPECT_EQ(st.value()->commits(), 1u); // the v2 step, one transaction
+        EXPECT_EQ(st.value()->commits(), 2u); // the v2 and v3 steps, one transaction each
     }
     RawDb raw(path);
-    EXPECT_EQ(raw.queryInt("PRAGMA user_version"), 2);
+    EXPECT_EQ(raw.queryInt("PRAGMA user_version"), kSchemaVersion);
     EXPECT_EQ(raw.queryInt("PRAGMA application_id"), kApplicationId);
     // Every v1 row is kept.
     EXPECT_EQ(raw.queryInt("SELECT count(*) FROM models"), 2);
@@ -161,7 +162,7 @@ TEST(Schema, CheckedInV2FixtureOpensValidatesAndReads) {
     loadDump(path, fixtureSql("v2.sql"));
     auto st = Storage::open(path);
     ASSERT_TRUE(st.isOk()) << st.status().toString();
-    EXPECT_EQ(st.value()->commits(), 0u); // nothing to migrate
+    EXPECT_EQ(st.value()->commits(), 1u); // the v3 step
     Storage& db = *st.value();
     auto heat = db.loadHeat(1);
     ASSERT_TRUE(heat.isOk());
@@ -229,6 +230,73 @@ TEST(Schema, CheckedInV2FixtureOpensValidatesAndReads) {
     ASSERT_TRUE(fence.isOk());
     ASSERT_EQ(fence.value().size(), 1u);
     EXPECT_EQ(fence.value()[0].session, 2);
+}
+
+TEST(Schema, V2FixtureIsUpgradedToV3KeepingEveryRow) {
+    TempDir t;
+    const std::string path = t.file("v2.db");
+    loadDump(path, fixtureSql("v2.sql"));
+    RawDb before(path);
+    const auto count = [](RawDb& db, const char* table) {
+        return db.queryInt(std::string("SELECT count(*) FROM ") + table);
+    };
+    const char* v2Tables[] = {"models",       "expert_usage", "pins", "file_hashes",
+                              "sessions",     "messages",     "runs", "app_state",
+                              "sessions_fts", "messages_fts"};
+    std::vector<int64_t> rows;
+    for (const char* table : v2Tables)
+        rows.push_back(count(before, table));
+    {
+        auto st = Storage::open(path);
+        ASSERT_TRUE(st.isOk()) << st.status().toString();
+        EXPECT_EQ(st.value()->commits(), 1u);
+    }
+    RawDb raw(path);
+    EXPECT_EQ(raw.queryInt("PRAGMA user_version"), 3);
+    for (size_t i = 0; i < std::size(v2Tables); ++i)
+        EXPECT_EQ(count(raw, v2Tables[i]), rows[i]) << v2Tables[i];
+    for (const char* table : {"user_pins", "pin_exclusions", "atlas_probes", "atlas_topics",
+                              "atlas_counts", "atlas_coactivation", "atlas_positions"})
+        EXPECT_EQ(count(raw, table), 0) << table;
+    // The new tables take rows, and their foreign keys cascade from the model.
+    std::string err;
+    EXPECT_EQ(raw.exec("PRAGMA foreign_keys = ON;"
+                       "INSERT INTO user_pins VALUES(1, 0, 3, 1);"
+                       "INSERT INTO atlas_probes VALUES(7, 1, 'x', 'y', 1, 6, 16, 2);"
+                       "INSERT INTO atlas_positions VALUES(7, 0, 3, 0, 0, 0, NULL, 0);"
+                       "DELETE FROM models WHERE id = 1;",
+                       &err),
+              SQLITE_OK)
+        << err;
+    EXPECT_EQ(count(raw, "user_pins"), 0);
+    EXPECT_EQ(count(raw, "atlas_positions"), 0);
+    // A co-activation pair is stored once, in (layer, expert) order.
+    EXPECT_NE(raw.exec("INSERT INTO atlas_probes VALUES(8, 2, 'x', 'y', 1, 6, 16, 2);"
+                       "INSERT INTO atlas_coactivation VALUES(8, 1, 0, 0, 5, 3);"),
+              SQLITE_OK);
+}
+
+TEST(Schema, CheckedInV3FixtureOpensValidatesAndReads) {
+    TempDir t;
+    const std::string path = t.file("v3.db");
+    loadDump(path, fixtureSql("v3.sql"));
+    auto st = Storage::open(path);
+    ASSERT_TRUE(st.isOk()) << st.status().toString();
+    EXPECT_EQ(st.value()->commits(), 0u); // nothing to migrate
+    Storage& db = *st.value();
+    auto heat = db.loadHeat(1);
+    ASSERT_TRUE(heat.isOk());
+    EXPECT_EQ(heat.value().size(), 2u);
+    SessionStore sessions(db);
+    auto list = sessions.listSessions();
+    ASSERT_TRUE(list.isOk()) << list.status().toString();
+    EXPECT_EQ(list.value().size(), 2u);
+    RawDb raw(path);
+    EXPECT_EQ(raw.queryInt("SELECT count(*) FROM user_pins WHERE model = 1"), 2);
+    EXPECT_EQ(raw.queryInt("SELECT count(*) FROM pin_exclusions"), 1);
+    EXPECT_EQ(raw.queryInt("SELECT sum(slots) FROM atlas_counts WHERE probe = 1"), 3340);
+    EXPECT_EQ(raw.queryInt("SELECT count(*) FROM atlas_positions WHERE dominant_topic IS NULL"), 1);
+    EXPECT_EQ(raw.queryInt("SELECT top_k FROM atlas_probes WHERE id = 1"), 2);
 }
 
 TEST(Schema, MissingSearchTriggerIsMalformed) {

@@ -1,22 +1,24 @@
 #include "atlas/atlas_model.h"
 
 #include "tier_monitor.h"
+#include "viz/atlas_pick.h"
+#include "viz/palette.h"
 
 #include <QFileInfo>
 #include <QtMath>
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 namespace coli::app {
 namespace {
 
-// Topic colours: Tableau 10 then six more, distinct on light and dark backgrounds. Generalists
-// are a neutral grey so that the topics' clusters stand out.
-const char* const kTopicColors[] = {
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-    "#9c755f", "#17becf", "#bcbd22", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b"};
-const QColor kGeneralist(0x8b, 0x92, 0x9c);
+// The Atlas palette (viz/palette.h): topic colours pairwise CIEDE2000 >= 10, a neutral grey for
+// generalists.
+QColor toQColor(const viz::Rgba8& c) {
+    return QColor(c.r, c.g, c.b, c.a);
+}
 
 QString stateName(uint8_t s) {
     QString name;
@@ -216,8 +218,7 @@ float AtlasModel::sizeOf(int i) const {
 }
 
 QColor AtlasModel::topicColor(int topic) const {
-    if (topic < 0) return kGeneralist;
-    return QColor(kTopicColors[topic % int(std::size(kTopicColors))]);
+    return toQColor(topic < 0 ? viz::generalistColour() : viz::topicColour(topic));
 }
 
 void AtlasModel::markChanged(int i) {
@@ -469,30 +470,27 @@ QMatrix4x4 AtlasModel::viewProjection(double w, double h) const {
 QPointF AtlasModel::projectPoint(int index, double w, double h) const {
     if (index < 0 || index >= count()) return {-1, -1};
     const auto& e = m_data.experts[size_t(index)];
-    const QVector4D c = viewProjection(w, h) * QVector4D(e.x, e.y, e.z, 1);
-    if (c.w() <= 0) return {-1, -1};
-    return {(c.x() / c.w() + 1) * 0.5 * w, (1 - c.y() / c.w()) * 0.5 * h};
+    const QMatrix4x4 vp = viewProjection(w, h);
+    const auto p = viz::project({e.x, e.y, e.z}, std::span<const float, 16>(vp.constData(), 16),
+                                {0, 0, float(w), float(h)});
+    if (!p) return {-1, -1};
+    return {p->x, p->y};
 }
 
 int AtlasModel::pick(double x, double y, double w, double h) const {
-    const QMatrix4x4 vp = viewProjection(w, h);
-    int best = -1;
-    double bestD2 = kPickRadiusPx * kPickRadiusPx, bestDepth = 0;
+    // viz::pickNearest over the points with a mask of the visible topics.
+    std::vector<viz::Vec3f> points(static_cast<size_t>(count()));
+    std::vector<uint8_t> mask(static_cast<size_t>(count()));
     for (int i = 0; i < count(); ++i) {
-        if (!visible(i)) continue;
         const auto& e = m_data.experts[size_t(i)];
-        const QVector4D c = vp * QVector4D(e.x, e.y, e.z, 1);
-        if (c.w() <= 0) continue;
-        const double sx = (c.x() / c.w() + 1) * 0.5 * w, sy = (1 - c.y() / c.w()) * 0.5 * h;
-        const double d2 = (sx - x) * (sx - x) + (sy - y) * (sy - y);
-        if (d2 < bestD2 - 1e-9 ||
-            (best >= 0 && std::abs(d2 - bestD2) <= 1e-9 && c.w() < bestDepth)) {
-            best = i;
-            bestD2 = d2;
-            bestDepth = c.w();
-        }
+        points[size_t(i)] = {e.x, e.y, e.z};
+        mask[size_t(i)] = visible(i) ? 1 : 0;
     }
-    return best;
+    const QMatrix4x4 vp = viewProjection(w, h);
+    const auto hit =
+        viz::pickNearest(points, mask, std::span<const float, 16>(vp.constData(), 16),
+                         {0, 0, float(w), float(h)}, float(x), float(y), float(kPickRadiusPx));
+    return hit ? *hit : -1;
 }
 
 int AtlasModel::selectAt(double x, double y, double w, double h) {

@@ -102,8 +102,8 @@ public:
     // Where point `index` appears in a `w` x `h` viewport (pixels, origin top left); (-1, -1)
     // when it is behind the camera or out of range.
     Q_INVOKABLE QPointF projectPoint(int index, double w, double h) const;
-    // The visible point nearest to (x, y) within kPickRadiusPx (nearer to the camera on a tie),
-    // or -1. Pure: selects nothing.
+    // The visible point nearest to (x, y) within kPickRadiusPx (viz::pickNearest: the lower index
+    // on a tie), or -1. Pure: selects nothing. O(points).
     Q_INVOKABLE int pick(double x, double y, double w, double h) const;
     Q_INVOKABLE int selectAt(double x, double y, double w, double h); // pick() then select it
     Q_INVOKABLE void select(int index);                               // -1: none

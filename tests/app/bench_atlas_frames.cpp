@@ -1,0 +1,132 @@
+// Benchmark (not a test; docs/performance.md "Atlas view"): the Atlas view's frame time with
+// live updates, and the GUI thread's cost per telemetry update. A synthetic atlas of L x E
+// experts (10 topics) in the real view at 1280x800; a synthetic router routes 8 experts per
+// layer at 10 tokens/s (one ExpertMap per token, as the engine publishes them) while the window
+// redraws continuously (each frameSwapped requests the next frame). Prints per size: frames,
+// median and 95th-percentile frame interval, the mean and worst applyExperts() (telemetry ->
+// changed entries) and tick (rewrite changed entries + one commit) on the GUI thread.
+// Run: xvfb-run -a -s "-screen 0 1280x800x24" tests/app/bench_atlas_frames [seconds [LxE...]]
+#include "atlas/atlas_model.h"
+#include "engine_controller.h"
+
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QQmlApplicationEngine>
+#include <QQuickWindow>
+#include <QTimer>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+using namespace coli;
+using namespace coli::app;
+
+namespace {
+
+struct Figures {
+    int frames = 0;
+    double medianMs = 0, p95Ms = 0, applyMeanMs = 0, applyMaxMs = 0, tickMeanMs = 0, tickMaxMs = 0;
+    int tokens = 0;
+};
+
+double percentile(std::vector<double> v, double q) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
+}
+
+Figures run(int layers, int experts, double seconds) {
+    EngineController controller(WorkerOptions{.threads = 1});
+    AtlasModel atlas;
+    QQmlApplicationEngine engine;
+    engine.addImportPath(QStringLiteral(COLI_QML_IMPORT_DIR));
+    engine.setInitialProperties(
+        {{QStringLiteral("controller"), QVariant::fromValue<QObject*>(&controller)},
+         {QStringLiteral("atlas"), QVariant::fromValue<QObject*>(&atlas)}});
+    engine.loadData("import QtQuick\nimport QtQuick.Controls\nimport Colibri\n"
+                    "ApplicationWindow { id: w; property QtObject controller; property QtObject "
+                    "atlas; width: 1280; height: 800; visible: true; AtlasView { anchors.fill: "
+                    "parent; controller: w.controller; atlas: w.atlas } }");
+    auto* window = qobject_cast<QQuickWindow*>(engine.rootObjects().value(0));
+    if (!window) return {};
+    atlas.loadSynthetic(layers, experts, 10);
+    atlas.setManualClock(true); // ticks timed here, once per frame
+    tiers::ExpertMap map;
+    map.nLayers = layers;
+    map.nExperts = experts;
+    map.state.assign(size_t(layers) * experts, uint8_t(tiers::ExpertState::Disk));
+    map.hits.assign(size_t(layers) * experts, 0);
+    atlas.applyExperts(map);
+
+    Figures f;
+    std::vector<double> intervals, applies, ticks;
+    QElapsedTimer clock, frameClock;
+    uint64_t rng = 11;
+    QTimer tokenTimer;
+    tokenTimer.setInterval(100); // 10 tokens/s
+    QObject::connect(&tokenTimer, &QTimer::timeout, [&] {
+        atlas::routeSyntheticToken(atlas.atlas(), f.tokens % 10, 8, rng, map.hits);
+        QElapsedTimer t;
+        t.start();
+        atlas.applyExperts(map);
+        applies.push_back(double(t.nsecsElapsed()) / 1e6);
+        ++f.tokens;
+    });
+    qint64 lastTick = 0;
+    QObject::connect(window, &QQuickWindow::frameSwapped, window, [&] {
+        if (frameClock.isValid()) intervals.push_back(double(frameClock.nsecsElapsed()) / 1e6);
+        frameClock.start();
+        // The frame tick: advance flashes by the real time since the last one.
+        const qint64 now = clock.elapsed();
+        QElapsedTimer t;
+        t.start();
+        atlas.advance(int(now - lastTick));
+        ticks.push_back(double(t.nsecsElapsed()) / 1e6);
+        lastTick = now;
+        window->update();
+    });
+    clock.start();
+    tokenTimer.start();
+    window->update();
+    QElapsedTimer total;
+    total.start();
+    while (total.elapsed() < qint64(seconds * 1000))
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
+    tokenTimer.stop();
+    controller.shutdown();
+    f.frames = int(intervals.size());
+    f.medianMs = percentile(intervals, 0.5);
+    f.p95Ms = percentile(intervals, 0.95);
+    for (double a : applies)
+        f.applyMeanMs += a / double(applies.size());
+    f.applyMaxMs = percentile(applies, 1.0);
+    for (double t : ticks)
+        f.tickMeanMs += t / double(ticks.size());
+    f.tickMaxMs = percentile(ticks, 1.0);
+    return f;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    const double seconds = argc > 1 ? std::atof(argv[1]) : 10.0;
+    std::printf("experts  frames  median_ms  p95_ms  tokens  apply_mean_ms  apply_max_ms  "
+                "tick_mean_ms  tick_max_ms\n");
+    // Sizes as LxE arguments after the seconds (default: 75x256 and 80x500).
+    std::vector<std::pair<int, int>> sizes;
+    for (int i = 2; i < argc; ++i) {
+        int l = 0, e = 0;
+        if (std::sscanf(argv[i], "%dx%d", &l, &e) == 2 && l > 0 && e > 0) sizes.push_back({l, e});
+    }
+    if (sizes.empty()) sizes = {{75, 256}, {80, 500}};
+    for (auto [l, e] : sizes) {
+        const Figures f = run(l, e, seconds);
+        std::printf("%7d  %6d  %9.1f  %6.1f  %6d  %13.3f  %12.3f  %12.3f  %11.3f\n", l * e,
+                    f.frames, f.medianMs, f.p95Ms, f.tokens, f.applyMeanMs, f.applyMaxMs,
+                    f.tickMeanMs, f.tickMaxMs);
+        std::fflush(stdout);
+    }
+    return 0;
+}

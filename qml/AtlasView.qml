@@ -165,7 +165,11 @@ Page {
             AtlasPanel {
                 objectName: "atlasPanel"
                 Layout.fillHeight: true
-                Layout.preferredWidth: Math.min(300, Math.max(230, view.width * 0.26))
+                // Narrow windows keep most of the width for the galaxy.
+                readonly property real panelWidth: Math.min(300, Math.max(210, view.width * 0.26))
+                Layout.preferredWidth: panelWidth
+                Layout.minimumWidth: panelWidth
+                Layout.maximumWidth: panelWidth
                 atlas: view.atlas
                 controller: view.controller
             }

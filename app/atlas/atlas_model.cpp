@@ -96,7 +96,7 @@ void AtlasModel::setAtlas(atlas::AtlasData data, const QString& source) {
     if (!d.empty()) {
         const size_t k = std::min(d.size() - 1, size_t(double(d.size()) * 0.98));
         std::nth_element(d.begin(), d.begin() + long(k), d.end());
-        r = std::max(1.0f, d[k]);
+        r = d[k] > 0 ? d[k] : 1.0f;
     }
     m_centre = c;
     m_radius = r;
@@ -212,7 +212,9 @@ bool AtlasModel::visible(int i) const {
 
 float AtlasModel::sizeOf(int i) const {
     // Radius in scene units: a floor so cold experts stay visible, then log heat, capped.
-    const float base = float(m_radius) * 0.012f;
+    // Fewer points get bigger ones (about the spacing of points in a ball of the cloud's radius).
+    const float base =
+        float(m_radius) * std::clamp(0.3f / std::cbrt(float(std::max(1, count()))), 0.008f, 0.05f);
     const float heat = std::log1p(float(m_hits[size_t(i)]));
     return base * std::min(0.75f + 0.12f * heat, 1.9f);
 }
@@ -420,8 +422,9 @@ bool AtlasModel::findExpert(int layer, int expert) {
 
 void AtlasModel::resetCamera() {
     m_target = m_centre;
-    // The bounding sphere fits the vertical field of view with a margin.
-    m_distance = m_radius / std::sin(qDegreesToRadians(fieldOfView() / 2)) * 1.05;
+    // The cloud's sphere (98th percentile) nearly fits the vertical field of view: the cloud
+    // is rarely a full ball, and a few outer points may leave the frame.
+    m_distance = m_radius / std::sin(qDegreesToRadians(fieldOfView() / 2)) * 0.9;
     emit cameraChanged();
 }
 

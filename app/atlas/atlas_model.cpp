@@ -422,9 +422,9 @@ bool AtlasModel::findExpert(int layer, int expert) {
 
 void AtlasModel::resetCamera() {
     m_target = m_centre;
-    // The cloud's sphere (98th percentile) nearly fits the vertical field of view: the cloud
-    // is rarely a full ball, and a few outer points may leave the frame.
-    m_distance = m_radius / std::sin(qDegreesToRadians(fieldOfView() / 2)) * 0.9;
+    // The cloud's sphere (98th percentile distance) just fits the vertical field of view: a few
+    // outer points may leave the frame, the rest is not shrunk for them.
+    m_distance = m_radius / std::sin(qDegreesToRadians(fieldOfView() / 2));
     emit cameraChanged();
 }
 

@@ -74,7 +74,12 @@ void AtlasModel::setAtlas(atlas::AtlasData data, const QString& source) {
         m_mapIndex[i] =
             size_t(m_data.experts[i].layer) * size_t(m_data.nExperts) + m_data.experts[i].expert;
     m_topicOn.assign(m_data.topics.size() + 1, 1);
+    // Per-entry constants, computed once: colours by topic (index 0: generalists), base size.
+    m_topicRgba.clear();
+    for (int t = -1; t < int(m_data.topics.size()); ++t)
+        m_topicRgba.push_back(rgba(topicColor(t)));
     m_flashStart.assign(n, -1);
+    m_flashLevel.assign(n, 0);
     m_flashList.clear();
     m_dirty.assign(n, 0);
     m_dirtyList.clear();
@@ -100,6 +105,8 @@ void AtlasModel::setAtlas(atlas::AtlasData data, const QString& source) {
     }
     m_centre = c;
     m_radius = r;
+    // Fewer points get bigger ones (about the spacing of points in a ball of the cloud's radius).
+    m_baseSize = r * std::clamp(0.3f / std::cbrt(float(std::max<size_t>(1, n))), 0.008f, 0.05f);
     resetCamera();
     if (m_tiers) onTiers(); // heat of the model running now, without a flash
     emit dataChanged();
@@ -212,9 +219,7 @@ bool AtlasModel::visible(int i) const {
 
 float AtlasModel::sizeOf(int i) const {
     // Radius in scene units: a floor so cold experts stay visible, then log heat, capped.
-    // Fewer points get bigger ones (about the spacing of points in a ball of the cloud's radius).
-    const float base =
-        float(m_radius) * std::clamp(0.3f / std::cbrt(float(std::max(1, count()))), 0.008f, 0.05f);
+    const float base = m_baseSize;
     const float heat = std::log1p(float(m_hits[size_t(i)]));
     return base * std::min(0.75f + 0.12f * heat, 1.9f);
 }
@@ -241,21 +246,24 @@ void AtlasModel::writeEntry(int i) {
         m_instancing->setEntry(i, p, 0.0f, QVector4D());
         return;
     }
-    QColor c = topicColor(e.topic);
+    QVector4D c = m_topicRgba[size_t(e.topic + 1)];
     float s = sizeOf(i);
-    const qint64 start = m_flashStart[size_t(i)];
-    if (start >= 0) {
+    if (m_flashStart[size_t(i)] >= 0) {
         // Flash: towards white (dark theme) or near-black (light theme), and bigger; fades out.
-        const double f = 1.0 - std::clamp(double(m_now - start) / kFlashMs, 0.0, 1.0);
-        const QColor to = m_dark ? QColor(255, 255, 255) : QColor(20, 20, 24);
-        const double a = 0.85 * f;
-        c = QColor::fromRgbF(float(c.redF() + (to.redF() - c.redF()) * a),
-                             float(c.greenF() + (to.greenF() - c.greenF()) * a),
-                             float(c.blueF() + (to.blueF() - c.blueF()) * a));
-        s *= float(1.0 + 0.9 * f);
+        const int level = flashLevel(i);
+        m_flashLevel[size_t(i)] = uint8_t(level);
+        const float f = 1.0f - float(level) / kFlashSteps;
+        const QVector4D to = m_dark ? QVector4D(1, 1, 1, 1) : QVector4D(20, 20, 24, 255) / 255.0f;
+        c += (to - c) * (0.85f * f);
+        s *= 1.0f + 0.9f * f;
     }
     if (i == m_selected) s *= 1.6f;
-    m_instancing->setEntry(i, p, s, rgba(c));
+    m_instancing->setEntry(i, p, s, c);
+}
+
+int AtlasModel::flashLevel(int i) const {
+    const qint64 age = m_now - m_flashStart[size_t(i)];
+    return int(std::clamp<qint64>(age * kFlashSteps / kFlashMs, 0, kFlashSteps));
 }
 
 int AtlasModel::tick() {
@@ -264,11 +272,13 @@ int AtlasModel::tick() {
 
 int AtlasModel::advance(int ms) {
     m_now = ms < 0 ? m_clock.elapsed() : m_now + ms;
-    // Fading flashes change every tick; ended ones once more (back to their plain colour).
+    // A fading flash is rewritten when it reaches its next step; an ended one once more (back to
+    // its plain colour).
     for (size_t j = 0; j < m_flashList.size();) {
         const int i = m_flashList[j];
-        markChanged(i);
-        if (m_now - m_flashStart[size_t(i)] >= kFlashMs) {
+        const int level = flashLevel(i);
+        if (level != m_flashLevel[size_t(i)]) markChanged(i);
+        if (level >= kFlashSteps) {
             m_flashStart[size_t(i)] = -1;
             m_flashList[j] = m_flashList.back();
             m_flashList.pop_back();

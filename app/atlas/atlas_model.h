@@ -66,7 +66,9 @@ class AtlasModel : public QObject {
     Q_PROPERTY(int flashing READ flashing NOTIFY statsChanged) // points flashing now
     Q_PROPERTY(int rewrittenLast READ rewrittenLast NOTIFY statsChanged)
 public:
-    static constexpr int kFlashMs = 1000;       // a routed expert's flash fades over this time
+    static constexpr int kFlashMs = 1000; // a routed expert's flash fades over this time
+    // ... in this many steps: a flashing point is rewritten at most this often, not every tick
+    static constexpr int kFlashSteps = 10;
     static constexpr int kTickMs = 33;          // frame tick while something changes (~30 Hz)
     static constexpr double kPickRadiusPx = 14; // a click selects the nearest point this close
 
@@ -171,6 +173,7 @@ private:
     void scheduleTick();
     bool visible(int i) const;
     float sizeOf(int i) const;
+    int flashLevel(int i) const; // fade step of a flashing point now: 0..kFlashSteps (ended)
 
     atlas::AtlasData m_data;
     QString m_source = QStringLiteral("none");
@@ -179,12 +182,15 @@ private:
     AtlasPointGeometry* m_geometry;
     QPointer<TierMonitor> m_tiers;
     bool m_active = true, m_dark = false;
-    std::vector<uint32_t> m_hits;     // per point: cumulative hits of the last map
-    std::vector<uint8_t> m_state;     // per point: ExpertState byte of the last map
-    std::vector<size_t> m_mapIndex;   // per point: layer * nExperts + expert
-    std::vector<uint8_t> m_topicOn;   // per topic + 1 (index 0: generalists)
-    std::vector<qint64> m_flashStart; // per point: clock ms of its flash start, -1: none
-    std::vector<int> m_flashList;     // points flashing
+    std::vector<uint32_t> m_hits;       // per point: cumulative hits of the last map
+    std::vector<uint8_t> m_state;       // per point: ExpertState byte of the last map
+    std::vector<size_t> m_mapIndex;     // per point: layer * nExperts + expert
+    std::vector<uint8_t> m_topicOn;     // per topic + 1 (index 0: generalists)
+    std::vector<QVector4D> m_topicRgba; // per topic + 1: the entry colour
+    float m_baseSize = 1;               // radius of a cold point (scene units)
+    std::vector<qint64> m_flashStart;   // per point: clock ms of its flash start, -1: none
+    std::vector<uint8_t> m_flashLevel;  // per point: the fade step last written (0: brightest)
+    std::vector<int> m_flashList;       // points flashing
     std::vector<uint8_t> m_dirty;
     std::vector<int> m_dirtyList;
     bool m_haveMap = false;

@@ -128,11 +128,50 @@ Figures run(int layers, int experts, double seconds) {
     return f;
 }
 
+// The model's own work without drawing: 10 s of simulated time, a token every 100 ms, a frame
+// tick every 33 ms; returns {mean applyExperts ms per token, mean tick ms}.
+std::pair<double, double> modelOnly(int layers, int experts) {
+    AtlasModel atlas;
+    atlas.setManualClock(true);
+    atlas.loadSynthetic(layers, experts, 10);
+    tiers::ExpertMap map;
+    map.nLayers = layers;
+    map.nExperts = experts;
+    map.state.assign(size_t(layers) * experts, uint8_t(tiers::ExpertState::Disk));
+    map.hits.assign(size_t(layers) * experts, 0);
+    atlas.applyExperts(map);
+    atlas.advance(0);
+    uint64_t rng = 11;
+    double apply = 0, tick = 0;
+    int tokens = 0, ticks = 0;
+    QElapsedTimer t;
+    for (int ms = 0; ms < 10000; ms += 33) {
+        if (ms / 100 > tokens) {
+            atlas::routeSyntheticToken(atlas.atlas(), tokens % 10, 8, rng, map.hits);
+            t.start();
+            atlas.applyExperts(map);
+            apply += double(t.nsecsElapsed()) / 1e6;
+            ++tokens;
+        }
+        t.start();
+        atlas.advance(33);
+        tick += double(t.nsecsElapsed()) / 1e6;
+        ++ticks;
+    }
+    return {apply / tokens, tick / ticks};
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
     const double seconds = argc > 1 ? std::atof(argv[1]) : 10.0;
+    std::printf("model only (no drawing, 30 Hz ticks, 10 tokens/s):\n");
+    for (auto [l, e] : {std::pair{75, 256}, std::pair{80, 500}}) {
+        const auto [apply, tick] = modelOnly(l, e);
+        std::printf("  %d experts: applyExperts %.3f ms per token, tick %.3f ms\n", l * e, apply,
+                    tick);
+    }
     std::printf("experts  frames  median_ms  p95_ms  tokens  apply_mean_ms  apply_max_ms  "
                 "tick_mean_ms  tick_max_ms  cpu_per_frame_ms\n");
     // Sizes as LxE arguments after the seconds (default: 75x256 and 80x500).

@@ -286,7 +286,9 @@ private slots:
                  qPrintable(QStringLiteral("%1 of %2 flashed points changed colour")
                                 .arg(changed)
                                 .arg(probes.size())));
-        // The fade rewrites the flashing entries each tick, then once more when it ends.
+        // The fade rewrites the flashing entries at each of its steps (not at every tick), then
+        // once more when it ends.
+        QCOMPARE(v.atlas->advance(16), 0); // 32 ms: still the first step
         QCOMPARE(v.atlas->advance(500), 192);
         QCOMPARE(v.atlas->advance(600), 192); // 1,116 ms: ended
         QCOMPARE(v.atlas->flashing(), 0);

@@ -11,6 +11,7 @@
 #include "chat/chat_template.h"
 #include "runtime/sampling_defaults.h"
 #include "runtime/session.h"
+#include "user_pin_change.h"
 
 #include <atomic>
 #include <chrono>
@@ -33,7 +34,9 @@ namespace coli::app {
 // (EngineWorker::requestBudget); during an answer they are applied between tokens instead.
 // ApplyUsage hands the learned expert usage of the loaded model (read by the storage thread) to
 // the engine thread, which puts it into the expert cache before the first answer.
-enum class CommandKind { Load, Generate, Cancel, Reset, Quit, ApplySettings, ApplyUsage };
+// UserPin changes a user pin or the exclusions (UserPinChange); queued like a Generate, it runs
+// after the answer in progress: user pins change at turn boundaries, never mid-answer.
+enum class CommandKind { Load, Generate, Cancel, Reset, Quit, ApplySettings, ApplyUsage, UserPin };
 
 // Load: what the Settings view chose for the next model load (ModelLoadOptions).
 struct LoadSettings {
@@ -54,6 +57,7 @@ struct Command {
     SamplingOverrides sampling;        //   thread from these and the model's defaults)
     std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
     std::shared_ptr<const learning::LearnedUsage> usage; // ApplyUsage (for the model in `dir`)
+    UserPinChange pin;                                   // UserPin
     // Generate, "Continue": the answer so far, appended to the rendered prompt (after the
     // generation prompt) so the model goes on from it; `messages` end with the user message.
     std::string continueText;

@@ -1,5 +1,6 @@
 #include "engine_controller.h"
 
+#include "tiers/expert_cache.h"
 #include "user_messages.h"
 
 #include <QClipboard>
@@ -256,6 +257,59 @@ void EngineController::applyLearnedUsage(const QString& dir,
     m_worker->post(std::move(c));
 }
 
+void EngineController::toggleUserPin(int layer, int expert) {
+    if (!m_worker) return;
+    const TierStatus s = m_worker->tierStatus();
+    const tiers::ExpertMap& map = s.experts;
+    if (m_loadState != QLatin1String("ready") || !s.streaming || map.nExperts <= 0) {
+        emit pinMessage(tr("No model with streamed experts is loaded: nothing to pin."), false);
+        return;
+    }
+    const size_t k = size_t(layer) * size_t(map.nExperts) + size_t(expert);
+    if (layer < 0 || layer >= map.nLayers || expert < 0 || expert >= map.nExperts ||
+        map.state[k] == uint8_t(tiers::ExpertState::None)) {
+        emit pinMessage(
+            tr("Layer %1 expert %2 is not a routed expert of this model.").arg(layer).arg(expert),
+            false);
+        return;
+    }
+    UserPinChange c;
+    c.layer = layer;
+    c.expert = expert;
+    const uint8_t b = map.state[k];
+    if (b & tiers::kUserPinFlag) {
+        c.action = UserPinChange::Action::Unpin;
+    } else if ((b & tiers::kExpertStateMask) == uint8_t(tiers::ExpertState::Pinned)) {
+        c.action = UserPinChange::Action::Exclude; // a learned pin
+    } else {
+        int userPins = 0;
+        for (uint8_t x : map.state)
+            userPins += (x & tiers::kUserPinFlag) != 0;
+        if (userPins >= s.pinCapacity) {
+            emit pinMessage(QString::fromStdString(tiers::hotStoreFullMessage(s.pinCapacity)),
+                            false);
+            return;
+        }
+        c.action = UserPinChange::Action::Pin;
+    }
+    Command cmd{CommandKind::UserPin};
+    cmd.id = m_nextId++;
+    cmd.pin = c;
+    m_worker->post(std::move(cmd));
+    if (m_generating)
+        emit pinMessage(QString::fromStdString(userPinMessage(c)).chopped(1) +
+                            tr(" (applies when this answer ends)."),
+                        true);
+}
+
+void EngineController::resetPinExclusions() {
+    if (!m_worker) return;
+    Command cmd{CommandKind::UserPin};
+    cmd.id = m_nextId++;
+    cmd.pin.action = UserPinChange::Action::ResetExclusions;
+    m_worker->post(std::move(cmd));
+}
+
 void EngineController::showConversation(const QVector<ChatModel::Message>& rows) {
     if (!m_worker) return;
     // As newChat: the session restored at start arrives while the model loads.
@@ -320,6 +374,10 @@ void EngineController::drainEvents() {
                 if (m_hooks.answerEnded) m_hooks.answerEnded(row, &s);
                 emit answerFinished(row);
             }
+            break;
+        case EventKind::UserPin:
+            emit pinMessage(QString::fromStdString(ev.text), ev.pinApplied);
+            if (ev.pinApplied && m_hooks.userPinChanged) m_hooks.userPinChanged(ev.pin);
             break;
         case EventKind::Notice: // of the current turn, or of the model just loaded
             if (ev.id == m_turnId || ev.id == m_loadId) showNotice(QString::fromStdString(ev.text));

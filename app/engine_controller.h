@@ -137,6 +137,8 @@ public:
         std::function<void(int row, const GenerateStats* stats)> answerEnded;
         // The heat and pins after a turn of a learning model (learning::endTurnSnapshot).
         std::function<void(std::shared_ptr<const learning::UsageSnapshot>)> usageSnapshot;
+        // A user-pin change the expert cache applied (the storage thread saves it).
+        std::function<void(const UserPinChange&)> userPinChanged;
         std::function<void()> cleared; // New chat or another model: called just before the
                                        // conversation is cleared (its rows still readable)
     };
@@ -162,6 +164,20 @@ public:
     int contextUsed() const { return m_contextUsed; }
     int contextDropped() const { return m_contextDropped; }
 
+    // ---- User pins (the Brain view's clicks; docs/tiers.md "User pins") ----
+    // Pins (layer, expert) as a user pin, or unpins it: a user pin is dropped; a learned pin is
+    // unpinned and excluded from learned pins until resetPinExclusions(). Decided from the latest
+    // TierStatus; applied by the engine thread at the next turn boundary (after the answer in
+    // progress, at once when idle), then saved for the model when its usage is learned. The
+    // outcome arrives as pinMessage: refused at once (not a routed expert, no model, the
+    // hot-store full: "the hot-store is full: N of N places are pinned; unpin an expert or raise
+    // the RAM budget"), "... applies when this answer ends" while one runs, then the applied
+    // change ("Pinned layer 3 expert 17.") or the engine's refusal.
+    Q_INVOKABLE void toggleUserPin(int layer, int expert);
+    // Learned pins may choose every expert again (the model's exclusions are deleted); applied
+    // like toggleUserPin.
+    Q_INVOKABLE void resetPinExclusions();
+
 signals:
     void modelChanged();
     void loadStateChanged();
@@ -175,6 +191,8 @@ signals:
     void drained(int events);     // one wake-up's batch was applied (for tests)
     // One frame tick's pending pieces went to the ChatModel in one appendText (for tests).
     void piecesFlushed(int pieces);
+    // The outcome of toggleUserPin / resetPinExclusions in words; `ok` false: refused.
+    void pinMessage(const QString& text, bool ok);
 
 public:
     // ---- Settings and the message-length check (issue 11) ----

@@ -3,6 +3,7 @@
 // Plain values; the GUI thread turns them into property and list-model changes.
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
+#include "user_pin_change.h"
 
 #include <cstdint>
 #include <memory>
@@ -24,6 +25,8 @@ enum class EventKind {
     Failed,       // text = error message of a generation
     Notice,       // text = a message for the user that is not an error (e.g. older messages
                   // left out of the prompt to fit the context)
+    UserPin,      // a UserPin command ran: pin = the change, pinApplied = whether the cache took
+                  // it (false: refused, text says why), text = the message for the user
 };
 
 struct EngineEvent {
@@ -47,6 +50,8 @@ struct EngineEvent {
     // Finished, when the loaded model learns (its usage was applied): the heat and pins after
     // the turn (learning::endTurnSnapshot), for the storage thread to save.
     std::shared_ptr<const learning::UsageSnapshot> usage;
+    UserPinChange pin;       // UserPin
+    bool pinApplied = false; // UserPin
 
     static EngineEvent make(EventKind k, uint64_t id, std::string text) {
         EngineEvent e;

@@ -90,6 +90,9 @@ void EngineWorker::run() {
         case CommandKind::ApplyUsage:
             doApplyUsage(c);
             break;
+        case CommandKind::UserPin:
+            doUserPin(c);
+            break;
         case CommandKind::Cancel: // handled inside the queue, never delivered
             break;
         }
@@ -113,13 +116,20 @@ void EngineWorker::applyPendingSettings() {
     const int prefetch = m_pendingPrefetch.exchange(-1, std::memory_order_relaxed);
     tiers::ExpertCache* cache = m_model ? m_model->model().expertCache() : nullptr;
     if (!cache || (budget == kNoRequest && prefetch < 0)) return;
+    std::string dropped;
     if (budget != kNoRequest) {
         const uint64_t lo = cache->minimumBudget(), hi = m_tierState.maximumBudget;
+        const size_t userPins = cache->userPins().size();
         // Within [lo, hi] setBudget cannot fail (it refuses only values below the minimum).
         (void)cache->setBudget(std::clamp(budget, lo, std::max(lo, hi)));
+        // A hot-store smaller than the user pins drops the coldest of them (learned pins went
+        // first); they stay saved, and the next load applies them again if they fit.
+        if (const size_t now = cache->userPins().size(); now < userPins)
+            dropped = userPinsDroppedByBudget(userPins - now, userPins, cache->pinCapacity());
     }
     if (prefetch >= 0) cache->setPrefetch(prefetch == 1);
-    publishTiers(0, nullptr);
+    publishTiers(0, nullptr); // first: the notice's reader sees the status it describes
+    if (!dropped.empty()) publish(EngineEvent::make(EventKind::Notice, m_loadId, dropped));
 }
 
 void EngineWorker::publishTiers(int tokens, const tiers::TierTelemetry* after) {
@@ -128,10 +138,11 @@ void EngineWorker::publishTiers(int tokens, const tiers::TierTelemetry* after) {
     ++st.serial;
     st.streaming = cache != nullptr;
     if (cache) {
-        const tiers::TierTelemetry t = after ? *after : cache->telemetry();
+        tiers::TierTelemetry t = after ? *after : cache->telemetry();
         if (tokens > 0) st.last = t.counters - st.counters;
         st.counters = t.counters;
         st.residency = t.residency;
+        st.experts = std::move(t.experts); // ~5 bytes per expert, latest-wins with the rest
         st.pinCapacity = cache->pinCapacity();
         st.prefetch = cache->prefetchEnabled();
     }
@@ -179,6 +190,7 @@ void EngineWorker::doLoad(const Command& c) {
         return;
     }
     m_loadedDir = c.dir;
+    m_loadId = c.id;
     m_model = std::move(lm.value());
     std::string budget;
     if (tiers::ExpertCache* cache = m_model->model().expertCache()) {
@@ -247,9 +259,66 @@ void EngineWorker::doApplyUsage(const Command& c) {
     // those few tokens' heat of the same experts. Placement only: no token changes either way.
     learning::LearnedUsage usage = *c.usage;
     if (m_generatedSinceLoad) usage.tokenClock = std::max(usage.tokenClock, cache->tokenClock());
-    learning::applyLearnedUsage(*cache, usage);
+    // User pins and exclusions set in this load before the stored ones arrived stay (their
+    // storage writes were queued after the read).
+    for (const tiers::ExpertId& id : cache->userPins())
+        if (std::find(usage.userPins.begin(), usage.userPins.end(), id) == usage.userPins.end())
+            usage.userPins.push_back(id);
+    for (const tiers::ExpertId& id : cache->exclusions())
+        if (std::find(usage.exclusions.begin(), usage.exclusions.end(), id) ==
+            usage.exclusions.end())
+            usage.exclusions.push_back(id);
+    const int applied = learning::applyLearnedUsage(*cache, usage);
     m_learning = true;
     publishTiers(0, nullptr);
+    if (applied < int(usage.userPins.size()))
+        publish(EngineEvent::make(EventKind::Notice, m_loadId,
+                                  userPinsLeftOut(usage.userPins.size() - size_t(applied),
+                                                  usage.userPins.size(), cache->pinCapacity())));
+}
+
+void EngineWorker::doUserPin(const Command& c) {
+    EngineEvent ev = EngineEvent::make(EventKind::UserPin, c.id, {});
+    ev.pin = c.pin;
+    tiers::ExpertCache* cache = m_model ? m_model->model().expertCache() : nullptr;
+    if (!cache) {
+        ev.text = "no model with streamed experts is loaded: nothing to pin";
+        return publish(std::move(ev));
+    }
+    const tiers::ExpertId id{c.pin.layer, c.pin.expert};
+    using Action = UserPinChange::Action;
+    switch (c.pin.action) {
+    case Action::Pin: {
+        const Status st = cache->pinUser(id);
+        ev.pinApplied = st.isOk();
+        ev.text = st.isOk() ? userPinMessage(c.pin) : st.message();
+        break;
+    }
+    case Action::Unpin:
+        cache->unpinUser(id); // false: no longer one (e.g. a smaller budget dropped it): done
+        ev.pinApplied = true;
+        ev.text = userPinMessage(c.pin);
+        break;
+    case Action::Exclude:
+        // Ignored only for a bad id; a learned pin that a rebalance already dropped is excluded
+        // all the same.
+        cache->exclude(id);
+        {
+            const std::vector<tiers::ExpertId> ex = cache->exclusions();
+            ev.pinApplied = std::find(ex.begin(), ex.end(), id) != ex.end();
+        }
+        ev.text = ev.pinApplied ? userPinMessage(c.pin)
+                                : "layer " + std::to_string(id.layer) + " expert " +
+                                      std::to_string(id.expert) + " is not a routed expert";
+        break;
+    case Action::ResetExclusions:
+        cache->setExclusions({});
+        ev.pinApplied = true;
+        ev.text = userPinMessage(c.pin);
+        break;
+    }
+    publishTiers(0, nullptr);
+    publish(std::move(ev));
 }
 
 void EngineWorker::doGenerate(const Command& c) {

@@ -74,6 +74,7 @@ private:
     void doGenerate(const Command& c);
     void applyPendingSettings(); // engine thread
     void doApplyUsage(const Command& c);
+    void doUserPin(const Command& c);
     void publishTiers(int tokens, const tiers::TierTelemetry* after); // engine thread
     void doReplay(const Command& c);
 
@@ -97,6 +98,7 @@ private:
     std::atomic<bool> m_quitting{false};
     std::unique_ptr<LoadedModel> m_model; // engine thread only
     std::string m_loadedDir;              // engine thread only: the folder of m_model
+    uint64_t m_loadId = 0;                // engine thread only: the Load that loaded m_model
     std::unique_ptr<Session> m_session;   // engine thread only
     std::thread m_thread;                 // last: starts after everything above exists
 };

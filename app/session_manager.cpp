@@ -4,6 +4,7 @@
 #include "learning/learned_usage.h"
 #include "storage/model_identity.h"
 #include "storage/session_export.h"
+#include "storage/user_pins.h"
 
 #include <QDir>
 #include <QMetaObject>
@@ -104,6 +105,7 @@ SessionManager::SessionManager(EngineController* controller, StorageWorkerOption
     hooks.usageSnapshot = [this](std::shared_ptr<const learning::UsageSnapshot> s) {
         saveUsage(std::move(s));
     };
+    hooks.userPinChanged = [this](const UserPinChange& c) { saveUserPin(c); };
     m_controller->setTurnHooks(std::move(hooks));
     connect(m_controller, &EngineController::loadStateChanged, this, [this] {
         if (m_controller->loadState() == QLatin1String("ready")) onModelReady();
@@ -268,6 +270,27 @@ void SessionManager::saveUsage(std::shared_ptr<const learning::UsageSnapshot> sn
     const int64_t model = m_learnedModel;
     m_worker->post("Saving the learned expert usage", [model, snapshot](StorageContext& ctx) {
         return learning::saveUsage(ctx.db(), model, *snapshot);
+    });
+}
+
+void SessionManager::saveUserPin(const UserPinChange& c) {
+    // Without the model's row (no database, identity unknown) the change holds for this load.
+    if (m_learnedModel == 0) return;
+    const int64_t model = m_learnedModel;
+    m_worker->post("Saving a user pin", [model, c](StorageContext& ctx) -> Status {
+        storage::UserPinStore store(ctx.db());
+        using Action = UserPinChange::Action;
+        switch (c.action) {
+        case Action::Pin:
+            return store.pin(model, c.layer, c.expert).status();
+        case Action::Unpin:
+            return store.unpin(model, c.layer, c.expert).status();
+        case Action::Exclude:
+            return store.exclude(model, c.layer, c.expert).status();
+        case Action::ResetExclusions:
+            return store.resetExclusions(model).status();
+        }
+        return Status::ok();
     });
 }
 

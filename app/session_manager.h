@@ -137,6 +137,7 @@ private:
     void setProblem(const QString& text);
     void onModelReady();
     void saveUsage(std::shared_ptr<const learning::UsageSnapshot> snapshot);
+    void saveUserPin(const UserPinChange& c); // on the storage thread, when learning
     qint64 realId(qint64 key) const;
 
     EngineController* m_controller;

@@ -5,13 +5,15 @@
 // (a slot is one of a token's top-k choices, so the shares of a layer sum to 1 per domain).
 // balanced[l][e] = mean over domains of share_d[l][e]: the share on a domain-balanced mix, so a
 // domain with more text does not dominate. An expert is a specialist of d when
-// share_d >= 3 x balanced and balanced >= 1% (issue 3's criterion).
+// share_d >= 3 x balanced and balanced >= 1% (issue 3's criterion): the one definition in
+// viz/specialists.h, which `coli atlas` and the Atlas share.
 #include "commands.h"
 #include "exit_codes.h"
 #include "options.h"
 #include "signals.h"
 
 #include "forward/model.h"
+#include "viz/specialists.h"
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -25,8 +27,8 @@
 namespace coli::cli {
 namespace {
 
-constexpr double kRatio = 3.0;        // share in a domain vs balanced share
-constexpr double kMinBalanced = 0.01; // experts below this balanced share do not count
+constexpr double kRatio = viz::kSpecialistRatio;
+constexpr double kMinBalanced = viz::kSpecialistMinBalanced;
 
 struct RouteStatsOptions {
     ModelOptions model;
@@ -64,7 +66,7 @@ std::string readDomain(const std::string& spec, Domain& d, std::string& text) {
 }
 
 double share(const Domain& d, int layer, int expert, int topK) {
-    return d.tokens == 0 ? 0.0 : double(d.counts[layer][expert]) / (double(d.tokens) * topK);
+    return viz::routingShare(d.counts[layer][expert], d.tokens, topK);
 }
 
 int runRouteStats(const RouteStatsOptions& o) {
@@ -138,7 +140,6 @@ int runRouteStats(const RouteStatsOptions& o) {
     }
 
     const int L = int(moeLayers.size()), E = c.nExperts, K = c.topK;
-    const double D = double(domains.size());
     fmt::print("route-stats: {} MoE layers x {} experts, top-{}, windows of {} tokens\n", L, E, K,
                window);
     for (const Domain& d : domains)
@@ -153,11 +154,11 @@ int runRouteStats(const RouteStatsOptions& o) {
     std::vector<int> perDomain(domains.size(), 0);
     int counted = 0, specialists = 0; // experts with balanced >= 1%; those passing the test
     for (int i = 0; i < L; ++i) {
-        std::vector<double> balanced(E, 0.0);
+        std::vector<double> balanced(E, 0.0), shares(domains.size());
         for (int e = 0; e < E; ++e) {
-            for (const Domain& d : domains)
-                balanced[e] += share(d, i, e, K);
-            balanced[e] /= D;
+            for (size_t di = 0; di < domains.size(); ++di)
+                shares[di] = share(domains[di], i, e, K);
+            balanced[e] = viz::balancedShare(shares);
         }
         std::vector<Specialist> found;
         int maxRatioExpert = -1;
@@ -169,7 +170,7 @@ int runRouteStats(const RouteStatsOptions& o) {
             for (size_t di = 0; di < domains.size(); ++di) {
                 const double s = share(domains[di], i, e, K);
                 if (s / balanced[e] > maxRatio) maxRatio = s / balanced[e], maxRatioExpert = e;
-                if (s >= kRatio * balanced[e]) {
+                if (viz::isSpecialistShare(s, balanced[e])) {
                     found.push_back({e, di, s, balanced[e]});
                     ++perDomain[di];
                     passes = true;

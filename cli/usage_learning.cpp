@@ -19,7 +19,13 @@ std::unique_ptr<UsageLearning> UsageLearning::start(const std::string& modelDir,
     if (!db) return fail(db.status().message());
     auto usage = learning::loadLearnedUsageFor(**db, modelDir, cache.pinCapacity());
     if (!usage) return fail(usage.status().message());
-    learning::applyLearnedUsage(cache, *usage);
+    const int userPins = learning::applyLearnedUsage(cache, *usage);
+    if (userPins < int(usage->userPins.size()))
+        printWarning(std::to_string(usage->userPins.size() - size_t(userPins)) + " of " +
+                     std::to_string(usage->userPins.size()) +
+                     " user pins left out: the hot-store holds " +
+                     std::to_string(cache.pinCapacity()) +
+                     " experts under this RAM budget (the oldest user pins were applied)");
 
     std::unique_ptr<UsageLearning> u(new UsageLearning());
     u->m_db = std::move(db.value());

@@ -318,7 +318,7 @@ Result<int64_t> Storage::resetUsage(std::optional<int64_t> model) {
     Transaction tx(m_db, m_path);
     COLI_RETURN_IF_ERROR(tx.begin(what));
     int64_t deleted = 0;
-    for (const char* table : {"expert_usage", "pins"}) {
+    for (const char* table : {"expert_usage", "pins", "pin_exclusions"}) {
         const std::string sql =
             std::string("DELETE FROM ") + table + (model ? " WHERE model = ?" : "");
         Stmt s;

@@ -92,8 +92,9 @@ public:
     // The model's pins sorted by (layer, expert). Errors: Malformed (an unknown tier), Io.
     Result<std::vector<Pin>> getPins(int64_t model);
 
-    // Deletes the heat and pins of one model (or of every model when nullopt), in one
-    // transaction, for `coli usage reset`. Returns the number of rows deleted. Errors: Io.
+    // Deletes the heat, learned pins and pin exclusions of one model (or of every model when
+    // nullopt), in one transaction, for `coli usage reset`; user pins (user_pins.h) stay, being
+    // the user's own choice. Returns the number of rows deleted. Errors: Io.
     Result<int64_t> resetUsage(std::optional<int64_t> model);
 
     // The file-hash cache (file_hash_cache.h) with errors reported. findFileHash: nullopt when
@@ -112,6 +113,7 @@ private:
     // The session API (sessions.h) works on this connection, on this Storage's thread; the
     // handle itself is never handed out.
     friend class SessionStore;
+    friend class UserPinStore; // user_pins.h
 
     Storage(sqlite3* db, std::string path) : m_db(db), m_path(std::move(path)) {}
     Status init(const OpenOptions& options);

@@ -1,6 +1,7 @@
 #include "learning/learned_usage.h"
 
 #include "storage/model_identity.h"
+#include "storage/user_pins.h"
 
 #include <algorithm>
 
@@ -18,8 +19,16 @@ Result<LearnedUsage> loadLearnedUsage(storage::Storage& db, const std::string& i
     Result<std::vector<storage::HeatRecord>> heat = db.loadHeat(u.modelId);
     if (!heat) return heat.status();
     u.heat = std::move(heat.value());
+    Result<storage::UserPinLists> user = storage::UserPinStore(db).load(u.modelId);
+    if (!user) return user.status();
+    for (const storage::PinnedExpert& p : user->pins)
+        u.userPins.push_back({p.layer, p.expert});
+    for (const storage::PinnedExpert& p : user->exclusions)
+        u.exclusions.push_back({p.layer, p.expert});
+    const size_t candidates =
+        size_t(std::max(0, pinCapacity)) + u.userPins.size() + u.exclusions.size();
     Result<std::vector<storage::HeatRecord>> hottest =
-        db.hottest(u.modelId, size_t(std::max(0, pinCapacity)), u.tokenClock);
+        db.hottest(u.modelId, pinCapacity > 0 ? candidates : 0, u.tokenClock);
     if (!hottest) return hottest.status();
     for (const storage::HeatRecord& r : *hottest)
         u.pins.push_back({r.layer, r.expert});
@@ -42,11 +51,15 @@ Status saveUsage(storage::Storage& db, int64_t modelId, const UsageSnapshot& sna
     return db.setPins(modelId, pins);
 }
 
-void applyLearnedUsage(tiers::ExpertCache& cache, const LearnedUsage& usage) {
+int applyLearnedUsage(tiers::ExpertCache& cache, const LearnedUsage& usage) {
     cache.setTokenClock(usage.tokenClock);
     for (const storage::HeatRecord& r : usage.heat)
         cache.setHeat({r.layer, r.expert}, r.heat, r.lastSeen);
+    // The user's choices first, so that learned pins only fill the places they leave.
+    const int applied = cache.setUserPins(usage.userPins);
+    cache.setExclusions(usage.exclusions);
     cache.setPins(usage.pins);
+    return applied;
 }
 
 UsageSnapshot endTurnSnapshot(tiers::ExpertCache& cache) {

@@ -31,9 +31,14 @@ struct LearnedUsage {
     int64_t modelId = 0;    // the model's row in the database (Storage::modelId)
     int64_t tokenClock = 0; // where the model's token clock continues (Storage::tokenClock)
     std::vector<storage::HeatRecord> heat; // every stored record (heat as of its lastSeen)
-    // The experts to pin, hottest first (Storage::hottest decayed to tokenClock), at most the
-    // pinCapacity given to loadLearnedUsage.
+    // The learned pin candidates, hottest first (Storage::hottest decayed to tokenClock): the
+    // pinCapacity given to loadLearnedUsage plus as many as there are user pins and exclusions
+    // (the cache skips those, so the rest of the hot-store still fills).
     std::vector<tiers::ExpertId> pins;
+    // The user's own pins, oldest first (storage/user_pins.h): applied before learned pins.
+    std::vector<tiers::ExpertId> userPins;
+    // Learned pins the user unpinned: never learned pins until the user resets them.
+    std::vector<tiers::ExpertId> exclusions;
 };
 
 // What a turn end saves, taken on the engine thread.
@@ -46,10 +51,11 @@ struct UsageSnapshot {
 // ---- storage thread ----
 
 // The model with weight identity `identity` (storage/model_identity.h; created when new, with
-// `modelPath` recorded as where it was last opened), its token clock, stored heat and the
-// hottest experts within pinCapacity (negative counts as 0).
-// Errors: those of Storage::modelId / tokenClock / loadHeat / hottest: InvalidArgument (empty
-// identity), Io (locked after the busy timeout, read-only, disk full), each naming the file.
+// `modelPath` recorded as where it was last opened), its token clock, stored heat, user pins and
+// exclusions, and the hottest experts within pinCapacity (negative counts as 0; see pins).
+// Errors: those of Storage::modelId / tokenClock / loadHeat / hottest and UserPinStore::load:
+// InvalidArgument (empty identity), Io (locked after the busy timeout, read-only, disk full),
+// each naming the file.
 Result<LearnedUsage> loadLearnedUsage(storage::Storage& db, const std::string& identity,
                                       const std::string& modelPath, int pinCapacity);
 // The same for a model folder: its identity is computed first (storage::modelIdentity with `db`
@@ -67,12 +73,16 @@ Status saveUsage(storage::Storage& db, int64_t modelId, const UsageSnapshot& sna
 // ---- engine thread (the thread that runs generate(); the cache's calls are thread-safe, but
 // pins and the token clock must not change under a generation) ----
 
-// Continues the learned state in the cache: its token clock, every heat record, then the pins
-// (ExpertCache::setPins: those beyond the cache's pinCapacity() are dropped, reads start for the
-// rest). Call it before the model's first generation: the stored clock replaces the cache's.
-void applyLearnedUsage(tiers::ExpertCache& cache, const LearnedUsage& usage);
-// A turn ended: rebalances the pins (ExpertCache::rebalancePins, hysteresis), then returns the
-// token clock, every expert's learned heat > 0 and the pins, as plain values.
+// Continues the learned state in the cache: its token clock, every heat record, then the user
+// pins first (ExpertCache::setUserPins, oldest first while they fit), the exclusions, and the
+// learned pins in the places left (ExpertCache::setPins: excluded and user-pinned experts are
+// skipped, those beyond the capacity dropped, reads start for the rest). Call it before the
+// model's first generation: the stored clock replaces the cache's. Returns how many user pins
+// were applied (fewer than usage.userPins when the hot-store is too small: the caller says so).
+int applyLearnedUsage(tiers::ExpertCache& cache, const LearnedUsage& usage);
+// A turn ended: rebalances the learned pins (ExpertCache::rebalancePins, hysteresis: user pins
+// stay, excluded experts are never chosen), then returns the token clock, every expert's learned
+// heat > 0 and the pins (learned and user), as plain values.
 UsageSnapshot endTurnSnapshot(tiers::ExpertCache& cache);
 
 } // namespace coli::learning

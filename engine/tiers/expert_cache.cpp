@@ -35,6 +35,9 @@ void freeSlot(uint8_t* p, uint64_t bytes) {
     if (p) ::munmap(p, bytes);
 }
 
+// What pinned[] holds per expert.
+constexpr char kNotPinned = 0, kLearnedPin = 1, kUserPin = 2;
+
 struct Want {
     int expert = 0;
     bool handed = false;
@@ -57,8 +60,14 @@ struct ExpertCache::Impl {
     mutable std::mutex mutex;
     std::condition_variable cv;
     std::vector<Slot> slots;
-    std::vector<int> slotOf;         // [n_layers * n_experts] -> slot index or -1
-    std::vector<char> pinned;        // [n_layers * n_experts] pin targets
+    std::vector<int> slotOf;    // [n_layers * n_experts] -> slot index or -1
+    std::vector<char> pinned;   // [n_layers * n_experts] pin targets: kLearnedPin, kUserPin
+    std::vector<char> excluded; // [n_layers * n_experts] never a learned pin (user's choice)
+    int userPins = 0;           // experts with pinned == kUserPin
+    // The Brain view's map (ExpertMap), kept current where slots and pins change (mark()), so a
+    // snapshot is a copy, not a walk over the slot table.
+    std::vector<uint8_t> stateMap;   // [n_layers * n_experts] ExpertState | kUserPinFlag
+    std::vector<uint32_t> hits;      // [n_layers * n_experts] routed counts (as counters.routed)
     std::map<size_t, Status> failed; // demanded experts whose read failed (until reported)
     HeatTable heat;   // learned heat (long half-life): pins, saved to the usage database
     HeatTable recent; // eviction heat (short half-life): the LFRU order of the cache
@@ -93,6 +102,41 @@ struct ExpertCache::Impl {
     bool colder(ExpertId a, ExpertId b) const { return recent.colder(a, b, cycleLayer, cfg.topK); }
     int pinCapacity() const { return std::max(0, int(double(maxSlots - working) * opt.pinShare)); }
     ExpertId idOf(size_t k) const { return {int(k / cfg.nExperts), int(k % cfg.nExperts)}; }
+    bool routedExpert(ExpertId id) const {
+        return id.layer >= 0 && id.layer < cfg.nLayers && id.expert >= 0 &&
+               id.expert < cfg.nExperts && cfg.sparseLayer[size_t(id.layer)];
+    }
+
+    // The ExpertMap byte of expert k, from the slot table and the pins.
+    uint8_t stateFromSlots(size_t k) const {
+        if (!cfg.sparseLayer[k / size_t(cfg.nExperts)]) return uint8_t(ExpertState::None);
+        ExpertState st = ExpertState::Disk;
+        if (const int s = slotOf[k]; s >= 0)
+            st = pinned[k]                                      ? ExpertState::Pinned
+                 : slots[size_t(s)].state == SlotState::Loading ? ExpertState::Loading
+                                                                : ExpertState::Cached;
+        return uint8_t(uint8_t(st) | (pinned[k] == kUserPin ? kUserPinFlag : 0));
+    }
+    void mark(size_t k) { stateMap[k] = stateFromSlots(k); }
+    void setPinned(size_t k, char how) {
+        userPins += (how == kUserPin) - (pinned[k] == kUserPin);
+        pinned[k] = how;
+        mark(k);
+    }
+    int pinCount() const {
+        int n = 0;
+        for (char p : pinned)
+            n += p != kNotPinned;
+        return n;
+    }
+    // The coldest learned pin by learned heat; -1 when there is none.
+    long coldestLearnedPin() const {
+        long out = -1;
+        for (size_t k = 0; k < pinned.size(); ++k)
+            if (pinned[k] == kLearnedPin && (out < 0 || heat.colder(idOf(k), idOf(size_t(out)))))
+                out = long(k);
+        return out;
+    }
     std::vector<ExpertId> pinnedIds() const {
         std::vector<ExpertId> out;
         for (size_t k = 0; k < pinned.size(); ++k)
@@ -115,6 +159,7 @@ struct ExpertCache::Impl {
         v.state = SlotState::Empty;
         v.prefetched = false;
         ++counters.evictions;
+        mark(key(v.id));
     }
 
     // A slot for a new read: an allocated empty one, a new allocation within the budget, or the
@@ -164,6 +209,7 @@ struct ExpertCache::Impl {
         sl.prefetched = prefetched;
         sl.demandRead = false;
         slotOf[key(id)] = s;
+        mark(key(id));
         ++loading;
         ++counters.readsIssued;
         out.push_back({s, id, sl.mem});
@@ -196,6 +242,13 @@ struct ExpertCache::Impl {
             markLoading(s, id, false, out); // marks the want issued and the slot wanted
             slots[size_t(s)].demandRead = true;
         }
+    }
+
+    // Starts reading a pinned expert that is not resident, if a slot can be had.
+    void loadPinned(ExpertId id, std::vector<Load>& out) {
+        if (slotOf[key(id)] >= 0) return;
+        const int s = takeSlot(false, id);
+        if (s >= 0) markLoading(s, id, false, out);
     }
 
     // Frees slot memory beyond the budget: empty slots first, then the coldest evictable.
@@ -252,6 +305,7 @@ struct ExpertCache::Impl {
             sl.prefetched = false;
             slotOf[key(id)] = -1;
         }
+        mark(key(id));
         trim();
         cv.notify_all();
     }
@@ -283,7 +337,12 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::unique_ptr<aio::Io
     m.pool = std::move(pool);
     m.source = std::move(source);
     m.slotOf.assign(size_t(cfg.nLayers) * cfg.nExperts, -1);
-    m.pinned.assign(m.slotOf.size(), 0);
+    m.pinned.assign(m.slotOf.size(), kNotPinned);
+    m.excluded.assign(m.slotOf.size(), 0);
+    m.hits.assign(m.slotOf.size(), 0);
+    m.stateMap.assign(m.slotOf.size(), 0);
+    for (size_t k = 0; k < m.stateMap.size(); ++k)
+        m.mark(k);
     m.routedBits.assign(size_t(cfg.nLayers), std::vector<uint64_t>(size_t(cfg.nExperts + 63) / 64));
     m.predicted.assign(size_t(cfg.nLayers), {});
     // The slot table never grows past every expert + the working set (setBudget's cap): reserve it
@@ -322,12 +381,15 @@ Status ExpertCache::setBudget(uint64_t bytes) {
     // More slots than experts (+ the working set) would never be used.
     m->maxSlots = int(std::min<uint64_t>(slots, total + uint64_t(m->working)));
     m->opt.budgetBytes = bytes;
-    // Unpin the coldest pins beyond the new hot-store size.
+    // Unpin the coldest pins beyond the new hot-store size: learned pins first, user pins only
+    // when they alone exceed it (docs/tiers.md "User pins").
     std::vector<ExpertId> pins = m->pinnedIds();
-    std::sort(pins.begin(), pins.end(),
-              [&](ExpertId a, ExpertId b) { return m->heat.colder(a, b); });
+    std::stable_sort(pins.begin(), pins.end(), [&](ExpertId a, ExpertId b) {
+        const bool ua = m->pinned[m->key(a)] == kUserPin, ub = m->pinned[m->key(b)] == kUserPin;
+        return ua != ub ? ub : m->heat.colder(a, b);
+    });
     for (size_t i = 0; int(pins.size() - i) > m->pinCapacity(); ++i)
-        m->pinned[m->key(pins[i])] = 0;
+        m->setPinned(m->key(pins[i]), kNotPinned);
     m->trim();
     return {};
 }
@@ -377,6 +439,7 @@ Status ExpertCache::beginLayer(int layer, std::span<const int> experts,
                 m->recent.use(id);
             }
             ++m->counters.routed;
+            ++m->hits[m->key(id)];
             if (hadLookahead) {
                 ++m->counters.lookaheadRouted;
                 if (std::find(pred.begin(), pred.end(), e) != pred.end())
@@ -532,20 +595,19 @@ void ExpertCache::setPins(const std::vector<ExpertId>& hottestFirst) {
     std::vector<Impl::Load> loads;
     {
         std::lock_guard<std::mutex> lock(m->mutex);
-        std::fill(m->pinned.begin(), m->pinned.end(), 0);
-        const int cap = m->pinCapacity();
+        for (size_t k = 0; k < m->pinned.size(); ++k)
+            if (m->pinned[k] == kLearnedPin) m->setPinned(k, kNotPinned);
+        const int cap = m->pinCapacity() - m->userPins; // user pins keep their places
         int n = 0;
         for (const ExpertId& id : hottestFirst) {
             if (n >= cap) break;
-            if (id.layer < 0 || id.layer >= m->cfg.nLayers || id.expert < 0 ||
-                id.expert >= m->cfg.nExperts || !m->cfg.sparseLayer[size_t(id.layer)] ||
-                m->pinned[m->key(id)])
-                continue;
-            m->pinned[m->key(id)] = 1;
+            if (!m->routedExpert(id) || m->pinned[m->key(id)] || m->excluded[m->key(id)]) continue;
+            m->setPinned(m->key(id), kLearnedPin);
             ++n;
         }
         for (const ExpertId& id : hottestFirst) {
-            if (!m->pinned[m->key(id)] || m->slotOf[m->key(id)] >= 0) continue;
+            if (!m->routedExpert(id) || !m->pinned[m->key(id)] || m->slotOf[m->key(id)] >= 0)
+                continue;
             const int s = m->takeSlot(false, id);
             if (s < 0) break;
             m->markLoading(s, id, false, loads);
@@ -561,12 +623,18 @@ int ExpertCache::rebalancePins() {
     int changes = 0;
     {
         std::lock_guard<std::mutex> lock(m->mutex);
-        const int cap = m->pinCapacity();
+        // User pins keep their places; excluded experts are never candidates.
+        const int cap = m->pinCapacity() - m->userPins;
         std::vector<ExpertId> pinnedIds, free;
         for (int l = 0; l < m->cfg.nLayers; ++l) {
             if (!m->cfg.sparseLayer[size_t(l)]) continue;
-            for (int e = 0; e < m->cfg.nExperts; ++e)
-                (m->pinned[m->key({l, e})] ? pinnedIds : free).push_back({l, e});
+            for (int e = 0; e < m->cfg.nExperts; ++e) {
+                const size_t k = m->key({l, e});
+                if (m->pinned[k] == kLearnedPin)
+                    pinnedIds.push_back({l, e});
+                else if (m->pinned[k] == kNotPinned && !m->excluded[k])
+                    free.push_back({l, e});
+            }
         }
         auto hotter = [&](ExpertId a, ExpertId b) { return m->heat.colder(b, a); };
         std::sort(free.begin(), free.end(), hotter);
@@ -576,14 +644,14 @@ int ExpertCache::rebalancePins() {
             const ExpertId cand = free[next];
             if (m->heat.heat(cand) <= 0) break;
             if (int(pinnedIds.size()) < cap) {
-                m->pinned[m->key(cand)] = 1;
+                m->setPinned(m->key(cand), kLearnedPin);
                 pinnedIds.push_back(cand);
             } else {
                 if (pinnedIds.empty()) break;
                 const ExpertId coldest = pinnedIds.back();
                 if (m->heat.heat(cand) <= m->heat.heat(coldest) * (1.0 + m->opt.pinMargin)) break;
-                m->pinned[m->key(coldest)] = 0;
-                m->pinned[m->key(cand)] = 1;
+                m->setPinned(m->key(coldest), kNotPinned);
+                m->setPinned(m->key(cand), kLearnedPin);
                 pinnedIds.pop_back();
                 pinnedIds.insert(pinnedIds.begin(), cand);
             }
@@ -603,6 +671,113 @@ int ExpertCache::rebalancePins() {
 std::vector<ExpertId> ExpertCache::pins() const {
     std::lock_guard<std::mutex> lock(m->mutex);
     return m->pinnedIds();
+}
+
+std::string hotStoreFullMessage(int capacity) {
+    const std::string n = std::to_string(capacity);
+    return "the hot-store is full: " + n + " of " + n +
+           " places are pinned; unpin an expert or raise the RAM budget";
+}
+
+Status ExpertCache::pinUser(ExpertId id) {
+    std::vector<Impl::Load> loads;
+    {
+        std::lock_guard<std::mutex> lock(m->mutex);
+        if (!m->routedExpert(id))
+            return {ErrorCode::InvalidArgument, "expert cache: layer " + std::to_string(id.layer) +
+                                                    " expert " + std::to_string(id.expert) +
+                                                    " is not a routed expert of the model"};
+        const size_t k = m->key(id);
+        if (m->pinned[k] == kUserPin) return {};
+        const int cap = m->pinCapacity();
+        if (m->userPins >= cap) return {ErrorCode::InvalidArgument, hotStoreFullMessage(cap)};
+        // A learned pin keeps its place; otherwise the coldest learned pin makes room.
+        if (m->pinned[k] == kNotPinned && m->pinCount() >= cap)
+            if (const long cold = m->coldestLearnedPin(); cold >= 0)
+                m->setPinned(size_t(cold), kNotPinned);
+        m->setPinned(k, kUserPin);
+        m->loadPinned(id, loads);
+        m->trim();
+    }
+    m->submit(loads);
+    return {};
+}
+
+bool ExpertCache::unpinUser(ExpertId id) {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    if (!m->routedExpert(id) || m->pinned[m->key(id)] != kUserPin) return false;
+    m->setPinned(m->key(id), kNotPinned);
+    m->trim();
+    return true;
+}
+
+int ExpertCache::setUserPins(const std::vector<ExpertId>& ids) {
+    std::vector<Impl::Load> loads;
+    int n = 0;
+    {
+        std::lock_guard<std::mutex> lock(m->mutex);
+        for (size_t k = 0; k < m->pinned.size(); ++k)
+            if (m->pinned[k] == kUserPin) m->setPinned(k, kNotPinned);
+        const int cap = m->pinCapacity();
+        for (const ExpertId& id : ids) {
+            if (n >= cap) break;
+            if (!m->routedExpert(id) || m->pinned[m->key(id)] == kUserPin) continue;
+            if (m->pinned[m->key(id)] == kNotPinned && m->pinCount() >= cap)
+                if (const long cold = m->coldestLearnedPin(); cold >= 0)
+                    m->setPinned(size_t(cold), kNotPinned);
+            m->setPinned(m->key(id), kUserPin);
+            ++n;
+        }
+        for (const ExpertId& id : ids)
+            if (m->routedExpert(id) && m->pinned[m->key(id)] == kUserPin) m->loadPinned(id, loads);
+        m->trim();
+    }
+    m->submit(loads);
+    return n;
+}
+
+std::vector<ExpertId> ExpertCache::userPins() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    std::vector<ExpertId> out;
+    for (size_t k = 0; k < m->pinned.size(); ++k)
+        if (m->pinned[k] == kUserPin) out.push_back(m->idOf(k));
+    return out;
+}
+
+bool ExpertCache::exclude(ExpertId id) {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    if (!m->routedExpert(id)) return false;
+    const size_t k = m->key(id);
+    m->excluded[k] = 1;
+    if (m->pinned[k] != kLearnedPin) return false;
+    m->setPinned(k, kNotPinned);
+    m->trim();
+    return true;
+}
+
+void ExpertCache::setExclusions(const std::vector<ExpertId>& ids) {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    std::fill(m->excluded.begin(), m->excluded.end(), 0);
+    for (const ExpertId& id : ids) {
+        if (!m->routedExpert(id)) continue;
+        const size_t k = m->key(id);
+        m->excluded[k] = 1;
+        if (m->pinned[k] == kLearnedPin) m->setPinned(k, kNotPinned);
+    }
+    m->trim();
+}
+
+std::vector<ExpertId> ExpertCache::exclusions() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    std::vector<ExpertId> out;
+    for (size_t k = 0; k < m->excluded.size(); ++k)
+        if (m->excluded[k]) out.push_back(m->idOf(k));
+    return out;
+}
+
+ExpertMap ExpertCache::expertMap() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    return {m->cfg.nLayers, m->cfg.nExperts, m->stateMap, m->hits};
 }
 
 std::vector<double> ExpertCache::heatSnapshot() const {
@@ -659,6 +834,7 @@ TierTelemetry ExpertCache::telemetry() const {
     r.budgetBytes = uint64_t(m->maxSlots) * m->slotBytes;
     r.slotBytes = m->slotBytes;
     t.routedBits = m->routedBits;
+    t.experts = {m->cfg.nLayers, m->cfg.nExperts, m->stateMap, m->hits};
     return t;
 }
 
@@ -704,6 +880,22 @@ Status ExpertCache::checkConsistency() const {
             return {ErrorCode::Internal, "expert index " + std::to_string(k) + " -> slot " +
                                              std::to_string(s) + " holding another expert"};
     }
+    int userPins = 0;
+    for (size_t k = 0; k < m->stateMap.size(); ++k) {
+        if (m->stateMap[k] != m->stateFromSlots(k))
+            return {ErrorCode::Internal,
+                    "expert map of layer " + std::to_string(k / m->cfg.nExperts) + " expert " +
+                        std::to_string(k % m->cfg.nExperts) + " is " +
+                        std::to_string(m->stateMap[k]) + ", the slot table says " +
+                        std::to_string(m->stateFromSlots(k))};
+        userPins += m->pinned[k] == kUserPin;
+    }
+    if (userPins != m->userPins)
+        return {ErrorCode::Internal, "user pin count " + std::to_string(m->userPins) + " vs " +
+                                         std::to_string(userPins) + " user pins"};
+    if (m->pinCount() > m->pinCapacity())
+        return {ErrorCode::Internal, std::to_string(m->pinCount()) + " pins over the capacity of " +
+                                         std::to_string(m->pinCapacity())};
     if (m->allocated() > std::max(m->maxSlots, busy))
         return {ErrorCode::Internal, std::to_string(m->allocated()) + " slots allocated over " +
                                          std::to_string(m->maxSlots) + " in the budget"};

@@ -1,8 +1,9 @@
 #pragma once
 // The RAM tiers of the routed experts (docs/design.md "Expert tiers"): one pool of equal-sized
 // slots under ONE byte budget (slots being read included), holding
-//   - the pinned hot-store: experts chosen from learned heat (setPins, rebalancePins), never
-//     evicted while pinned;
+//   - the pinned hot-store: experts chosen from learned heat (setPins, rebalancePins) and the
+//     user's own pins (pinUser, setUserPins: never swapped out by the learned ones, counted in
+//     the same capacity), never evicted while pinned;
 //   - the LFRU cache: every other resident expert; the victim is the ready, unreferenced, unpinned
 //     slot expected to be routed last: HeatTable::colder(a, b, currentLayer, topK) (the eviction
 //     heat's share of its layer gives a per-token routing chance, the layer cycle the distance;
@@ -31,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace coli::tiers {
@@ -50,6 +52,9 @@ struct CacheOptions {
     // 16 tokens was best on the default model's traces (docs/perf-cache-policy.md).
     double evictionHalfLifeTokens = 16;
 };
+
+// "the hot-store is full: N of N places are pinned; unpin an expert or raise the RAM budget"
+std::string hotStoreFullMessage(int capacity);
 
 class ExpertCache {
 public:
@@ -73,7 +78,9 @@ public:
     uint64_t minimumBudget() const; // workingSlots * slotBytes (bytes)
     uint64_t budget() const;        // bytes in force
     // Changes the budget at run time (0 = minimum). Shrinking frees slot memory now (evicting
-    // the coldest ready slots and unpinning the coldest pins beyond the new hot-store size);
+    // the coldest ready slots and unpinning the coldest pins beyond the new hot-store size:
+    // learned pins first, user pins only when they alone exceed it, coldest first; the caller
+    // compares userPins() before and after to tell the user);
     // slots that are loading or in use are freed as soon as they are released.
     // Errors: InvalidArgument below the minimum (naming it); nothing changes then.
     Status setBudget(uint64_t bytes);
@@ -112,15 +119,43 @@ public:
     void setTokenObserver(TokenObserver fn);
 
     // ---- the pinned hot-store ----
-    int pinCapacity() const; // experts the hot-store may hold under the current budget
-    // Pins the first pinCapacity() experts of `hottestFirst` (unpinning others) and starts reading
-    // those not resident into free or cold slots.
+    // Experts the hot-store may hold under the current budget (learned and user pins together).
+    int pinCapacity() const;
+    // Learned pins: pins the first pinCapacity() - userPins().size() experts of `hottestFirst`
+    // that are routed, not user-pinned and not excluded (unpinning other learned pins; user pins
+    // stay) and starts reading those not resident into free or cold slots. Bad ids are skipped.
     void setPins(const std::vector<ExpertId>& hottestFirst);
-    // Hysteresis swaps at a turn boundary: fills free hot-store places with the hottest unpinned
-    // experts, then swaps while the hottest unpinned beats the coldest pinned by pinMargin, at most
-    // maxPinSwaps changes. Returns the number of changes.
+    // Hysteresis swaps of learned pins at a turn boundary: fills free hot-store places (those
+    // user pins leave) with the hottest experts neither pinned nor excluded, then swaps while the
+    // hottest such beats the coldest learned pin by pinMargin, at most maxPinSwaps changes. User
+    // pins are never swapped out. Returns the number of changes.
     int rebalancePins();
+    // Every pinned expert, learned and user pins, by (layer, expert).
     std::vector<ExpertId> pins() const;
+
+    // ---- user pins (docs/tiers.md "User pins"): the user's choice, applied by the caller at a
+    // turn boundary; they change speed, never tokens (placement invariance) ----
+    // Makes `id` a user pin (a learned pin becomes one in place; otherwise the coldest learned pin
+    // gives up its place when the hot-store is full) and starts reading it. No change when it
+    // already is one. Errors: InvalidArgument when `id` is not a routed expert (a dense layer, out
+    // of range), or when user pins fill all pinCapacity() places (hotStoreFullMessage).
+    Status pinUser(ExpertId id);
+    // Drops the user pin of `id` (its slot becomes an ordinary cached one); false when it was none.
+    bool unpinUser(ExpertId id);
+    // Replaces every user pin by the first pinCapacity() routed experts of `ids` (a stored list,
+    // at load); learned pins make room, coldest first. Returns how many were applied (fewer than
+    // the valid ids when the hot-store is too small: the caller says so).
+    int setUserPins(const std::vector<ExpertId>& ids);
+    std::vector<ExpertId> userPins() const; // by (layer, expert)
+    // Excludes `id` from learned pins (the user unpinned a learned pin): unpins it when it is a
+    // learned pin (returns true then). Ignored for a bad id (false).
+    bool exclude(ExpertId id);
+    // Replaces the exclusions (at load, or empty after the user reset them); unpins learned pins
+    // among them. Bad ids are skipped.
+    void setExclusions(const std::vector<ExpertId>& ids);
+    std::vector<ExpertId> exclusions() const; // by (layer, expert)
+    // The per-expert state and hit map alone (telemetry().experts).
+    ExpertMap expertMap() const;
 
     // ---- learned heat (storage glue) ----
     std::vector<double> heatSnapshot() const; // [n_layers * n_experts], decayed to now
@@ -128,6 +163,8 @@ public:
     void setTokenClock(int64_t tokens);
     void setHeat(ExpertId id, double heat, int64_t asOf);
 
+    // Counters, residency, the last batch's routed bits and the ExpertMap (kept current as slots
+    // and pins change: a copy of 5 bytes per expert, no walk over the experts).
     TierTelemetry telemetry() const;
     // telemetry().counters alone: one copy under the lock, no walk over the slots (for a
     // per-turn difference, TierCounters operator-).
@@ -137,7 +174,8 @@ public:
     const aio::IoPool& pool() const;
     // Test hook: checks the slot table's invariants (every non-empty slot indexed under its
     // expert and vice versa, no negative reference counts, allocation within the budget or only
-    // over it by busy slots). Internal naming the broken one.
+    // over it by busy slots, the ExpertMap's states equal to the slot table's, pins within
+    // pinCapacity()). Internal naming the broken one.
     Status checkConsistency() const;
     // Test hook: waits until no read is in flight.
     void waitIdle();

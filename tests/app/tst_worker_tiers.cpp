@@ -3,6 +3,7 @@
 // (placement invariance), prefetch switches when idle, and load-time settings are clamped.
 // Drives the real EngineWorker (the app's engine thread) on a fixture model; no window.
 #include "engine_worker.h"
+#include "learning/learned_usage.h"
 
 #include <gtest/gtest.h>
 
@@ -153,4 +154,209 @@ TEST(WorkerTiers, LoadTimeSettingsAreClamped) {
     EngineWorker big({.threads = 1, .expertBudgetBytes = uint64_t(1) << 50}, nullptr);
     load(big);
     EXPECT_EQ(big.tierStatus().residency.budgetBytes, big.tierStatus().maximumBudget);
+}
+
+// The Brain and Atlas views' map travels with every status: one state byte and a hit count per
+// (layer, expert), the hits adding up to the routed count of the same snapshot.
+TEST(WorkerTiers, ExpertMapIsPublishedWithEveryStatus) {
+    EngineWorker w({.threads = 1}, nullptr);
+    load(w);
+    const TierStatus s0 = w.tierStatus();
+    ASSERT_GT(s0.experts.nLayers, 0);
+    ASSERT_GT(s0.experts.nExperts, 0);
+    const size_t n = size_t(s0.experts.nLayers) * size_t(s0.experts.nExperts);
+    ASSERT_EQ(s0.experts.state.size(), n);
+    ASSERT_EQ(s0.experts.hits.size(), n);
+    w.post(generate(2));
+    int statuses = 0;
+    std::string failure;
+    ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {
+        const TierStatus s = w.tierStatus();
+        uint64_t hits = 0;
+        for (uint32_t h : s.experts.hits)
+            hits += h;
+        if (hits != s.counters.routed && failure.empty())
+            failure = std::to_string(hits) + " hits vs " + std::to_string(s.counters.routed) +
+                      " routed at serial " + std::to_string(s.serial);
+        ++statuses;
+        return ev.kind == EventKind::Finished || ev.kind == EventKind::Failed;
+    }));
+    EXPECT_TRUE(failure.empty()) << failure;
+    EXPECT_GT(statuses, 0);
+    // Idle, reads landed (republished every 50 ms while any is in flight): the map's states
+    // agree with the residency counts.
+    TierStatus s = w.tierStatus();
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (s.residency.loadingExperts > 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(1ms);
+        s = w.tierStatus();
+    }
+    ASSERT_EQ(s.residency.loadingExperts, 0);
+    EXPECT_GT(s.counters.routed, 0u);
+    int counts[5] = {};
+    for (uint8_t b : s.experts.state)
+        ++counts[b & tiers::kExpertStateMask];
+    EXPECT_EQ(counts[int(tiers::ExpertState::Cached)], s.residency.cachedExperts);
+    EXPECT_EQ(counts[int(tiers::ExpertState::Pinned)], s.residency.pinnedExperts);
+    EXPECT_EQ(counts[int(tiers::ExpertState::Loading)], 0);
+    EXPECT_EQ(counts[int(tiers::ExpertState::Disk)], s.residency.diskExperts);
+    EXPECT_GT(s.residency.cachedExperts + s.residency.pinnedExperts, 0);
+}
+
+namespace {
+
+Command userPin(UserPinChange::Action action, int layer, int expert) {
+    Command c{CommandKind::UserPin};
+    c.id = 77;
+    c.pin.action = action;
+    c.pin.layer = layer;
+    c.pin.expert = expert;
+    return c;
+}
+
+// The first routed expert of the map that is in none of the hot-store's places.
+std::pair<int, int> unpinnedExpert(const tiers::ExpertMap& m) {
+    for (int l = 0; l < m.nLayers; ++l)
+        for (int e = 0; e < m.nExperts; ++e) {
+            const uint8_t b = m.state[size_t(l * m.nExperts + e)];
+            if (b != uint8_t(tiers::ExpertState::None) &&
+                (b & tiers::kExpertStateMask) != uint8_t(tiers::ExpertState::Pinned))
+                return {l, e};
+        }
+    return {-1, -1};
+}
+
+uint8_t stateOf(const TierStatus& s, int layer, int expert) {
+    return s.experts.state[size_t(layer * s.experts.nExperts + expert)];
+}
+
+// Waits for the UserPin event; returns it.
+EngineEvent waitPin(EngineWorker& w) {
+    EngineEvent got;
+    EXPECT_TRUE(pump(w, [&](const EngineEvent& ev) {
+        if (ev.kind == EventKind::UserPin) got = ev;
+        return ev.kind == EventKind::UserPin;
+    }));
+    return got;
+}
+
+} // namespace
+
+// A pin asked for during an answer is applied after it (a turn boundary), never mid-answer, and
+// changes no token; the map then shows it as a user pin.
+TEST(WorkerTiers, UserPinAppliesAtTheTurnBoundaryAndKeepsTheTokens) {
+    std::vector<int32_t> reference;
+    {
+        EngineWorker w({.threads = 1}, nullptr);
+        load(w);
+        w.post(generate(2));
+        ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {
+            if (ev.kind == EventKind::Finished) reference = ev.stats.generatedIds;
+            return ev.kind == EventKind::Finished || ev.kind == EventKind::Failed;
+        }));
+        ASSERT_EQ(reference.size(), 40u);
+    }
+    EngineWorker w({.threads = 1}, nullptr);
+    load(w);
+    const auto [layer, expert] = unpinnedExpert(w.tierStatus().experts);
+    ASSERT_GE(layer, 0);
+    ASSERT_GT(w.tierStatus().pinCapacity, 0);
+    // Posted while the answer is queued or running (the fixture answers faster than a test could
+    // react to a piece): it must run after the answer's last token.
+    w.post(generate(2));
+    w.post(userPin(UserPinChange::Action::Pin, layer, expert));
+    bool finished = false, pinBeforeEnd = false, pinSeen = false;
+    std::vector<int32_t> ids;
+    EngineEvent pinEvent;
+    ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {
+        if (ev.kind == EventKind::Finished) {
+            finished = true;
+            ids = ev.stats.generatedIds;
+        }
+        if (ev.kind == EventKind::UserPin) { // the ring keeps the engine's order
+            pinSeen = true;
+            pinEvent = ev;
+            if (!finished) pinBeforeEnd = true;
+        }
+        return pinSeen || ev.kind == EventKind::Failed;
+    }));
+    EXPECT_TRUE(finished);
+    EXPECT_FALSE(pinBeforeEnd) << "the pin was applied before the answer ended";
+    EXPECT_EQ(ids, reference) << "a user pin must never change a token";
+    EXPECT_TRUE(pinEvent.pinApplied) << pinEvent.text;
+    EXPECT_EQ(pinEvent.text,
+              "Pinned layer " + std::to_string(layer) + " expert " + std::to_string(expert) + ".");
+    EXPECT_TRUE(stateOf(w.tierStatus(), layer, expert) & tiers::kUserPinFlag);
+    // Unpinned again when idle: at once.
+    w.post(userPin(UserPinChange::Action::Unpin, layer, expert));
+    const EngineEvent un = waitPin(w);
+    EXPECT_TRUE(un.pinApplied);
+    EXPECT_FALSE(stateOf(w.tierStatus(), layer, expert) & tiers::kUserPinFlag);
+}
+
+TEST(WorkerTiers, UserPinBeyondTheHotStoreIsRefused) {
+    EngineWorker w({.threads = 1, .expertBudgetBytes = 1}, nullptr); // the minimum: no places
+    load(w);
+    ASSERT_EQ(w.tierStatus().pinCapacity, 0);
+    const auto [layer, expert] = unpinnedExpert(w.tierStatus().experts);
+    w.post(userPin(UserPinChange::Action::Pin, layer, expert));
+    const EngineEvent ev = waitPin(w);
+    EXPECT_FALSE(ev.pinApplied);
+    EXPECT_EQ(ev.text, "the hot-store is full: 0 of 0 places are pinned; unpin an expert or "
+                       "raise the RAM budget");
+    EXPECT_EQ(stateOf(w.tierStatus(), layer, expert) & tiers::kUserPinFlag, 0);
+}
+
+// Unpinning a learned pin excludes it (learned pins come from the usage database: here a
+// LearnedUsage handed over as the storage thread would), until the exclusions are reset.
+TEST(WorkerTiers, UnpinningALearnedPinExcludesItUntilReset) {
+    EngineWorker w({.threads = 1}, nullptr);
+    load(w);
+    const auto [layer, expert] = unpinnedExpert(w.tierStatus().experts);
+    auto usage = std::make_shared<learning::LearnedUsage>();
+    usage->pins = {{layer, expert}};
+    usage->heat = {{layer, expert, 5.0, 0}};
+    Command apply{CommandKind::ApplyUsage};
+    apply.dir = kModel;
+    apply.usage = usage;
+    w.post(std::move(apply));
+    w.post(userPin(UserPinChange::Action::ResetExclusions, -1, -1)); // a marker: usage applied
+    ASSERT_TRUE(waitPin(w).pinApplied);
+    ASSERT_EQ(stateOf(w.tierStatus(), layer, expert) & tiers::kExpertStateMask,
+              uint8_t(tiers::ExpertState::Pinned));
+    w.post(userPin(UserPinChange::Action::Exclude, layer, expert));
+    const EngineEvent ev = waitPin(w);
+    EXPECT_TRUE(ev.pinApplied) << ev.text;
+    EXPECT_EQ(ev.text, "Unpinned layer " + std::to_string(layer) + " expert " +
+                           std::to_string(expert) +
+                           ": excluded from learned pins until you reset the exclusions.");
+    EXPECT_NE(stateOf(w.tierStatus(), layer, expert) & tiers::kExpertStateMask,
+              uint8_t(tiers::ExpertState::Pinned));
+    // A turn's rebalancing does not pin it again while excluded.
+    w.post(generate(3));
+    ASSERT_TRUE(pump(w, [&](const EngineEvent& e) {
+        return e.kind == EventKind::Finished || e.kind == EventKind::Failed;
+    }));
+    EXPECT_NE(stateOf(w.tierStatus(), layer, expert) & tiers::kExpertStateMask,
+              uint8_t(tiers::ExpertState::Pinned));
+    w.post(userPin(UserPinChange::Action::ResetExclusions, -1, -1));
+    EXPECT_EQ(waitPin(w).text, "Exclusions reset: learned pins may choose any expert again.");
+}
+
+// A budget lowered below the user pins unpins the coldest of them (learned pins first) and says
+// so in a notice of the loaded model.
+TEST(WorkerTiers, BudgetBelowTheUserPinsUnpinsThemWithANotice) {
+    EngineWorker w({.threads = 1}, nullptr);
+    load(w);
+    const auto [layer, expert] = unpinnedExpert(w.tierStatus().experts);
+    w.post(userPin(UserPinChange::Action::Pin, layer, expert));
+    ASSERT_TRUE(waitPin(w).pinApplied);
+    w.requestBudget(1); // the minimum: no hot-store places
+    std::string notice;
+    ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {
+        if (ev.kind == EventKind::Notice) notice = ev.text;
+        return ev.kind == EventKind::Notice;
+    }));
+    EXPECT_NE(notice.find("1 of your 1 user pins were unpinned"), std::string::npos) << notice;
+    EXPECT_EQ(stateOf(w.tierStatus(), layer, expert) & tiers::kUserPinFlag, 0);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""`coli usage path | reset [MODEL_DIR]` on a usage database (storage/, docs/storage.md): the
+"""`coli usage path | reset [MODEL_DIR] | pin | unpin | pins | reset-exclusions` on a usage database (storage/, docs/storage.md): the
 default location follows XDG_DATA_HOME; reset forgets one model's heat and pins (found by the
 identity of its weights, computed here independently with hashlib) or every model's; a damaged
 database is refused with its name and left unchanged."""
@@ -79,6 +79,48 @@ class Usage(unittest.TestCase):
         r = coli("usage", "reset", "--db", self.db)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.rows(2), (0, 0))
+
+    def test_user_pins_and_exclusions(self):
+        qwen = os.path.join(ARGS.fixtures, "qwen3moe")
+        r = coli("usage", "pin", qwen, "1", "3", "--db", self.db)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("pinned layer 1 expert 3", r.stdout)
+        r = coli("usage", "pin", qwen, "2", "0", "--db", self.db)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # Not a routed expert: a usage error naming the model's shape, nothing written.
+        r = coli("usage", "pin", qwen, "9", "0", "--db", self.db)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("layer 9 has no routed experts", r.stderr)
+        r = coli("usage", "pin", qwen, "1", "16", "--db", self.db)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("expert 16 out of range", r.stderr)
+        # Unpinning a user pin drops it; any other expert is excluded from learned pins.
+        r = coli("usage", "unpin", qwen, "2", "0", "--db", self.db)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("unpinned layer 2 expert 0", r.stdout)
+        r = coli("usage", "unpin", qwen, "3", "5", "--db", self.db)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("excluded from learned pins", r.stdout)
+        with sqlite3.connect(self.db) as c:
+            model = c.execute("SELECT id FROM models WHERE identity=?", (identity(qwen),)).fetchone()[0]
+            self.assertEqual(c.execute("SELECT layer, expert FROM user_pins WHERE model=?",
+                                       (model,)).fetchall(), [(1, 3)])
+            self.assertEqual(c.execute("SELECT layer, expert FROM pin_exclusions WHERE model=?",
+                                       (model,)).fetchall(), [(3, 5)])
+        r = coli("usage", "pins", qwen, "--db", self.db)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("user pins, oldest first, layer/expert (1): 1/3", r.stdout)
+        self.assertIn("excluded from learned pins (1): 3/5", r.stdout)
+        r = coli("usage", "reset-exclusions", qwen, "--db", self.db)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("1 exclusion of", r.stdout)
+        r = coli("usage", "pins", qwen, "--db", self.db)
+        self.assertIn("excluded from learned pins (0):", r.stdout)
+        self.assertIn("(1): 1/3", r.stdout)
+        # A model without usage: said so, nothing created.
+        r = coli("usage", "pins", os.path.join(ARGS.fixtures, "mixtral"), "--db", self.db)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("no usage recorded", r.stdout)
 
     def test_damaged_database_is_refused_and_kept(self):
         with open(self.db, "wb") as f:

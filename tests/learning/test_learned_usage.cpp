@@ -5,6 +5,7 @@
 
 #include "cache_test_util.h"
 #include "storage/model_identity.h"
+#include "storage/user_pins.h"
 #include "storage_test_util.h"
 
 #include <gtest/gtest.h>
@@ -241,4 +242,47 @@ TEST(LearnedUsage, LoadForAModelFolder) {
     auto none = learning::loadLearnedUsageFor(**db, missing, 4);
     ASSERT_FALSE(none.isOk());
     EXPECT_NE(none.status().message().find(missing), std::string::npos) << none.status().message();
+}
+
+// At load the user's pins come first, exclusions stay out of learned pins, and learned pins fill
+// the places left; the next run's candidates cover the skipped ones. At a turn end user pins stay.
+TEST(LearnedUsage, UserPinsFirstThenLearnedPinsWithoutExclusions) {
+    TempDir dir;
+    const std::string path = dir.file("colibri.db");
+    auto cache = makeCache(8); // pinShare 0.5: 4 places
+    ASSERT_NE(cache, nullptr);
+    ASSERT_EQ(cache->pinCapacity(), 4);
+    learnSomething(*cache);
+    const int first = cache_test::CacheFixture::get("qwen3moe").sparseLayers.front();
+    const int last = cache_test::CacheFixture::get("qwen3moe").sparseLayers.back();
+    auto db = storage::Storage::open(path);
+    ASSERT_TRUE(db.isOk()) << db.status().toString();
+    auto u0 = learning::loadLearnedUsage(**db, kIdentity, "/m", 4);
+    ASSERT_TRUE(u0.isOk()) << u0.status().toString();
+    ASSERT_TRUE(learning::saveUsage(**db, u0->modelId, learning::endTurnSnapshot(*cache)).isOk());
+    storage::UserPinStore store(**db);
+    ASSERT_TRUE(store.pin(u0->modelId, first, 9, 1000).isOk()); // cold: never a learned pin
+    ASSERT_TRUE(store.exclude(u0->modelId, last, 4).isOk());    // the hottest
+    ASSERT_TRUE(store.pin(u0->modelId, last, 3, 2000).isOk());  // the second hottest
+
+    auto u = learning::loadLearnedUsage(**db, kIdentity, "/m", 4);
+    ASSERT_TRUE(u.isOk()) << u.status().toString();
+    EXPECT_EQ(u->userPins, (std::vector<tiers::ExpertId>{{first, 9}, {last, 3}}));
+    EXPECT_EQ(u->exclusions, (std::vector<tiers::ExpertId>{{last, 4}}));
+    EXPECT_EQ(u->pins.size(), 4u + 3u);
+    auto fresh = makeCache(8);
+    ASSERT_NE(fresh, nullptr);
+    EXPECT_EQ(learning::applyLearnedUsage(*fresh, *u), 2);
+    EXPECT_EQ(sorted(fresh->userPins()), sorted({{first, 9}, {last, 3}}));
+    // The two places left: the hottest neither excluded nor user-pinned.
+    EXPECT_EQ(sorted(fresh->pins()), sorted({{first, 9}, {last, 1}, {last, 2}, {last, 3}}));
+    const learning::UsageSnapshot s = learning::endTurnSnapshot(*fresh);
+    EXPECT_EQ(sorted(s.pins), sorted({{first, 9}, {last, 1}, {last, 2}, {last, 3}}));
+    EXPECT_EQ(sorted(fresh->userPins()), sorted({{first, 9}, {last, 3}}));
+    // A smaller hot-store: the oldest user pins that fit.
+    auto small = makeCache(2);
+    ASSERT_NE(small, nullptr);
+    ASSERT_EQ(small->pinCapacity(), 1);
+    EXPECT_EQ(learning::applyLearnedUsage(*small, *u), 1);
+    EXPECT_EQ(sorted(small->pins()), sorted({{first, 9}}));
 }

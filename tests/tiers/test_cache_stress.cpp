@@ -3,7 +3,9 @@
 // backends with queue depth >= 2, with prefetches of the next layer while a layer is open, budget
 // changes (grow, shrink, down to the minimum) and pin changes at random points (prefetches and
 // pins of the open layer's own experts included), and an observer thread reading telemetry, heat
-// and consistency and changing the budget and pins meanwhile (the GUI's role). Every handed-out
+// and consistency and changing the budget, pins, user pins and exclusions meanwhile (the GUI's
+// role). The per-expert map must match the slot table at every check (checkConsistency) and its
+// hits must add up to the routed count in every snapshot. Every handed-out
 // view must be the expert's stored blob, byte for byte (read independently of the cache), also
 // after budget shrinks and prefetches while it is held; the slot table must stay consistent after
 // every batch; the counters must add up at the end. Also built and run under ThreadSanitizer (label
@@ -112,6 +114,10 @@ TEST_P(CacheStress, RandomBatchesKeepBytesAndConsistency) {
             const tiers::TierCounters& k = t.counters;
             std::string err;
             if (k.hitsPinned + k.hitsCache + k.misses != k.routed) err = "hits + misses != routed";
+            uint64_t hits = 0;
+            for (uint32_t h : t.experts.hits)
+                hits += h;
+            if (hits != k.routed) err = "expert map hits != routed";
             const Status st = cache.checkConsistency();
             if (!st.isOk()) err = st.toString();
             if (cache.heatSnapshot().size() != size_t(cfg.nLayers * cfg.nExperts))
@@ -124,6 +130,20 @@ TEST_P(CacheStress, RandomBatchesKeepBytesAndConsistency) {
                 if (!b.isOk()) err = b.toString();
             } else if (act == 2) {
                 cache.rebalancePins(); // pins may change while a layer is open
+            } else if (act <= 5) {
+                const tiers::ExpertId id{
+                    fx.sparseLayers[std::uniform_int_distribution<size_t>(
+                        0, fx.sparseLayers.size() - 1)(g)],
+                    std::uniform_int_distribution<int>(0, cfg.nExperts - 1)(g)};
+                if (act == 3) {
+                    const Status u = cache.pinUser(id); // refused when the hot-store is full
+                    if (!u.isOk() && u.message().find("hot-store is full") == std::string::npos)
+                        err = u.toString();
+                } else if (act == 4) {
+                    cache.unpinUser(id);
+                } else if (!cache.exclude(id) && std::uniform_int_distribution<int>(0, 3)(g) == 0) {
+                    cache.setExclusions({});
+                }
             }
             if (!err.empty() && observerErrors.fetch_add(1) == 0) observerFirstError = err;
             observerRounds.fetch_add(1);
@@ -232,6 +252,12 @@ TEST_P(CacheStress, RandomBatchesKeepBytesAndConsistency) {
                     {fx.sparseLayers[size_t(pick(0, nLayers - 1))], pick(0, cfg.nExperts - 1)});
             cache.setPins(pins);
             EXPECT_LE(int(cache.pins().size()), cache.pinCapacity());
+        } else if (turn == 3) {
+            std::vector<tiers::ExpertId> user; // a stored list applied at load
+            for (int i = 0; i < pick(0, 6); ++i)
+                user.push_back(
+                    {fx.sparseLayers[size_t(pick(0, nLayers - 1))], pick(0, cfg.nExperts - 1)});
+            cache.setUserPins(user);
         }
         ASSERT_TRUE(cache.checkConsistency().isOk()) << cache_test::state(cache);
     }
@@ -246,6 +272,13 @@ TEST_P(CacheStress, RandomBatchesKeepBytesAndConsistency) {
     const tiers::TierCounters& c = t.counters;
     cache_test::expectCoherent(c);
     EXPECT_EQ(c.routed, routed);
+    uint64_t mapHits = 0;
+    for (uint32_t h : t.experts.hits)
+        mapHits += h;
+    EXPECT_EQ(mapHits, c.routed);
+    // Idle: nothing loading in the map either.
+    for (uint8_t s : t.experts.state)
+        EXPECT_NE(s & tiers::kExpertStateMask, uint8_t(tiers::ExpertState::Loading));
     EXPECT_EQ(c.failedReads, 0u);
     // Every load started completed (idle now) and read one blob.
     EXPECT_EQ(c.bytesRead, c.readsIssued * cache.source().readBytes());

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -78,6 +79,9 @@ struct Placement {
     bool pins, prefetch, direct;
     int threads;
     ForwardPath path = ForwardPath::Fast;
+    // User pins (the Brain view's clicks) before the run: expert n of the n-th MoE layer, as
+    // many as the hot-store holds; learned pins fill the rest and rebalance at each turn.
+    bool userPins = false;
 };
 
 const Placement kPlacements[] = {
@@ -86,6 +90,10 @@ const Placement kPlacements[] = {
     {"1perlayer-pins-prefetch-direct-T2", Placement::OnePerLayer, true, true, true, 2},
     {"2perlayer-pins-noprefetch-T1", Placement::TwoPerLayer, true, false, false, 1},
     {"half-pins-prefetch-direct-T1", Placement::Half, true, true, true, 1},
+    {"2perlayer-userpins-prefetch-T2", Placement::TwoPerLayer, true, true, false, 2,
+     ForwardPath::Fast, true},
+    {"half-userpins-noprefetch-direct-T1", Placement::Half, true, false, true, 1, ForwardPath::Fast,
+     true},
     {"all-prefetch-T2", Placement::All, false, true, false, 2},
     {"reference-budget0-direct", Placement::Zero, true, false, true, 1, ForwardPath::Reference},
 };
@@ -162,6 +170,16 @@ void checkModel(const std::string& dir, bool container) {
         const ModelConfig& cfg = (*m)->config();
         ASSERT_TRUE(cache->setBudget(budgetBytes(p, *cache, cfg)).isOk());
         EXPECT_EQ(cache->pool().directIo(), p.direct);
+        std::vector<tiers::ExpertId> user;
+        if (p.userPins) {
+            int n = 0;
+            for (int l = 0; l < cfg.nLayers; ++l)
+                if (cfg.sparseLayer[size_t(l)]) user.push_back({l, n++ % cfg.nExperts});
+            user.resize(std::min(user.size(), size_t(cache->pinCapacity())));
+            ASSERT_FALSE(user.empty()) << "the placement leaves no hot-store place";
+            for (const tiers::ExpertId& id : user)
+                ASSERT_TRUE(cache->pinUser(id).isOk());
+        }
         const GenRun got = generate(**m, p.pins);
         EXPECT_EQ(got.greedy, want.greedy);
         EXPECT_EQ(got.sampled, want.sampled);
@@ -194,6 +212,15 @@ void checkModel(const std::string& dir, bool container) {
         if (p.pins && cache->pinCapacity() > 0) {
             EXPECT_FALSE(cache->pins().empty());
         }
+        // User pins survive the learned rebalancing of every turn; the map shows them.
+        EXPECT_EQ(cache->userPins(), user);
+        for (const tiers::ExpertId& id : user)
+            EXPECT_TRUE(t.experts.state[size_t(id.layer) * cfg.nExperts + id.expert] &
+                        tiers::kUserPinFlag);
+        uint64_t hits = 0;
+        for (uint32_t h : t.experts.hits)
+            hits += h;
+        EXPECT_EQ(hits, t.counters.routed);
         const tiers::TierCounters& k = t.counters;
         std::printf("%-44s %-36s slots %3llu/%3d  hit pinned %4llu cache %4llu miss %4llu  "
                     "evict %4llu  prefetch %llu/%llu used %llu  recall %.2f\n",

@@ -1,0 +1,196 @@
+#include "viz/specialists.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+namespace coli::viz {
+namespace {
+
+Status invalid(const std::string& what) {
+    return {ErrorCode::InvalidArgument, "specialists: " + what};
+}
+
+} // namespace
+
+double routingShare(int64_t slots, int64_t tokens, int topK) {
+    return tokens <= 0 ? 0.0 : double(slots) / (double(tokens) * topK);
+}
+
+double balancedShare(std::span<const double> shares) {
+    if (shares.empty()) return 0.0;
+    double sum = 0;
+    for (double s : shares)
+        sum += s;
+    return sum / double(shares.size());
+}
+
+bool isSpecialistShare(double share, double balanced) {
+    return balanced >= kSpecialistMinBalanced && share >= kSpecialistRatio * balanced;
+}
+
+ExpertLabel labelExpert(std::span<const double> shares) {
+    ExpertLabel l;
+    l.balanced = balancedShare(shares);
+    if (l.balanced <= 0) return l;
+    // balanced is the same for every topic, so the largest ratio is the largest share.
+    const auto top = std::max_element(shares.begin(), shares.end());
+    l.topTopic = int(top - shares.begin());
+    l.topRatio = *top / l.balanced;
+    if (isSpecialistShare(*top, l.balanced)) l.dominant = l.topTopic;
+    return l;
+}
+
+Result<std::vector<ExpertLabel>> labelExperts(std::span<const double> shares, int nExperts,
+                                              int nTopics) {
+    if (nExperts < 1 || nTopics < 1 || shares.size() != size_t(nExperts) * size_t(nTopics))
+        return invalid(std::to_string(shares.size()) + " shares for " + std::to_string(nExperts) +
+                       " experts x " + std::to_string(nTopics) + " topics");
+    std::vector<ExpertLabel> out(static_cast<size_t>(nExperts));
+    for (size_t i = 0; i < out.size(); ++i)
+        out[i] = labelExpert(shares.subspan(i * size_t(nTopics), size_t(nTopics)));
+    return out;
+}
+
+namespace {
+
+struct Pooled {
+    std::vector<int64_t> tokens; // [T]
+    std::vector<int64_t> slots;  // [n, T]
+};
+
+Result<Pooled> pool(const PromptRouting& r) {
+    if (r.nExperts < 1 || r.nTopics < 1 || r.topK < 1)
+        return invalid("needs at least one expert, one topic and top_k >= 1 (got " +
+                       std::to_string(r.nExperts) + ", " + std::to_string(r.nTopics) + ", " +
+                       std::to_string(r.topK) + ")");
+    const size_t P = r.topic.size(), n = size_t(r.nExperts), T = size_t(r.nTopics);
+    if (r.tokens.size() != P || r.slots.size() != P * n)
+        return invalid("per-prompt arrays do not match: " + std::to_string(P) + " topics, " +
+                       std::to_string(r.tokens.size()) + " token counts, " +
+                       std::to_string(r.slots.size()) + " slot counts for " + std::to_string(n) +
+                       " experts");
+    Pooled p;
+    p.tokens.assign(T, 0);
+    p.slots.assign(n * T, 0);
+    for (size_t q = 0; q < P; ++q) {
+        if (r.topic[q] < 0 || r.topic[q] >= r.nTopics)
+            return invalid("prompt " + std::to_string(q) + " has topic " +
+                           std::to_string(r.topic[q]) + ", outside [0, " + std::to_string(T) + ")");
+        if (r.tokens[q] < 0)
+            return invalid("prompt " + std::to_string(q) + " has a negative token count");
+        const size_t t = size_t(r.topic[q]);
+        p.tokens[t] += r.tokens[q];
+        for (size_t i = 0; i < n; ++i) {
+            const uint32_t s = r.slots[q * n + i];
+            if (int64_t(s) > r.tokens[q])
+                return invalid("prompt " + std::to_string(q) + " routes expert " +
+                               std::to_string(i) + " " + std::to_string(s) + " times in " +
+                               std::to_string(r.tokens[q]) + " tokens");
+            p.slots[i * T + t] += s;
+        }
+    }
+    return p;
+}
+
+} // namespace
+
+Result<std::vector<double>> topicShares(const PromptRouting& r) {
+    auto p = pool(r);
+    if (!p) return p.status();
+    const size_t n = size_t(r.nExperts), T = size_t(r.nTopics);
+    std::vector<double> shares(n * T);
+    for (size_t i = 0; i < n; ++i)
+        for (size_t t = 0; t < T; ++t)
+            shares[i * T + t] = routingShare(p->slots[i * T + t], p->tokens[t], r.topK);
+    return shares;
+}
+
+Result<LooAgreement> leaveOnePromptOut(const PromptRouting& r) {
+    auto p = pool(r);
+    if (!p) return p.status();
+    const size_t P = r.topic.size(), n = size_t(r.nExperts), T = size_t(r.nTopics);
+    std::vector<double> row(T);
+    auto sharesOf = [&](size_t i, size_t heldTopic, size_t held) {
+        for (size_t t = 0; t < T; ++t) {
+            int64_t slots = p->slots[i * T + t], tokens = p->tokens[t];
+            if (held < P && t == heldTopic)
+                slots -= r.slots[held * n + i], tokens -= r.tokens[held];
+            row[t] = routingShare(slots, tokens, r.topK);
+        }
+        return labelExpert(row).dominant;
+    };
+
+    LooAgreement a;
+    a.specialists.assign(T, 0);
+    a.perTopic.assign(T, 0.0);
+    std::vector<int64_t> agreedByTopic(T, 0);
+    for (size_t i = 0; i < n; ++i) {
+        const int full = sharesOf(i, 0, P);
+        if (full == kGeneralist) continue;
+        ++a.specialists[size_t(full)];
+        for (size_t q = 0; q < P; ++q) {
+            const bool same = sharesOf(i, size_t(r.topic[q]), q) == full;
+            a.agreed += same;
+            agreedByTopic[size_t(full)] += same;
+            ++a.cases;
+        }
+    }
+    a.overall = a.cases ? double(a.agreed) / double(a.cases) : 0.0;
+    for (size_t t = 0; t < T; ++t)
+        if (a.specialists[t] && P)
+            a.perTopic[t] = double(agreedByTopic[t]) / (double(a.specialists[t]) * double(P));
+    return a;
+}
+
+Result<TopicPurity> topicPurity(std::span<const double> xyz, std::span<const int> dominant,
+                                int nTopics, int k) {
+    if (xyz.size() != dominant.size() * 3)
+        return invalid(std::to_string(xyz.size()) + " coordinates for " +
+                       std::to_string(dominant.size()) + " experts (3 each expected)");
+    if (k < 1 || nTopics < 1) return invalid("k and the number of topics must be at least 1");
+    std::vector<size_t> spec;
+    for (size_t i = 0; i < dominant.size(); ++i) {
+        if (dominant[i] != kGeneralist && (dominant[i] < 0 || dominant[i] >= nTopics))
+            return invalid("expert " + std::to_string(i) + " has label " +
+                           std::to_string(dominant[i]) + ", outside [0, " +
+                           std::to_string(nTopics) + ")");
+        if (dominant[i] != kGeneralist) spec.push_back(i);
+    }
+    if (spec.size() < size_t(k) + 1)
+        return invalid("the purity over " + std::to_string(k) + " neighbours needs at least " +
+                       std::to_string(k + 1) + " specialists, there are " +
+                       std::to_string(spec.size()));
+    const size_t T = size_t(nTopics);
+    TopicPurity out;
+    out.perTopic.assign(T, 0.0);
+    std::vector<int> count(T, 0);
+    std::vector<std::pair<double, size_t>> d(spec.size() - 1);
+    double sum = 0;
+    for (size_t a : spec) {
+        size_t m = 0;
+        for (size_t b : spec) {
+            if (b == a) continue;
+            double dist = 0;
+            for (size_t c = 0; c < 3; ++c) {
+                const double diff = xyz[a * 3 + c] - xyz[b * 3 + c];
+                dist += diff * diff;
+            }
+            d[m++] = {dist, b};
+        }
+        std::partial_sort(d.begin(), d.begin() + k, d.end());
+        int same = 0;
+        for (int j = 0; j < k; ++j)
+            same += dominant[d[size_t(j)].second] == dominant[a];
+        const double purity = double(same) / double(k);
+        sum += purity;
+        out.perTopic[size_t(dominant[a])] += purity;
+        ++count[size_t(dominant[a])];
+    }
+    out.overall = sum / double(spec.size());
+    for (size_t t = 0; t < T; ++t)
+        if (count[t]) out.perTopic[t] /= double(count[t]);
+    return out;
+}
+
+} // namespace coli::viz

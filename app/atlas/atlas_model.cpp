@@ -106,7 +106,7 @@ void AtlasModel::setAtlas(atlas::AtlasData data, const QString& source) {
     m_centre = c;
     m_radius = r;
     // Fewer points get bigger ones (about the spacing of points in a ball of the cloud's radius).
-    m_baseSize = r * std::clamp(0.3f / std::cbrt(float(std::max<size_t>(1, n))), 0.008f, 0.05f);
+    m_baseSize = r * std::clamp(0.3f / std::cbrt(float(std::max<size_t>(1, n))), 0.008f, 0.035f);
     resetCamera();
     if (m_tiers) onTiers(); // heat of the model running now, without a flash
     emit dataChanged();
@@ -255,7 +255,7 @@ void AtlasModel::writeEntry(int i) {
         const float f = 1.0f - float(level) / kFlashSteps;
         const QVector4D to = m_dark ? QVector4D(1, 1, 1, 1) : QVector4D(20, 20, 24, 255) / 255.0f;
         c += (to - c) * (0.85f * f);
-        s *= 1.0f + 0.9f * f;
+        s *= 1.0f + 0.5f * f;
     }
     if (i == m_selected) s *= 1.6f;
     m_instancing->setEntry(i, p, s, c);

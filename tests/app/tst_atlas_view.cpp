@@ -433,11 +433,8 @@ private slots:
         QVERIFY(done.wait(60000));
         QTest::qWait(100); // the last telemetry sample (~30 Hz)
         // The manual clock held every flash: the experts routed during the answer flash now.
-        // Until the engine fills TierStatus::experts (ExpertCache::telemetry, issue 12's
-        // contract) the map is empty and nothing can flash: an expected failure, shown as XFAIL.
-        // Once the map is filled the checks below hold without it.
-        const bool mapFilled = v.controller->tiers()->status().experts.nExperts > 0;
-        if (!mapFilled) QEXPECT_FAIL("", "the engine does not fill TierStatus::experts yet", Abort);
+        QVERIFY2(v.controller->tiers()->status().experts.nExperts == 16,
+                 "the engine's per-expert map (TierStatus::experts) is empty");
         QVERIFY2(v.atlas->flashing() > 0, "no expert flashed during the answer");
         uint64_t hits = 0;
         for (int i = 0; i < v.atlas->count(); ++i)

@@ -356,6 +356,30 @@ private slots:
         QCOMPARE(m.advance(0), 0);
     }
 
+    // Only entries that really change count: experts whose hits grew while the view was hidden
+    // (no flash) and whose size is already at its cap keep the same entry.
+    void unchangedEntriesAreNotRewritten() {
+        AtlasModel m;
+        m.setManualClock(true);
+        m.loadSynthetic(10, 32, 4);
+        m.advance(0);
+        tiers::ExpertMap map;
+        map.nLayers = 10;
+        map.nExperts = 32;
+        map.state.assign(320, uint8_t(tiers::ExpertState::Disk));
+        map.hits.assign(320, 100000); // far beyond the size cap
+        m.applyExperts(map);
+        QCOMPARE(m.advance(0), 320); // every point grew to the cap
+        m.setActive(false);
+        for (int i = 0; i < 320; i += 3)
+            ++map.hits[size_t(i)];
+        m.applyExperts(map);
+        QCOMPARE(m.advance(0), 0); // hits grew, nothing drawn changed
+        map.hits[5] = 0;           // a smaller size (a new load's counts): this one changes
+        m.applyExperts(map);
+        QCOMPARE(m.advance(0), 1);
+    }
+
     void findCentresTheExpert() {
         View v;
         QVERIFY(v.window);

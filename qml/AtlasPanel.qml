@@ -15,6 +15,7 @@ ScrollView {
     // The probe's engine command (another part of issue 12). Until the controller has it, the
     // button explains how to make the atlas from the command line instead.
     readonly property bool probeCommand: controller !== null && typeof controller.runTopicProbe === "function"
+    readonly property bool probeRunning: probeCommand && controller.probeRunning === true
 
     contentWidth: availableWidth
     clip: true
@@ -183,19 +184,37 @@ ScrollView {
             objectName: "atlasProbe"
             Heading { text: qsTr("Topic probe") }
             Muted {
-                text: panel.probeCommand
-                      ? qsTr("Routes the probe's prompts through the loaded model (prefill only; chat waits) and places every expert.")
-                      : qsTr("The probe runs from the command line for now: coli atlas MODEL --json MODEL/atlas.json. The atlas of the model then shows here.")
+                objectName: "atlasProbeText"
+                text: panel.probeRunning ? (panel.controller.probeStatus || qsTr("The probe runs…"))
+                      : panel.probeCommand
+                        ? qsTr("Routes the probe's prompts through the loaded model (prefill only; chat waits) and places every expert.")
+                        : qsTr("The probe runs from the command line for now: coli atlas MODEL --json MODEL/atlas.json. The atlas of the model then shows here.")
             }
-            // PLACE FOR THE PROBE COMMAND (issue 12): controller.runTopicProbe() with progress
-            // and cancel comes with the topic probe's engine command.
+            ProgressBar {
+                objectName: "atlasProbeProgress"
+                Layout.fillWidth: true
+                visible: panel.probeRunning
+                from: 0
+                to: panel.probeRunning ? Math.max(1, panel.controller.probeTokensTotal) : 1
+                value: panel.probeRunning ? panel.controller.probeTokensDone : 0
+            }
+            // The probe's engine command (issue 12's topic probe: controller.runTopicProbe(),
+            // cancelTopicProbe(), probeRunning, probeStatus, probeTokensDone/Total). Without it
+            // the button stays disabled and the text above names the command line.
             AppButton {
                 objectName: "atlasRunProbe"
+                visible: !panel.probeRunning
                 primary: !panel.hasData
-                text: qsTr("Run topic probe")
+                text: panel.hasData ? qsTr("Run topic probe again") : qsTr("Run topic probe")
                 enabled: panel.probeCommand && panel.controller.loadState === "ready"
                          && !panel.controller.generating
                 onClicked: panel.controller.runTopicProbe()
+            }
+            AppButton {
+                objectName: "atlasCancelProbe"
+                visible: panel.probeRunning
+                text: qsTr("Cancel probe")
+                onClicked: panel.controller.cancelTopicProbe()
             }
         }
         Item { Layout.fillHeight: true }

@@ -175,9 +175,13 @@ void AtlasModel::setModelDir(const QString& dir) {
     if (dir == m_modelDir) return;
     m_modelDir = dir;
     emit modelDirChanged();
-    // Another model: its probe's atlas if there is one, else nothing (a synthetic atlas that a
-    // test or a demo loaded by hand stays until then).
-    const QString file = probeFileFor(dir);
+    reloadForModel();
+}
+
+void AtlasModel::reloadForModel() {
+    // The model's probe file if there is one, else nothing (a synthetic atlas that a test or a
+    // demo loaded by hand stays).
+    const QString file = probeFileFor(m_modelDir);
     if (!file.isEmpty() && QFileInfo::exists(file)) {
         if (!loadFile(file)) clear();
     } else if (m_source != QLatin1String("synthetic")) {

@@ -86,6 +86,9 @@ public:
     // Where the probe's atlas of the model in `dir` is looked for: <dir>/atlas.json (the file
     // `coli atlas DIR --json DIR/atlas.json` writes; docs/visualisation.md).
     static QString probeFileFor(const QString& dir);
+    // Shows what there is for modelDir: its probe file, else nothing ("none"); a synthetic atlas
+    // stays. Called when the model changes, and when the controller's stored probe goes away.
+    void reloadForModel();
 
     // Heat, state and flashes from the engine's per-expert map (the 30 Hz sample). Points whose
     // hits grew since the previous map start a flash. A map of another shape is ignored.

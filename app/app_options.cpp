@@ -61,8 +61,14 @@ AppOptions parseAppOptions(const QStringList& args) {
                                     QStringLiteral("R"));
     const QCommandLineOption seed(QStringLiteral("seed"), QStringLiteral("Sampling seed."),
                                   QStringLiteral("S"), QStringLiteral("0"));
-    for (const auto& opt :
-         {help, version, model, threads, maxTokens, temp, topK, topP, minP, repeat, seed})
+    const QCommandLineOption synthetic(
+        QStringLiteral("synthetic-telemetry"),
+        QStringLiteral(
+            "Feed the Brain view from a synthetic model of LAYERSxEXPERTS routed experts "
+            "(e.g. 75x256) at 10 tokens/s instead of the engine."),
+        QStringLiteral("LxE"));
+    for (const auto& opt : {help, version, model, threads, maxTokens, temp, topK, topP, minP,
+                            repeat, seed, synthetic})
         p.addOption(opt);
     // Qt names the program after the QCoreApplication, which does not exist yet: name it here.
     o.helpText = p.helpText().replace(QRegularExpression(QStringLiteral("^Usage: \\S+")),
@@ -110,6 +116,11 @@ AppOptions parseAppOptions(const QStringList& args) {
         else
             fail(opt, why);
     };
+    if (p.isSet(synthetic)) {
+        std::string why;
+        o.synthetic = parseSyntheticShape(p.value(synthetic).toStdString(), &why);
+        if (!o.synthetic) fail(synthetic, why);
+    }
     toInt(threads, 0, 4096, &o.threads);
     toInt(maxTokens, 1, 100000000, &o.params.maxNewTokens);
     o.maxTokensGiven = p.isSet(maxTokens);

@@ -3,6 +3,7 @@
 // Thread-safety: plain functions and values.
 #include "runtime/sampling_defaults.h"
 #include "runtime/session.h"
+#include "synthetic_telemetry.h"
 
 #include <QString>
 #include <QStringList>
@@ -15,6 +16,8 @@ struct AppOptions {
     GenerateParams params;       // maxNewTokens; params.sampler unused (see `sampling`)
     bool maxTokensGiven = false; // -n was given (else the Settings view's value applies)
     SamplingOverrides sampling;
+    // --synthetic-telemetry LxE: the Brain view shows a synthetic model's telemetry.
+    std::optional<SyntheticOptions> synthetic;
     bool showHelp = false, showVersion = false;
     QString helpText;
     QString error; // a usage error (exit code kExitUsage)

@@ -8,6 +8,7 @@
 
 #include "app_options.h"
 #include "app_settings.h"
+#include "brain_item.h"
 #include "engine_controller.h"
 
 #include <QCoreApplication>
@@ -103,6 +104,7 @@ QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* 
                                const QStringList& importDirs, QString* error, AppSettings* settings,
                                QObject* sessions, QObject* turnStats) {
     installReadOnlyTextShortcuts();
+    registerBrainTypes();
     if (!settings) {
         settings = new AppSettings(QString(), &engine);
         connectSettings(settings, controller, 0); // 0: the worker's own threads

@@ -34,6 +34,21 @@ EngineController::EngineController(WorkerOptions opt, QObject* parent) : QObject
         [this](bool on) {
             if (m_worker) m_worker->requestPrefetch(on);
         });
+    // The Brain draws the same 30 Hz sample (unless the synthetic generator feeds it); "this
+    // turn" starts with each answer.
+    connect(&m_tiers, &TierMonitor::changed, this, [this] {
+        if (!m_brain.synthetic()) m_brain.apply(m_tiers.status());
+    });
+    // A click on a Brain cell pins or unpins that expert (the synthetic generator takes its own).
+    connect(&m_brain, &BrainMonitor::userPinRequested, this, [this](int layer, int expert) {
+        if (!m_brain.synthetic()) toggleUserPin(layer, expert);
+    });
+    connect(this, &EngineController::generatingChanged, this, [this] {
+        if (!m_generating || m_brain.synthetic() || !m_worker) return;
+        m_tiers.apply(
+            m_worker->tierStatus()); // the previous answer's last tokens are not this turn's
+        m_brain.startTurn();
+    });
     // The tier status changes between answers too (a load, a budget change, pins being read):
     // sampled all the time; a sample whose serial was seen costs one mutex copy.
     m_telemetryTimer.start();

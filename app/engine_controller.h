@@ -7,6 +7,7 @@
 // telemetry is sampled by a ~30 Hz timer. Only shutdown() (quit) joins the engine thread, after
 // cancelling whatever runs, so it returns within about one token's time.
 // Thread-safety: GUI thread only (QObject affinity), except the wake-up the worker posts.
+#include "brain_monitor.h"
 #include "chat_model.h"
 #include "engine_worker.h"
 #include "tier_monitor.h"
@@ -31,6 +32,8 @@ class EngineController : public QObject {
     Q_OBJECT
     Q_PROPERTY(QObject* chatModel READ chatModelObject CONSTANT)
     Q_PROPERTY(QObject* tiers READ tiersObject CONSTANT)
+    // The Brain view's data: per-expert states and hits of the same tier status (issue 12).
+    Q_PROPERTY(QObject* brain READ brainObject CONSTANT)
     // The model info panel: architecture, parameters (total, active), experts, quantisation
     // (storage), context length, size on disk; empty until a model is loaded.
     Q_PROPERTY(QVariantMap modelDetails READ modelDetails NOTIFY modelChanged)
@@ -63,6 +66,8 @@ public:
     QObject* chatModelObject() { return &m_chat; }
     TierMonitor* tiers() { return &m_tiers; }
     QObject* tiersObject() { return &m_tiers; }
+    BrainMonitor* brain() { return &m_brain; }
+    QObject* brainObject() { return &m_brain; }
     QString modelDir() const { return m_modelDir; }
     QString modelName() const { return m_modelName; }
     QString modelInfo() const { return m_modelInfo; }
@@ -241,6 +246,7 @@ private:
     int m_contextUsed = 0, m_contextDropped = 0;
     ChatModel m_chat;
     TierMonitor m_tiers;
+    BrainMonitor m_brain;
     GenerateParams m_params;
     SamplingOverrides m_sampling;
     QString m_modelDir, m_modelName, m_modelInfo;

@@ -5,6 +5,7 @@
 #include "engine_controller.h"
 #include "session_manager.h"
 #include "startup/omp_defaults.h"
+#include "synthetic_driver.h"
 #include "turn_stats_model.h"
 
 #include <QApplication>
@@ -15,6 +16,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <memory>
 
 #ifndef COLI_DEFAULT_MODEL_DIR
 #define COLI_DEFAULT_MODEL_DIR ""
@@ -102,9 +104,19 @@ int main(int argc, char* argv[]) {
 
     QQmlApplicationEngine engine;
     QString error;
-    if (!createMainWindow(engine, &controller, {}, &error, &settings, &sessions, &turnStats)) {
+    QQuickWindow* window =
+        createMainWindow(engine, &controller, {}, &error, &settings, &sessions, &turnStats);
+    if (!window) {
         std::fprintf(stderr, "colibri: %s\n", qPrintable(error));
         return kExitQml;
+    }
+    // --synthetic-telemetry: the Brain shows a synthetic model at 10 tokens/s (the chat still
+    // uses the real model).
+    std::unique_ptr<SyntheticDriver> synthetic;
+    if (opt.synthetic) {
+        synthetic = std::make_unique<SyntheticDriver>(controller.brain(), *opt.synthetic);
+        synthetic->start();
+        QMetaObject::invokeMethod(window, "showView", Q_ARG(QVariant, QStringLiteral("brain")));
     }
     if (!modelDir.isEmpty()) controller.loadModel(modelDir);
     if (!notice.isEmpty()) controller.showNotice(notice); // after loadModel, which clears it

@@ -3,8 +3,8 @@ import QtQuick.Controls
 import QtQuick.Layouts
 import Colibri
 
-// The main window: header (model, load state, new chat), a sidebar of views (Chat, Tiers, Charts,
-// Models, Settings; Brain and Atlas slot in the same list), load progress, the banner, and the
+// The main window: header (model, load state, new chat), a sidebar of views (Chat, Tiers, Brain,
+// Charts, Models, Settings; the Atlas slots in the same list), load progress, the banner, and the
 // current view. `controller` is the C++ EngineController, `appSettings` the AppSettings.
 ApplicationWindow {
     id: win
@@ -33,6 +33,7 @@ ApplicationWindow {
     readonly property var views: [
         { name: "chat", title: qsTr("Chat"), icon: "✎", key: "Ctrl+1" },
         { name: "tiers", title: qsTr("Tiers"), icon: "▦", key: "Ctrl+2" },
+        { name: "brain", title: qsTr("Brain"), icon: "✺", key: "Ctrl+5" },
         { name: "atlas", title: qsTr("Atlas"), icon: "✷", key: "Ctrl+6" },
         { name: "charts", title: qsTr("Charts"), icon: "◔", key: "Ctrl+3" },
         { name: "models", title: qsTr("Models"), icon: "❐", key: "Ctrl+O" },
@@ -187,6 +188,7 @@ ApplicationWindow {
                     onNewChatRequested: win.newChat()
                 }
                 TiersView { objectName: "tiersView"; controller: win.controller }
+                BrainView { objectName: "brainView"; controller: win.controller }
                 AtlasView { objectName: "atlasView"; controller: win.controller; atlas: win.atlas }
                 ChartsView {
                     objectName: "chartsView"
@@ -250,6 +252,7 @@ ApplicationWindow {
     Shortcut { sequence: "Ctrl+2"; context: Qt.ApplicationShortcut; onActivated: win.showView("tiers") }
     Shortcut { sequence: "Ctrl+3"; context: Qt.ApplicationShortcut; onActivated: win.showView("charts") }
     Shortcut { sequence: "Ctrl+4"; context: Qt.ApplicationShortcut; onActivated: win.showView("settings") }
+    Shortcut { sequence: "Ctrl+5"; context: Qt.ApplicationShortcut; onActivated: win.showView("brain") }
     Shortcut { sequence: "Ctrl+6"; context: Qt.ApplicationShortcut; onActivated: win.showView("atlas") }
 
     Component.onCompleted: chatPage.focusInput()

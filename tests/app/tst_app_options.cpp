@@ -20,6 +20,7 @@ private slots:
     void defaults();
     void modelAndSampling();
     void usageErrors();
+    void syntheticTelemetry();
     void outOfRangeNumbers_data();
     void outOfRangeNumbers();
     void modelDirPrecedence();
@@ -103,6 +104,24 @@ void TstAppOptions::usageErrors() {
     QVERIFY(parse({"-n", "0"}).error.contains("--max-tokens"));
     QVERIFY(parse({"--seed", "-3"}).error.contains("--seed"));
     QVERIFY(parse({"a", "b"}).error.contains("unexpected"));
+}
+
+// --synthetic-telemetry LxE: the Brain's synthetic model; a bad shape is a usage error naming
+// the flag and what is wrong.
+void TstAppOptions::syntheticTelemetry() {
+    QVERIFY(!parse({}).synthetic);
+    const AppOptions o = parse({"--synthetic-telemetry", "75x256"});
+    QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
+    QVERIFY(o.synthetic);
+    QCOMPARE(o.synthetic->nLayers, 75);
+    QCOMPARE(o.synthetic->nExperts, 256);
+    QCOMPARE(o.synthetic->topK, 8);
+    QCOMPARE(o.synthetic->tokensPerSecond, 10.0);
+    const QString bad = parse({"--synthetic-telemetry", "75"}).error;
+    QVERIFY2(bad.startsWith("--synthetic-telemetry: '75' is not a shape"), qPrintable(bad));
+    QVERIFY(parse({"--synthetic-telemetry", "75x4"}).error.contains("experts per layer"));
+    QVERIFY(parse({"--synthetic-telemetry", "0x256"}).error.contains("layers must be"));
+    QVERIFY(o.helpText.contains("--synthetic-telemetry <LxE>"));
 }
 
 // Every numeric flag: a value its type cannot hold, or outside the flag's range, is refused by

@@ -578,10 +578,11 @@ void TestAppSession::everyViewByItsShortcut() {
         Qt::Key key;
         const char* view;
         const char* item;
-    } steps[] = {{Qt::Key_2, "tiers", "tiersView"},   {Qt::Key_6, "atlas", "atlasView"},
-                 {Qt::Key_3, "charts", "chartsView"}, {Qt::Key_4, "settings", "settingsView"},
-                 {Qt::Key_O, "models", "modelsView"}, {Qt::Key_1, "chat", "chatPage"}};
-    const QStringList items = {"chatPage",   "tiersView",  "atlasView",
+    } steps[] = {{Qt::Key_2, "tiers", "tiersView"},       {Qt::Key_5, "brain", "brainView"},
+                 {Qt::Key_6, "atlas", "atlasView"},       {Qt::Key_3, "charts", "chartsView"},
+                 {Qt::Key_4, "settings", "settingsView"}, {Qt::Key_O, "models", "modelsView"},
+                 {Qt::Key_1, "chat", "chatPage"}};
+    const QStringList items = {"chatPage",   "tiersView",  "brainView",   "atlasView",
                                "chartsView", "modelsView", "settingsView"};
     for (const auto& s : steps) {
         shortcut(s.key);
@@ -652,11 +653,8 @@ void TestAppSession::screenshotsOfEveryViewInBothThemes() {
     const struct {
         Qt::Key key;
         const char* view;
-    } views[] = {{Qt::Key_1, "chat"},
-                 {Qt::Key_2, "tiers"},
-                 {Qt::Key_3, "charts"},
-                 {Qt::Key_O, "models"},
-                 {Qt::Key_4, "settings"}};
+    } views[] = {{Qt::Key_1, "chat"},   {Qt::Key_2, "tiers"},  {Qt::Key_5, "brain"},
+                 {Qt::Key_3, "charts"}, {Qt::Key_O, "models"}, {Qt::Key_4, "settings"}};
     for (const QString& theme : {QStringLiteral("light"), QStringLiteral("dark")}) {
         app().settings->setTheme(theme);
         QCOMPARE(app().settings->dark(), theme == QLatin1String("dark"));

@@ -165,11 +165,10 @@ Page {
             AtlasPanel {
                 objectName: "atlasPanel"
                 Layout.fillHeight: true
-                // Narrow windows keep most of the width for the galaxy.
-                readonly property real panelWidth: Math.min(300, Math.max(210, view.width * 0.26))
-                Layout.preferredWidth: panelWidth
-                Layout.minimumWidth: panelWidth
-                Layout.maximumWidth: panelWidth
+                // A fixed width: the galaxy takes the rest.
+                Layout.preferredWidth: 256
+                Layout.minimumWidth: 256
+                Layout.maximumWidth: 256
                 atlas: view.atlas
                 controller: view.controller
             }

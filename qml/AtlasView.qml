@@ -107,6 +107,25 @@ Page {
                     }
                 }
 
+                // The selected expert: a ring at its projection (follows the camera).
+                Rectangle {
+                    objectName: "atlasSelectionRing"
+                    readonly property point at: {
+                        if (!view.atlas || view.atlas.selected < 0) return Qt.point(-100, -100)
+                        view.atlas.cameraPosition // re-evaluated when the camera moves
+                        return view.atlas.projectPoint(view.atlas.selected, scene.width, scene.height)
+                    }
+                    visible: view.hasData && view.atlas.selected >= 0 && at.x >= 0
+                    x: scene.x + at.x - width / 2
+                    y: scene.y + at.y - height / 2
+                    width: 26
+                    height: 26
+                    radius: 13
+                    color: "transparent"
+                    border.width: 2
+                    border.color: Theme.accent
+                }
+
                 MouseArea {
                     id: mouse
                     objectName: "atlasMouse"

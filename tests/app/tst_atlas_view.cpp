@@ -407,6 +407,12 @@ private slots:
         const double w = v.scene()->width(), h = v.scene()->height();
         const QPointF p = v.atlas->projectPoint(i, w, h);
         QVERIFY(std::abs(p.x() - w / 2) < 1 && std::abs(p.y() - h / 2) < 1);
+        auto* ring = v.find(QStringLiteral("atlasSelectionRing")); // marks it on screen
+        QVERIFY(ring);
+        QTRY_VERIFY(ring->isVisible());
+        const QPointF ringCentre =
+            ring->mapToItem(v.scene(), QPointF(ring->width() / 2, ring->height() / 2));
+        QVERIFY(std::abs(ringCentre.x() - p.x()) < 1 && std::abs(ringCentre.y() - p.y()) < 1);
         QVERIFY(v.grab().save(kShots + "/atlas_found.png"));
         // An expert that does not exist: a message, the selection stays.
         layer->setProperty("text", "");

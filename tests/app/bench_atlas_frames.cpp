@@ -85,6 +85,9 @@ Figures run(int layers, int experts, double seconds) {
         ++f.tokens;
     });
     qint64 lastTick = 0;
+    // COLI_BENCH_ORBIT=1: the camera turns every frame. Quick 3D renders the scene again only
+    // when it changed: without telemetry and without a turning camera a frame is the 2D only.
+    const bool orbit = qgetenv("COLI_BENCH_ORBIT") == "1";
     QObject::connect(window, &QQuickWindow::frameSwapped, window, [&] {
         if (frameClock.isValid()) intervals.push_back(double(frameClock.nsecsElapsed()) / 1e6);
         frameClock.start();
@@ -95,6 +98,7 @@ Figures run(int layers, int experts, double seconds) {
         atlas.advance(int(now - lastTick));
         ticks.push_back(double(t.nsecsElapsed()) / 1e6);
         lastTick = now;
+        if (orbit) atlas.orbit(2, 0); // a turning camera: the 3D scene renders every frame
         window->update();
     });
     // Warm-up: the first frames compile shaders and upload the table.
@@ -107,7 +111,9 @@ Figures run(int layers, int experts, double seconds) {
     intervals.clear();
     ticks.clear();
     const double cpu0 = cpuSeconds();
-    tokenTimer.start();
+    // COLI_BENCH_STATIC=1: no telemetry (the same redraws without table uploads), to separate
+    // drawing from updating.
+    if (qgetenv("COLI_BENCH_STATIC") != "1") tokenTimer.start();
     QElapsedTimer total;
     total.start();
     while (total.elapsed() < qint64(seconds * 1000))

@@ -5,26 +5,36 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace coli::app {
 
-AtlasPointGeometry::AtlasPointGeometry(QQuick3DObject* parent) : QQuick3DGeometry(parent) {
-    // Six shared vertices with the normal = the position (smooth shading: a rounded gem), drawn
-    // through 24 indices: the CPU renderer shades each vertex of an instance once instead of
-    // three times (measured: docs/performance.md "Atlas view").
-    const QVector3D v[6] = {{1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0}, {0, 0, 1}, {0, 0, -1}};
-    enum { px, nx, py, ny, pz, nz };
-    // Counter-clockwise seen from outside (Quick 3D culls back faces).
-    const uint16_t faces[8][3] = {{px, py, pz}, {pz, py, nx}, {nx, py, nz}, {nz, py, px},
-                                  {px, pz, ny}, {pz, nx, ny}, {nx, nz, ny}, {nz, px, ny}};
-    QByteArray vertices(6 * 6 * int(sizeof(float)), '\0');
+AtlasPointGeometry::AtlasPointGeometry(Shape shape, QQuick3DObject* parent)
+    : QQuick3DGeometry(parent) {
+    // Shared vertices with the normal = the position (smooth shading: a rounded gem), drawn
+    // through indices: the CPU renderer shades each vertex of an instance once instead of three
+    // times (measured: docs/performance.md "Atlas view"). Faces are counter-clockwise seen from
+    // outside (Quick 3D culls back faces).
+    std::vector<QVector3D> v;
+    std::vector<uint16_t> faces;
+    if (shape == Shape::Octahedron) {
+        v = {{1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0}, {0, 0, 1}, {0, 0, -1}};
+        enum { px, nx, py, ny, pz, nz };
+        faces = {px, py, pz, pz, py, nx, nx, py, nz, nz, py, px,
+                 px, pz, ny, pz, nx, ny, nx, nz, ny, nz, px, ny};
+    } else {
+        const float k = 0.57735027f; // 1 / sqrt(3): the vertices on the unit sphere
+        v = {{k, k, k}, {k, -k, -k}, {-k, k, -k}, {-k, -k, k}};
+        faces = {0, 1, 2, 0, 3, 1, 0, 2, 3, 1, 3, 2};
+    }
+    QByteArray vertices(int(v.size() * 6 * sizeof(float)), '\0');
     float* f = reinterpret_cast<float*>(vertices.data());
     for (const QVector3D& p : v) {
         *f++ = p.x(), *f++ = p.y(), *f++ = p.z();
         *f++ = p.x(), *f++ = p.y(), *f++ = p.z();
     }
-    QByteArray indices(int(sizeof faces), '\0');
-    std::memcpy(indices.data(), faces, sizeof faces);
+    QByteArray indices(int(faces.size() * sizeof(uint16_t)), '\0');
+    std::memcpy(indices.data(), faces.data(), faces.size() * sizeof(uint16_t));
     setVertexData(vertices);
     setIndexData(indices);
     setStride(6 * sizeof(float));

@@ -50,10 +50,12 @@ QVector4D rgba(const QColor& c) {
 } // namespace
 
 AtlasModel::AtlasModel(QObject* parent)
-    : QObject(parent), m_instancing(new AtlasInstancing), m_geometry(new AtlasPointGeometry) {
+    : QObject(parent), m_instancing(new AtlasInstancing), m_geometry(new AtlasPointGeometry),
+      m_tetrahedron(new AtlasPointGeometry(AtlasPointGeometry::Shape::Tetrahedron)) {
     // Quick 3D objects made in C++: owned here (QObject parent), put into the scene by QML.
     m_instancing->setParent(this);
     m_geometry->setParent(this);
+    m_tetrahedron->setParent(this);
     m_clock.start();
     m_timer.setInterval(kTickMs);
     connect(&m_timer, &QTimer::timeout, this, [this] { tick(); });
@@ -107,6 +109,7 @@ void AtlasModel::setAtlas(atlas::AtlasData data, const QString& source) {
     m_radius = r;
     // Fewer points get bigger ones (about the spacing of points in a ball of the cloud's radius).
     m_baseSize = r * std::clamp(0.3f / std::cbrt(float(std::max<size_t>(1, n))), 0.008f, 0.035f);
+    if (tetrahedra()) m_baseSize *= 1.25f; // a tetrahedron shows less area than an octahedron
     resetCamera();
     if (m_tiers) onTiers(); // heat of the model running now, without a flash
     emit dataChanged();

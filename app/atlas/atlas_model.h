@@ -55,7 +55,8 @@ class AtlasModel : public QObject {
     // {layer, expert, topic, specialist, shares: [{name, share}] (top 3), hits, state}; {} if none
     Q_PROPERTY(QVariantMap details READ details NOTIFY selectionChanged)
     Q_PROPERTY(QObject* instancing READ instancingObject CONSTANT)
-    Q_PROPERTY(QObject* geometry READ geometryObject CONSTANT)
+    // The point mesh: octahedra, or tetrahedra above kTetrahedraFrom points (cheaper to draw).
+    Q_PROPERTY(QObject* geometry READ geometryObject NOTIFY dataChanged)
     Q_PROPERTY(QVector3D cameraPosition READ cameraPosition NOTIFY cameraChanged)
     Q_PROPERTY(QQuaternion cameraRotation READ cameraRotation NOTIFY cameraChanged)
     Q_PROPERTY(double fieldOfView READ fieldOfView CONSTANT) // vertical, degrees
@@ -69,8 +70,9 @@ public:
     static constexpr int kFlashMs = 1000; // a routed expert's flash fades over this time
     // ... in this many steps: a flashing point is rewritten at most this often, not every tick
     static constexpr int kFlashSteps = 10;
-    static constexpr int kTickMs = 33;          // frame tick while something changes (~30 Hz)
-    static constexpr double kPickRadiusPx = 14; // a click selects the nearest point this close
+    static constexpr int kTickMs = 33;            // frame tick while something changes (~30 Hz)
+    static constexpr double kPickRadiusPx = 14;   // a click selects the nearest point this close
+    static constexpr int kTetrahedraFrom = 25000; // points drawn as tetrahedra from this many on
 
     explicit AtlasModel(QObject* parent = nullptr);
 
@@ -144,7 +146,8 @@ public:
     QVariantMap details() const;
     AtlasInstancing* instancing() { return m_instancing; }
     QObject* instancingObject() { return m_instancing; }
-    QObject* geometryObject() { return m_geometry; }
+    QObject* geometryObject() { return tetrahedra() ? m_tetrahedron : m_geometry; }
+    bool tetrahedra() const { return count() >= kTetrahedraFrom; }
     QVector3D cameraPosition() const;
     QQuaternion cameraRotation() const;
     double fieldOfView() const { return 50.0; }
@@ -182,7 +185,8 @@ private:
     QString m_source = QStringLiteral("none");
     QString m_lastError, m_modelDir;
     AtlasInstancing* m_instancing;
-    AtlasPointGeometry* m_geometry;
+    AtlasPointGeometry* m_geometry;    // octahedron
+    AtlasPointGeometry* m_tetrahedron; // for big atlases
     QPointer<TierMonitor> m_tiers;
     bool m_active = true, m_dark = false;
     std::vector<uint32_t> m_hits;       // per point: cumulative hits of the last map

@@ -9,6 +9,7 @@
 //   - push(Quit) cancels everything the same way, drops all queued commands and delivers Quit next.
 // Thread-safety: every member may be called from any thread.
 #include "chat/chat_template.h"
+#include "probe/topic_probe.h"
 #include "runtime/sampling_defaults.h"
 #include "runtime/session.h"
 #include "user_pin_change.h"
@@ -36,7 +37,20 @@ namespace coli::app {
 // the engine thread, which puts it into the expert cache before the first answer.
 // UserPin changes a user pin or the exclusions (UserPinChange); queued like a Generate, it runs
 // after the answer in progress: user pins change at turn boundaries, never mid-answer.
-enum class CommandKind { Load, Generate, Cancel, Reset, Quit, ApplySettings, ApplyUsage, UserPin };
+// TopicProbe runs the topic probe on the loaded model (engine/probe/topic_probe.h): queued like
+// an answer, so an answer sent meanwhile waits for it; its own cancel flag stops it between
+// chunks (EngineController::cancelTopicProbe), as does Cancel.
+enum class CommandKind {
+    Load,
+    Generate,
+    Cancel,
+    Reset,
+    Quit,
+    ApplySettings,
+    ApplyUsage,
+    UserPin,
+    TopicProbe
+};
 
 // Load: what the Settings view chose for the next model load (ModelLoadOptions).
 struct LoadSettings {
@@ -61,6 +75,8 @@ struct Command {
     // Generate, "Continue": the answer so far, appended to the rendered prompt (after the
     // generation prompt) so the model goes on from it; `messages` end with the user message.
     std::string continueText;
+    std::string topicsFile;           // TopicProbe: the topic set (`dir`: the model it is for)
+    probe::ProbeOptions probeOptions; // TopicProbe (tests lower the minimum sizes)
 };
 
 class CommandQueue {

@@ -6,6 +6,7 @@
 #include <QClipboard>
 #include <QDir>
 #include <QGuiApplication>
+#include <QLocale>
 #include <QMetaObject>
 #include <QRandomGenerator>
 #include <algorithm>
@@ -90,6 +91,20 @@ void EngineController::loadModel(const QString& dir) {
     if (m_hooks.cleared) m_hooks.cleared();
     m_chat.clear();
     m_tokenizer.reset(); // the old model's: its memory goes with the model being replaced
+    // The Cancel above stopped a probe too; its late events are ignored (id mismatch).
+    m_probeId = 0;
+    m_probeCancel.reset();
+    m_answerWaiting = false;
+    m_probeDone = m_probeTotal = 0;
+    m_probeFigures.clear();
+    m_probeError.clear();
+    m_probeState = QStringLiteral("idle");
+    emit probeChanged();
+    m_probeTopics.clear(); // the glue sets the next model's default when it is ready
+    if (m_atlasProbe) {
+        m_atlasProbe.reset();
+        emit atlasProbeChanged();
+    }
     Command c{CommandKind::Load};
     c.id = m_loadId = m_nextId++;
     c.load = m_loadSettings;
@@ -159,6 +174,10 @@ bool EngineController::startTurn(int resumeRow, const std::optional<uint64_t>& s
     m_liveRate = 0;
     emit liveTokensPerSecondChanged();
     setGenerating(true);
+    if (probeRunning() && !m_answerWaiting) { // queued behind the probe: the chat says so
+        m_answerWaiting = true;
+        emit probeChanged();
+    }
     m_worker->post(std::move(c));
     return true;
 }
@@ -409,6 +428,55 @@ void EngineController::drainEvents() {
                 emit answerFinished(row);
             }
             break;
+        case EventKind::ProbeProgress:
+            if (ev.id == m_probeId) {
+                m_probeDone = ev.tokensDone;
+                m_probeTotal = ev.tokensTotal;
+                m_probeState = QStringLiteral("running");
+                emit probeChanged();
+            }
+            break;
+        case EventKind::ProbeFinished:
+            if (ev.id == m_probeId && ev.probe) {
+                const atlas::ProbeAtlas& f = ev.probe->figures;
+                QVariantList topics;
+                for (const atlas::TopicFigures& t : f.topics)
+                    topics.push_back(QVariantMap{{"id", QString::fromStdString(t.id)},
+                                                 {"label", QString::fromStdString(t.label)},
+                                                 {"prompts", t.prompts},
+                                                 {"tokens", double(t.tokens)},
+                                                 {"specialists", t.specialists},
+                                                 {"agreement", t.agreement},
+                                                 {"purity", f.purity ? t.purity : -1.0}});
+                m_probeFigures = QVariantMap{{"topics", topics},
+                                             {"specialists", f.specialists},
+                                             {"agreement", f.agreement},
+                                             {"purity", f.purity ? *f.purity : -1.0}};
+                m_probeDone = m_probeTotal;
+                m_probeId = 0;
+                m_probeCancel.reset();
+                m_answerWaiting = false;
+                m_probeState = QStringLiteral("done");
+                emit probeChanged();
+                // The Atlas shows it now; the glue stores it (and hands back the saved row).
+                m_atlasProbe =
+                    std::shared_ptr<const storage::AtlasProbe>(ev.probe, &ev.probe->probe);
+                emit atlasProbeChanged();
+                if (m_probeHook) m_probeHook(ev.probe);
+            }
+            break;
+        case EventKind::ProbeFailed:
+            if (ev.id == m_probeId) {
+                m_probeId = 0;
+                m_probeCancel.reset();
+                m_answerWaiting = false;
+                m_probeError = QString::fromStdString(ev.text);
+                m_probeState =
+                    ev.cancelled ? QStringLiteral("cancelled") : QStringLiteral("failed");
+                emit probeChanged();
+                if (!ev.cancelled) setError(tr("The topic probe failed: %1").arg(m_probeError));
+            }
+            break;
         case EventKind::LoadProgress:
             if (ev.id == m_loadId) {
                 m_loadProgress = ev.fraction;
@@ -562,6 +630,61 @@ QString EngineController::checkMessageLength(const QString& text) const {
     const int n = countTokens(text);
     if (n <= limit) return {};
     return QString::fromStdString(tooLongForContext(n, limit));
+}
+
+void EngineController::runTopicProbe() {
+    if (!m_worker || m_loadState != QLatin1String("ready")) {
+        setError(tr("The topic probe needs a loaded model: open one first."));
+        return;
+    }
+    if (probeRunning()) return; // one at a time (the button shows the running one)
+    if (m_probeTopics.isEmpty()) {
+        setError(tr("The topic probe has no topic set for this model yet (its files are still "
+                    "being read); try again in a moment."));
+        return;
+    }
+    Command c{CommandKind::TopicProbe};
+    c.id = m_probeId = m_nextId++;
+    c.dir = QDir::cleanPath(m_modelDir).toStdString();
+    c.topicsFile = m_probeTopics.toStdString();
+    c.probeOptions = m_probeOptions;
+    m_probeCancel = c.cancel;
+    m_probeDone = m_probeTotal = 0;
+    m_probeError.clear();
+    // Behind a running answer it waits (the queue is in order); else it starts at once.
+    m_probeState = m_generating ? QStringLiteral("queued") : QStringLiteral("running");
+    emit probeChanged();
+    m_worker->post(std::move(c));
+}
+
+void EngineController::cancelTopicProbe() {
+    // Only the probe's own flag: an answer waiting behind it then runs.
+    if (m_probeCancel) m_probeCancel->store(true, std::memory_order_relaxed);
+}
+
+QString EngineController::probeStatus() const {
+    const QLocale locale;
+    if (m_probeState == QLatin1String("queued"))
+        return tr("Topic probe: waiting for the answer to finish");
+    if (m_probeState == QLatin1String("running")) {
+        if (m_probeTotal <= 0) return tr("Topic probe: starting");
+        return tr("Topic probe: %1 of %2 tokens")
+            .arg(locale.toString(m_probeDone), locale.toString(m_probeTotal));
+    }
+    if (m_probeState == QLatin1String("done"))
+        return tr("Topic probe done: %1 specialist experts")
+            .arg(m_probeFigures.value(QStringLiteral("specialists")).toInt());
+    if (m_probeState == QLatin1String("cancelled")) return tr("Topic probe cancelled");
+    if (m_probeState == QLatin1String("failed"))
+        return tr("Topic probe failed: %1").arg(m_probeError);
+    return {};
+}
+
+void EngineController::setAtlasProbe(const QString& modelDir,
+                                     std::shared_ptr<const storage::AtlasProbe> p) {
+    if (QDir::cleanPath(modelDir) != QDir::cleanPath(m_modelDir)) return; // another model by now
+    m_atlasProbe = std::move(p);
+    emit atlasProbeChanged();
 }
 
 } // namespace coli::app

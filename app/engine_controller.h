@@ -10,6 +10,7 @@
 #include "brain_monitor.h"
 #include "chat_model.h"
 #include "engine_worker.h"
+#include "probe_outcome.h"
 #include "tier_monitor.h"
 
 #include <QElapsedTimer>
@@ -58,6 +59,20 @@ class EngineController : public QObject {
     Q_PROPERTY(int maxNewTokens READ maxNewTokens WRITE setMaxNewTokens NOTIFY paramsChanged)
     // How the banner shows errorText: "error" (red) or "info" (neutral: a notice, not a failure).
     Q_PROPERTY(QString noticeKind READ noticeKind NOTIFY errorTextChanged)
+    // The topic probe (runTopicProbe): "idle", "queued" (behind an answer), "running", "done",
+    // "failed" or "cancelled"; tokens routed so far of the set's total; one line for the UI
+    // ("Topic probe: 1,200 of 28,393 tokens", ...); answerWaiting: an answer sent while the probe
+    // runs waits for it (the chat says so); probeFigures: the last run's table
+    // {topics: [{id, label, prompts, tokens, specialists, agreement, purity}], specialists,
+    // agreement, purity (-1: not measured)}.
+    Q_PROPERTY(QString probeState READ probeState NOTIFY probeChanged)
+    Q_PROPERTY(bool probeRunning READ probeRunning NOTIFY probeChanged)
+    Q_PROPERTY(qint64 probeTokensDone READ probeTokensDone NOTIFY probeChanged)
+    Q_PROPERTY(qint64 probeTokensTotal READ probeTokensTotal NOTIFY probeChanged)
+    Q_PROPERTY(QString probeStatus READ probeStatus NOTIFY probeChanged)
+    Q_PROPERTY(bool answerWaiting READ answerWaiting NOTIFY probeChanged)
+    Q_PROPERTY(QVariantMap probeFigures READ probeFigures NOTIFY probeChanged)
+    Q_PROPERTY(bool hasAtlasProbe READ hasAtlasProbe NOTIFY atlasProbeChanged)
 public:
     explicit EngineController(WorkerOptions opt = {}, QObject* parent = nullptr);
     ~EngineController() override;
@@ -183,7 +198,42 @@ public:
     // like toggleUserPin.
     Q_INVOKABLE void resetPinExclusions();
 
+    // ---- The topic probe (issue 12; docs/visualisation.md "Topic probe") ----
+    // Runs the probe on the loaded model with probeTopicsFile() on the engine thread, queued
+    // behind a running answer; answers sent meanwhile wait for it. Refused (errorText) when no
+    // model is ready, no topic set is known or a probe already runs.
+    Q_INVOKABLE void runTopicProbe();
+    // Stops the running (or queued) probe between two chunks; nothing is stored.
+    Q_INVOKABLE void cancelTopicProbe();
+    QString probeState() const { return m_probeState; }
+    bool probeRunning() const {
+        return m_probeState == QLatin1String("queued") || m_probeState == QLatin1String("running");
+    }
+    qint64 probeTokensDone() const { return m_probeDone; }
+    qint64 probeTokensTotal() const { return m_probeTotal; }
+    QString probeStatus() const;
+    bool answerWaiting() const { return m_answerWaiting; }
+    QVariantMap probeFigures() const { return m_probeFigures; }
+    // The topic set the next probe uses (the glue sets the model's default at load:
+    // default_topics.h); tests set their own, and lower the minimum sizes with the options.
+    void setProbeTopicsFile(const QString& file) { m_probeTopics = file; }
+    QString probeTopicsFile() const { return m_probeTopics; }
+    void setProbeOptions(const probe::ProbeOptions& o) { m_probeOptions = o; }
+    // Called on the GUI thread with each finished run (for the storage thread to save it).
+    void setProbeHook(std::function<void(std::shared_ptr<const ProbeOutcome>)> hook) {
+        m_probeHook = std::move(hook);
+    }
+    // The newest probe data of the loaded model, for the Atlas view: read from the database
+    // after a load (by the glue, setAtlasProbe) or from a run just finished. Null: none yet.
+    // A plain value (storage/atlas_store.h), immutable once shared.
+    std::shared_ptr<const storage::AtlasProbe> atlasProbe() const { return m_atlasProbe; }
+    bool hasAtlasProbe() const { return m_atlasProbe != nullptr; }
+    // Sets it for the model in `modelDir` (ignored when another model is loaded by now).
+    void setAtlasProbe(const QString& modelDir, std::shared_ptr<const storage::AtlasProbe> p);
+
 signals:
+    void probeChanged();
+    void atlasProbeChanged();
     void modelChanged();
     void loadStateChanged();
     void loadProgressChanged();
@@ -273,6 +323,18 @@ private:
     QPointer<QQuickWindow> m_frameWindow;
     bool m_frameInFlight = false; // a flush not yet on screen
     QElapsedTimer m_sinceFlush;
+    // The topic probe.
+    QString m_probeState = QStringLiteral("idle");
+    uint64_t m_probeId = 0; // request id of the probe being run (0: none)
+    std::shared_ptr<std::atomic<bool>> m_probeCancel;
+    qint64 m_probeDone = 0, m_probeTotal = 0;
+    bool m_answerWaiting = false;
+    QString m_probeError;
+    QVariantMap m_probeFigures;
+    QString m_probeTopics;
+    probe::ProbeOptions m_probeOptions;
+    std::function<void(std::shared_ptr<const ProbeOutcome>)> m_probeHook;
+    std::shared_ptr<const storage::AtlasProbe> m_atlasProbe;
     std::unique_ptr<EngineWorker> m_worker; // last member: its thread stops before the rest dies
 };
 

@@ -15,18 +15,23 @@ struct UsageSnapshot;
 
 namespace coli::app {
 
+struct ProbeOutcome;
+
 enum class EventKind {
-    LoadProgress, // stage, fraction
-    Loaded,       // text = model name (directory base name), info = one-line summary,
-                  // contextLength = max_position_embeddings
-    LoadFailed,   // text = error message (names the file)
-    Piece,        // text = a piece of the answer (complete UTF-8)
-    Finished,     // stats
-    Failed,       // text = error message of a generation
-    Notice,       // text = a message for the user that is not an error (e.g. older messages
-                  // left out of the prompt to fit the context)
-    UserPin,      // a UserPin command ran: pin = the change, pinApplied = whether the cache took
-                  // it (false: refused, text says why), text = the message for the user
+    LoadProgress,  // stage, fraction
+    Loaded,        // text = model name (directory base name), info = one-line summary,
+                   // contextLength = max_position_embeddings
+    LoadFailed,    // text = error message (names the file)
+    Piece,         // text = a piece of the answer (complete UTF-8)
+    Finished,      // stats
+    Failed,        // text = error message of a generation
+    Notice,        // text = a message for the user that is not an error (e.g. older messages
+                   // left out of the prompt to fit the context)
+    UserPin,       // a UserPin command ran: pin = the change, pinApplied = whether the cache took
+                   // it (false: refused, text says why), text = the message for the user
+    ProbeProgress, // tokensDone of tokensTotal of the running topic probe
+    ProbeFinished, // probe = the run's counts, labels, positions and figures
+    ProbeFailed,   // text = why (names the file); cancelled = it was stopped, not an error
 };
 
 struct EngineEvent {
@@ -52,6 +57,10 @@ struct EngineEvent {
     std::shared_ptr<const learning::UsageSnapshot> usage;
     UserPinChange pin;       // UserPin
     bool pinApplied = false; // UserPin
+    // The topic probe (ProbeProgress, ProbeFinished, ProbeFailed).
+    int64_t tokensDone = 0, tokensTotal = 0;
+    std::shared_ptr<const ProbeOutcome> probe;
+    bool cancelled = false;
 
     static EngineEvent make(EventKind k, uint64_t id, std::string text) {
         EngineEvent e;

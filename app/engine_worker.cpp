@@ -6,6 +6,7 @@
 #include "runtime/expert_budget.h"
 #include "tiers/expert_cache.h"
 
+#include "probe_outcome.h"
 #include "token_replay.h"
 #include "user_messages.h"
 
@@ -92,6 +93,9 @@ void EngineWorker::run() {
             break;
         case CommandKind::UserPin:
             doUserPin(c);
+            break;
+        case CommandKind::TopicProbe:
+            doTopicProbe(c);
             break;
         case CommandKind::Cancel: // handled inside the queue, never delivered
             break;
@@ -484,6 +488,57 @@ void EngineWorker::doReplay(const Command& c) {
     EngineEvent done = EngineEvent::make(EventKind::Finished, c.id, {});
     done.stats = std::move(stats);
     publish(std::move(done));
+}
+
+} // namespace coli::app
+
+namespace coli::app {
+
+void EngineWorker::doTopicProbe(const Command& c) {
+    auto fail = [&](const std::string& msg, bool cancelled) {
+        EngineEvent ev = EngineEvent::make(EventKind::ProbeFailed, c.id, msg);
+        ev.cancelled = cancelled;
+        publish(std::move(ev));
+    };
+    if (c.cancel->load(std::memory_order_relaxed))
+        return fail("the topic probe was cancelled", true);
+    if (!m_model) return fail("no model loaded: open a model folder first", false);
+    if (c.dir != m_loadedDir) // another model was opened since it was asked for
+        return fail("the topic probe was asked for " + c.dir + ", but " + m_loadedDir +
+                        " is loaded now",
+                    false);
+    auto set = probe::loadTopicSet(c.topicsFile);
+    if (!set) return fail(set.status().message(), false);
+    // Progress: at most about one event per percent (the ring is lossless; chunks are many).
+    int64_t published = -1;
+    auto progress = [&](const probe::ProbeProgress& p) {
+        const int64_t step = std::max<int64_t>(1, p.tokensTotal / 100);
+        if (published >= 0 && p.tokensDone < p.tokensTotal && p.tokensDone - published < step)
+            return;
+        published = p.tokensDone;
+        EngineEvent ev = EngineEvent::make(EventKind::ProbeProgress, c.id, {});
+        ev.tokensDone = p.tokensDone;
+        ev.tokensTotal = p.tokensTotal;
+        publish(std::move(ev));
+    };
+    // Its own KV cache: the conversation's (the Session's) is untouched, and the expert cache
+    // learns nothing from it (runTopicProbe pauses learned heat).
+    auto r = probe::runTopicProbe(*m_model, *set, c.probeOptions, progress, c.cancel.get());
+    if (!r) return fail(r.status().message(), r.status().code() == ErrorCode::Cancelled);
+    auto a = atlas::analyseProbe(*r);
+    if (!a) return fail(a.status().message(), false);
+    auto out = std::make_shared<ProbeOutcome>();
+    out->modelDir = c.dir;
+    out->topicsFile = c.topicsFile;
+    out->probe = atlas::toStoredProbe(*r, *a);
+    // The run's time, kept when it is saved (the Atlas shows the same row before and after).
+    out->probe.createdMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    out->figures = std::move(a.value());
+    EngineEvent ev = EngineEvent::make(EventKind::ProbeFinished, c.id, {});
+    ev.probe = std::move(out);
+    publish(std::move(ev));
 }
 
 } // namespace coli::app

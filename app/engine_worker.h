@@ -1,7 +1,8 @@
 #pragma once
 // The engine thread (threading contract rule 1): one std::thread that pops commands from the
-// CommandQueue and runs them against the engine (load, generate, reset), pushing events into the
-// EventRing and telemetry into the TelemetrySlot. Plain C++, no Qt: EngineController adapts it.
+// CommandQueue and runs them against the engine (load, generate, reset, the topic probe), pushing
+// events into the EventRing and telemetry into the TelemetrySlot. Plain C++, no Qt:
+// EngineController adapts it.
 //
 // The worker owns the LoadedModel and the Session; they are touched only by the engine thread.
 // OpenMP teams exist only inside the engine's forward pass; the piece callback runs on this thread.
@@ -77,6 +78,7 @@ private:
     void doUserPin(const Command& c);
     void publishTiers(int tokens, const tiers::TierTelemetry* after); // engine thread
     void doReplay(const Command& c);
+    void doTopicProbe(const Command& c); // engine/probe/topic_probe.h on the loaded model
 
     WorkerOptions m_opt;
     std::function<void()> m_wake;

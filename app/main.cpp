@@ -2,6 +2,7 @@
 #include "app_options.h"
 #include "app_settings.h"
 #include "app_window.h"
+#include "atlas_probe_glue.h"
 #include "engine_controller.h"
 #include "session_manager.h"
 #include "startup/omp_defaults.h"
@@ -93,6 +94,9 @@ int main(int argc, char* argv[]) {
     so.path = settings.effectiveUsageDatabase().toStdString();
     SessionManager sessions(&controller, so);
     TurnStatsModel turnStats(&sessions, &controller);
+    // The topic probe's default set and newest stored run per model, and saving new runs.
+    AtlasProbeGlue atlasProbes(&controller, sessions.worker(),
+                               QCoreApplication::applicationDirPath());
     settings.setForgetRunner(
         [&sessions](const QString& dir, auto done) { sessions.forgetUsage(dir, std::move(done)); });
     // Quit mid-answer: cancel and join the engine thread, then save what the answer had and

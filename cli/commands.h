@@ -21,5 +21,6 @@ Command addConvertCommand(CLI::App& root);
 Command addBenchCommand(CLI::App& root);
 Command addUsageCommand(CLI::App& root);
 Command addCacheSimCommand(CLI::App& root);
+Command addAtlasCommand(CLI::App& root);
 
 } // namespace coli::cli

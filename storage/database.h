@@ -114,6 +114,7 @@ private:
     // handle itself is never handed out.
     friend class SessionStore;
     friend class UserPinStore; // user_pins.h
+    friend class AtlasStore;   // the topic probe's tables (atlas_store.h)
 
     Storage(sqlite3* db, std::string path) : m_db(db), m_path(std::move(path)) {}
     Status init(const OpenOptions& options);

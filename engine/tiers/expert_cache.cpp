@@ -69,8 +69,9 @@ struct ExpertCache::Impl {
     std::vector<uint8_t> stateMap;   // [n_layers * n_experts] ExpertState | kUserPinFlag
     std::vector<uint32_t> hits;      // [n_layers * n_experts] routed counts (as counters.routed)
     std::map<size_t, Status> failed; // demanded experts whose read failed (until reported)
-    HeatTable heat;   // learned heat (long half-life): pins, saved to the usage database
-    HeatTable recent; // eviction heat (short half-life): the LFRU order of the cache
+    HeatTable heat;    // learned heat (long half-life): pins, saved to the usage database
+    HeatTable recent;  // eviction heat (short half-life): the LFRU order of the cache
+    bool learn = true; // setLearning: routings and tokens count in `heat`
     TierCounters counters;
     std::vector<std::vector<uint64_t>> routedBits;
     std::vector<std::vector<int>> predicted; // [n_layers] the lookahead's last prediction
@@ -435,7 +436,7 @@ Status ExpertCache::beginLayer(int layer, std::span<const int> experts,
             // the same in decode, closer to the usage database's counts in prefill.
             const int uses = counts.empty() ? 1 : std::max(1, counts[i]);
             for (int u = 0; u < uses; ++u) {
-                m->heat.use(id);
+                if (m->learn) m->heat.use(id);
                 m->recent.use(id);
             }
             ++m->counters.routed;
@@ -573,7 +574,7 @@ void ExpertCache::endTokens(int n) {
     TokenObserver observer;
     {
         std::lock_guard<std::mutex> lock(m->mutex);
-        m->heat.advance(n);
+        if (m->learn) m->heat.advance(n);
         m->recent.advance(n);
         m->counters.tokens += uint64_t(n);
         observer = m->observer;
@@ -584,6 +585,16 @@ void ExpertCache::endTokens(int n) {
 void ExpertCache::setTokenObserver(TokenObserver fn) {
     std::lock_guard<std::mutex> lock(m->mutex);
     m->observer = std::move(fn);
+}
+
+void ExpertCache::setLearning(bool on) {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    m->learn = on;
+}
+
+bool ExpertCache::learning() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    return m->learn;
 }
 
 int ExpertCache::pinCapacity() const {

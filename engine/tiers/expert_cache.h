@@ -158,6 +158,12 @@ public:
     ExpertMap expertMap() const;
 
     // ---- learned heat (storage glue) ----
+    // Learning on (the default) or paused: while paused, routings and tokens change neither the
+    // learned heat nor its token clock (so neither the pins nor the usage database see them),
+    // e.g. while the topic probe routes its prompts (engine/probe). The eviction order, the
+    // counters and the telemetry go on as usual. Placement only: no token changes either way.
+    void setLearning(bool on);
+    bool learning() const;
     std::vector<double> heatSnapshot() const; // [n_layers * n_experts], decayed to now
     int64_t tokenClock() const;
     void setTokenClock(int64_t tokens);

@@ -312,6 +312,11 @@ private slots:
             w.setTheme(theme);
             for (const QSize size : {QSize(1280, 800), QSize(900, 600)}) {
                 w.window->resize(size);
+                // The resize reaches the layout asynchronously: grab only once the sheet lies
+                // inside the resized window (a grab before that reads past the image's edge).
+                QTRY_COMPARE(w.window->size(), size);
+                QTRY_VERIFY(QRectF(QPointF(0, 0), QSizeF(size))
+                                .contains(cells->mapRectToScene(cells->sheetRect())));
                 for (const QString& mode : {QStringLiteral("cumulative"), QStringLiteral("turn")}) {
                     brain->setMode(mode);
                     // Hover a cell: the details panel shows.
@@ -319,6 +324,7 @@ private slots:
                     QTest::mouseMove(w.window, at);
                     QTRY_VERIFY(w.item("brainHover")->isVisible());
                     const QImage shot = w.grab();
+                    QCOMPARE(shot.size(), size);
                     QVERIFY(save(shot, QString("brain-synthetic-%1-%2-%3x%4.png")
                                            .arg(theme, mode)
                                            .arg(size.width())

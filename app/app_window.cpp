@@ -1,10 +1,6 @@
 #include "app_window.h"
 #include "atlas/atlas_model.h"
-#if __has_include("storage/atlas_store.h")
-// The topic probe's storage (issue 12): the controller holds the loaded model's newest probe.
 #include "atlas/atlas_probe_data.h"
-#define COLI_ATLAS_FROM_STORED_PROBE 1
-#endif
 
 #include "app_options.h"
 #include "app_settings.h"
@@ -130,7 +126,6 @@ QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* 
         atlas->setModelDir(controller->modelDir());
         QObject::connect(controller, &EngineController::modelChanged, atlas,
                          [atlas, controller] { atlas->setModelDir(controller->modelDir()); });
-#ifdef COLI_ATLAS_FROM_STORED_PROBE
         // The newest stored probe of the loaded model (after a load, or a run just finished).
         QObject::connect(
             controller, &EngineController::atlasProbeChanged, atlas, [atlas, controller] {
@@ -141,7 +136,6 @@ QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* 
                 else
                     atlas->reloadForModel();
             });
-#endif
     }
     engine.setInitialProperties(
         {{QStringLiteral("controller"), QVariant::fromValue<QObject*>(controller)},

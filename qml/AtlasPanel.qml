@@ -12,10 +12,8 @@ ScrollView {
     property QtObject controller
     readonly property bool hasData: atlas !== null && atlas.source !== "none"
     readonly property var info: atlas ? atlas.details : ({})
-    // The probe's engine command (another part of issue 12). Until the controller has it, the
-    // button explains how to make the atlas from the command line instead.
-    readonly property bool probeCommand: controller !== null && typeof controller.runTopicProbe === "function"
-    readonly property bool probeRunning: probeCommand && controller.probeRunning === true
+    // The topic probe's engine command (EngineController::runTopicProbe, docs/app.md).
+    readonly property bool probeRunning: controller !== null && controller.probeRunning
 
     contentWidth: availableWidth
     clip: true
@@ -186,9 +184,9 @@ ScrollView {
             Muted {
                 objectName: "atlasProbeText"
                 text: panel.probeRunning ? (panel.controller.probeStatus || qsTr("The probe runs…"))
-                      : panel.probeCommand
-                        ? qsTr("Routes the probe's prompts through the loaded model (prefill only; chat waits) and places every expert.")
-                        : qsTr("The probe runs from the command line for now: coli atlas MODEL --json MODEL/atlas.json. The atlas of the model then shows here.")
+                      : panel.controller && panel.controller.probeStatus !== ""
+                        ? panel.controller.probeStatus
+                        : qsTr("Routes a fixed set of prompts per topic through the loaded model (prefill only; an answer sent meanwhile waits) and places every expert. A few minutes; the result is kept.")
             }
             ProgressBar {
                 objectName: "atlasProbeProgress"
@@ -198,15 +196,12 @@ ScrollView {
                 to: panel.probeRunning ? Math.max(1, panel.controller.probeTokensTotal) : 1
                 value: panel.probeRunning ? panel.controller.probeTokensDone : 0
             }
-            // The probe's engine command (issue 12's topic probe: controller.runTopicProbe(),
-            // cancelTopicProbe(), probeRunning, probeStatus, probeTokensDone/Total). Without it
-            // the button stays disabled and the text above names the command line.
             AppButton {
                 objectName: "atlasRunProbe"
                 visible: !panel.probeRunning
                 primary: !panel.hasData
                 text: panel.hasData ? qsTr("Run topic probe again") : qsTr("Run topic probe")
-                enabled: panel.probeCommand && panel.controller.loadState === "ready"
+                enabled: panel.controller !== null && panel.controller.loadState === "ready"
                          && !panel.controller.generating
                 onClicked: panel.controller.runTopicProbe()
             }

@@ -2,7 +2,7 @@
 // The topic probe's stored run (storage/atlas_store.h: AtlasProbe, the newest of a model, which
 // the EngineController holds as atlasProbe()) as the Atlas's data: positions and labels as
 // stored, shares = routed slots / (the topic's tokens x top-k), the same definition as
-// `coli atlas --json`. Header-only, compiled only where the probe's storage exists.
+// `coli atlas --json`. Header-only.
 // Thread-safety: a pure function.
 #include "atlas/atlas_data.h"
 #include "storage/atlas_store.h"
@@ -23,10 +23,10 @@ inline AtlasData atlasFromProbe(const storage::AtlasProbe& p, std::string model)
     std::map<std::pair<int, int>, std::vector<float>> shares;
     for (const storage::AtlasCount& c : p.counts) {
         if (c.topic < 0 || size_t(c.topic) >= nt) continue;
-        const double slots = double(p.topics[size_t(c.topic)].tokens) * double(p.topK);
+        const double total = double(p.topics[size_t(c.topic)].tokens) * double(p.topK);
         auto& s = shares[{c.layer, c.expert}];
         s.resize(nt, 0.0f);
-        if (slots > 0) s[size_t(c.topic)] = float(double(c.routedSlots) / slots);
+        if (total > 0) s[size_t(c.topic)] = float(double(c.routedSlots) / total);
     }
     for (const storage::AtlasPosition& x : p.positions) {
         AtlasExpert e;

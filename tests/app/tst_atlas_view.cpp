@@ -5,9 +5,11 @@
 // differ; CPU picking agrees with Quick 3D's own projection and a real click selects the point
 // under it; experts routed between two telemetry samples flash (their pixels change) and the
 // instance table rewrites exactly the changed entries; topic toggles and find-by-(layer, expert).
+#include "app_window.h"
 #include "atlas/atlas_model.h"
 #include "engine_controller.h"
 #include "gui_test_support.h"
+#include "storage/atlas_store.h"
 
 #include <QApplication>
 #include <QDir>
@@ -474,6 +476,55 @@ private slots:
         const QImage lit = v.grab();
         QVERIFY(lit.save(kShots + "/atlas_default_model_flash.png"));
         QVERIFY(differingPixels(before, lit, r) > 0);
+    }
+
+    // The app's wiring (createMainWindow): the controller's newest stored probe of the loaded
+    // model (what the topic probe's glue hands over after a load or a run) becomes the Atlas's
+    // data, shares = slots / (topic tokens x top-k); its removal falls back to "none"; the
+    // probe's button is live once a model is ready.
+    void storedProbeOfTheLoadedModelIsShown() {
+        EngineController controller(WorkerOptions{.threads = 1});
+        QQmlApplicationEngine engine;
+        QString error;
+        QQuickWindow* window =
+            createMainWindow(engine, &controller, {QStringLiteral(COLI_QML_IMPORT_DIR)}, &error);
+        QVERIFY2(window, qPrintable(error));
+        auto* atlas = qobject_cast<AtlasModel*>(window->property("atlas").value<QObject*>());
+        QVERIFY(atlas);
+        controller.loadModel(QStringLiteral(COLI_SHIPPED_MODEL_DIR));
+        QTRY_COMPARE_WITH_TIMEOUT(controller.loadState(), QStringLiteral("ready"), 60000);
+        QTRY_COMPARE(atlas->source(), QStringLiteral("none")); // the shipped model has no file
+
+        auto probe = std::make_shared<storage::AtlasProbe>();
+        probe->nLayers = 6;
+        probe->nExperts = 16;
+        probe->topK = 2;
+        probe->topics = {{"a", "Alpha", 20, 1000}, {"b", "Beta", 20, 500}};
+        probe->counts = {{3, 7, 0, 1200}, {3, 7, 1, 100}};
+        probe->positions = {{3, 7, 1.0, 2.0, 3.0, 0, true}, {0, 0, -1.0, 0.0, 0.5, {}, false}};
+        controller.setAtlasProbe(controller.modelDir(), probe);
+        QCOMPARE(atlas->source(), QStringLiteral("probe"));
+        QCOMPARE(atlas->count(), 2);
+        const int i = atlas->indexOf(3, 7);
+        QVERIFY(i >= 0);
+        atlas->select(i);
+        const QVariantMap d = atlas->details();
+        QCOMPARE(d.value("topic").toString(), QStringLiteral("Alpha"));
+        QVERIFY(d.value("specialist").toBool());
+        const QVariantList shares = d.value("shares").toList();
+        QCOMPARE(shares.size(), 2);
+        QCOMPARE(float(shares[0].toMap().value("share").toDouble()), 1200.0f / 2000.0f);
+        QCOMPARE(float(shares[1].toMap().value("share").toDouble()), 100.0f / 1000.0f);
+        QCOMPARE(atlas->atlas().experts[size_t(atlas->indexOf(0, 0))].topic, -1);
+
+        QList<QQuickItem*> run;
+        collectItems(window->contentItem(), QStringLiteral("atlasRunProbe"), &run);
+        QCOMPARE(run.size(), 1);
+        QVERIFY(run.first()->isEnabled()); // the controller has runTopicProbe, a model is ready
+
+        controller.setAtlasProbe(controller.modelDir(), nullptr);
+        QCOMPARE(atlas->source(), QStringLiteral("none"));
+        controller.shutdown();
     }
 
     void withoutProbeDataTheViewSaysSo() {

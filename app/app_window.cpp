@@ -1,4 +1,6 @@
 #include "app_window.h"
+#include "atlas/atlas_model.h"
+#include "atlas/atlas_probe_data.h"
 
 #include "app_options.h"
 #include "app_settings.h"
@@ -116,8 +118,28 @@ QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* 
                                      for (const auto& w : ws)
                                          warnings << w.toString();
                                  });
+    // The Atlas view's model: heat and flashes from the controller's tier status, the probe's
+    // atlas of the loaded model (docs/visualisation.md).
+    auto* atlas = new AtlasModel(&engine);
+    if (controller) {
+        atlas->setTiers(controller->tiers());
+        atlas->setModelDir(controller->modelDir());
+        QObject::connect(controller, &EngineController::modelChanged, atlas,
+                         [atlas, controller] { atlas->setModelDir(controller->modelDir()); });
+        // The newest stored probe of the loaded model (after a load, or a run just finished).
+        QObject::connect(
+            controller, &EngineController::atlasProbeChanged, atlas, [atlas, controller] {
+                if (auto p = controller->atlasProbe())
+                    atlas->setAtlas(
+                        atlas::atlasFromProbe(*p, controller->modelName().toStdString()),
+                        QStringLiteral("probe"));
+                else
+                    atlas->reloadForModel();
+            });
+    }
     engine.setInitialProperties(
         {{QStringLiteral("controller"), QVariant::fromValue<QObject*>(controller)},
+         {QStringLiteral("atlas"), QVariant::fromValue<QObject*>(atlas)},
          {QStringLiteral("appSettings"), QVariant::fromValue<QObject*>(settings)},
          {QStringLiteral("sessions"), QVariant::fromValue<QObject*>(sessions)},
          {QStringLiteral("turnStats"), QVariant::fromValue<QObject*>(turnStats)}});

@@ -19,6 +19,8 @@ class EngineController;
 // made, owned by `engine`. Returns nullptr and sets *error on failure.
 // `sessions` (SessionManager) and `turnStats` (TurnStatsModel) become the window's `sessions`
 // and `turnStats` properties; null: the window works without saved chats and charts.
+// The window's `atlas` property is an AtlasModel made here (owned by `engine`), fed by the
+// controller's tier status and loaded model (app/atlas/atlas_model.h).
 QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* controller,
                                const QStringList& importDirs, QString* error,
                                AppSettings* settings = nullptr, QObject* sessions = nullptr,

@@ -13,6 +13,7 @@ ApplicationWindow {
     property QtObject appSettings
     property QtObject sessions  // SessionManager (saved chats); null: none
     property QtObject turnStats // TurnStatsModel (the Charts view's data); null: none
+    property QtObject atlas     // AtlasModel (the Atlas view's data); null: none
 
     // Fits a 1000-px-high screen at 1.5x scaling (667 logical px less panels and decorations).
     width: 960
@@ -33,6 +34,7 @@ ApplicationWindow {
         { name: "chat", title: qsTr("Chat"), icon: "✎", key: "Ctrl+1" },
         { name: "tiers", title: qsTr("Tiers"), icon: "▦", key: "Ctrl+2" },
         { name: "brain", title: qsTr("Brain"), icon: "✺", key: "Ctrl+5" },
+        { name: "atlas", title: qsTr("Atlas"), icon: "✷", key: "Ctrl+6" },
         { name: "charts", title: qsTr("Charts"), icon: "◔", key: "Ctrl+3" },
         { name: "models", title: qsTr("Models"), icon: "❐", key: "Ctrl+O" },
         { name: "settings", title: qsTr("Settings"), icon: "⚙", key: "Ctrl+4" }
@@ -187,6 +189,7 @@ ApplicationWindow {
                 }
                 TiersView { objectName: "tiersView"; controller: win.controller }
                 BrainView { objectName: "brainView"; controller: win.controller }
+                AtlasView { objectName: "atlasView"; controller: win.controller; atlas: win.atlas }
                 ChartsView {
                     objectName: "chartsView"
                     controller: win.controller
@@ -250,6 +253,7 @@ ApplicationWindow {
     Shortcut { sequence: "Ctrl+3"; context: Qt.ApplicationShortcut; onActivated: win.showView("charts") }
     Shortcut { sequence: "Ctrl+4"; context: Qt.ApplicationShortcut; onActivated: win.showView("settings") }
     Shortcut { sequence: "Ctrl+5"; context: Qt.ApplicationShortcut; onActivated: win.showView("brain") }
+    Shortcut { sequence: "Ctrl+6"; context: Qt.ApplicationShortcut; onActivated: win.showView("atlas") }
 
     Component.onCompleted: chatPage.focusInput()
 }

@@ -578,10 +578,11 @@ void TestAppSession::everyViewByItsShortcut() {
         Qt::Key key;
         const char* view;
         const char* item;
-    } steps[] = {{Qt::Key_2, "tiers", "tiersView"},   {Qt::Key_5, "brain", "brainView"},
-                 {Qt::Key_3, "charts", "chartsView"}, {Qt::Key_4, "settings", "settingsView"},
-                 {Qt::Key_O, "models", "modelsView"}, {Qt::Key_1, "chat", "chatPage"}};
-    const QStringList items = {"chatPage",   "tiersView",  "brainView",
+    } steps[] = {{Qt::Key_2, "tiers", "tiersView"},       {Qt::Key_5, "brain", "brainView"},
+                 {Qt::Key_6, "atlas", "atlasView"},       {Qt::Key_3, "charts", "chartsView"},
+                 {Qt::Key_4, "settings", "settingsView"}, {Qt::Key_O, "models", "modelsView"},
+                 {Qt::Key_1, "chat", "chatPage"}};
+    const QStringList items = {"chatPage",   "tiersView",  "brainView",   "atlasView",
                                "chartsView", "modelsView", "settingsView"};
     for (const auto& s : steps) {
         shortcut(s.key);

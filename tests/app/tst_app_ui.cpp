@@ -476,7 +476,7 @@ void TstAppUi::everyViewInBothThemesAndSizes() {
     QVERIFY(settingsObj);
     auto* views = app.find<QObject>("viewStack");
     QVERIFY(views);
-    const QStringList names = {"chat", "tiers", "brain", "charts", "models", "settings"};
+    const QStringList names = {"chat", "tiers", "brain", "atlas", "charts", "models", "settings"};
     for (const QString& theme : {QStringLiteral("light"), QStringLiteral("dark")}) {
         settingsObj->setProperty("theme", theme);
         for (const QSize size : {QSize(800, 600), QSize(1600, 1000)}) {

@@ -1,0 +1,49 @@
+#pragma once
+// The topic probe's stored run (storage/atlas_store.h: AtlasProbe, the newest of a model, which
+// the EngineController holds as atlasProbe()) as the Atlas's data: positions and labels as
+// stored, shares = routed slots / (the topic's tokens x top-k), the same definition as
+// `coli atlas --json`. Header-only.
+// Thread-safety: a pure function.
+#include "atlas/atlas_data.h"
+#include "storage/atlas_store.h"
+
+#include <map>
+#include <utility>
+
+namespace coli::atlas {
+
+inline AtlasData atlasFromProbe(const storage::AtlasProbe& p, std::string model) {
+    AtlasData d;
+    d.model = std::move(model);
+    d.nLayers = p.nLayers;
+    d.nExperts = p.nExperts;
+    for (const storage::AtlasTopic& t : p.topics)
+        d.topics.push_back(t.label.empty() ? t.name : t.label);
+    const size_t nt = p.topics.size();
+    std::map<std::pair<int, int>, std::vector<float>> shares;
+    for (const storage::AtlasCount& c : p.counts) {
+        if (c.topic < 0 || size_t(c.topic) >= nt) continue;
+        const double total = double(p.topics[size_t(c.topic)].tokens) * double(p.topK);
+        auto& s = shares[{c.layer, c.expert}];
+        s.resize(nt, 0.0f);
+        if (total > 0) s[size_t(c.topic)] = float(double(c.routedSlots) / total);
+    }
+    for (const storage::AtlasPosition& x : p.positions) {
+        AtlasExpert e;
+        e.layer = x.layer;
+        e.expert = x.expert;
+        e.x = float(x.x);
+        e.y = float(x.y);
+        e.z = float(x.z);
+        e.topic = x.dominantTopic && *x.dominantTopic >= 0 && size_t(*x.dominantTopic) < nt
+                      ? *x.dominantTopic
+                      : -1;
+        e.specialist = e.topic >= 0 && x.specialist;
+        auto it = shares.find({x.layer, x.expert});
+        e.shares = it != shares.end() ? it->second : std::vector<float>(nt, 0.0f);
+        d.experts.push_back(std::move(e));
+    }
+    return d;
+}
+
+} // namespace coli::atlas

@@ -136,6 +136,24 @@ QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* 
                 else
                     atlas->reloadForModel();
             });
+        // The Brain's hover names each expert's top topics from the same probe; the probe can
+        // arrive before the Brain knows the model's shape (its first tier status), so both
+        // events refresh it.
+        BrainMonitor* brain = controller->brain();
+        const auto brainTopics = [brain, controller] {
+            const auto p = controller->atlasProbe();
+            std::vector<float> shares;
+            if (p)
+                shares = atlas::brainTopicProfiles(*p, brain->cells().nLayers(),
+                                                   brain->cells().nExperts());
+            QStringList labels;
+            if (!shares.empty())
+                for (const storage::AtlasTopic& t : p->topics)
+                    labels << QString::fromStdString(t.label.empty() ? t.name : t.label);
+            brain->setTopicShares(std::move(shares), labels);
+        };
+        QObject::connect(controller, &EngineController::atlasProbeChanged, brain, brainTopics);
+        QObject::connect(brain, &BrainMonitor::shapeChanged, brain, brainTopics);
     }
     engine.setInitialProperties(
         {{QStringLiteral("controller"), QVariant::fromValue<QObject*>(controller)},

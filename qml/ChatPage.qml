@@ -76,6 +76,22 @@ Item {
                 message: page.sessions ? page.sessions.modelNotice : ""
                 onDismissed: {} // stays while this chat is shown: it is a fact, not an event
             }
+            // The topic probe (Atlas view) holds the engine: say so here, where an answer would
+            // otherwise seem stuck, and offer to stop it.
+            ErrorBanner {
+                objectName: "probeNotice"
+                Layout.fillWidth: true
+                Layout.margins: Theme.padding
+                Layout.bottomMargin: 0
+                kind: "info"
+                message: page.controller && page.controller.probeRunning
+                         ? (page.controller.answerWaiting
+                            ? qsTr("%1. Your answer starts when it finishes (Stop cancels both).")
+                            : qsTr("%1. A message sent now waits for it."))
+                           .arg(page.controller.probeStatus)
+                         : ""
+                onDismissed: {} // stays while the probe runs; the Atlas view and Stop cancel it
+            }
             AppButton {
                 objectName: "loadSessionModel"
                 visible: page.sessions !== null && page.sessions.canLoadSessionModel

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <utility>
+#include <vector>
 
 namespace coli::atlas {
 
@@ -44,6 +45,37 @@ inline AtlasData atlasFromProbe(const storage::AtlasProbe& p, std::string model)
         d.experts.push_back(std::move(e));
     }
     return d;
+}
+
+// The Brain's hover topics: for every (layer, expert) of a model of nLayers x nExperts (dense
+// layers included, index layer * nExperts + expert), its topic profile: the shares above
+// normalised to sum to 1 over the topics (all 0 for an expert the probe never saw routed).
+// [n_layers * n_experts * n_topics]; empty when the probe does not fit that shape (another model's
+// probe, or no topics).
+inline std::vector<float> brainTopicProfiles(const storage::AtlasProbe& p, int nLayers,
+                                             int nExperts) {
+    const size_t nt = p.topics.size();
+    if (nt == 0 || nLayers <= 0 || nExperts != p.nExperts || p.nLayers > nLayers) return {};
+    std::vector<float> out(size_t(nLayers) * size_t(nExperts) * nt, 0.0f);
+    for (const storage::AtlasCount& c : p.counts) {
+        if (c.topic < 0 || size_t(c.topic) >= nt || c.layer < 0 || c.layer >= nLayers ||
+            c.expert < 0 || c.expert >= nExperts)
+            continue;
+        const double total = double(p.topics[size_t(c.topic)].tokens) * double(p.topK);
+        if (total > 0)
+            out[(size_t(c.layer) * size_t(nExperts) + size_t(c.expert)) * nt + size_t(c.topic)] =
+                float(double(c.routedSlots) / total);
+    }
+    for (size_t cell = 0; cell < size_t(nLayers) * size_t(nExperts); ++cell) {
+        float* row = out.data() + cell * nt;
+        double sum = 0;
+        for (size_t t = 0; t < nt; ++t)
+            sum += row[t];
+        if (sum > 0)
+            for (size_t t = 0; t < nt; ++t)
+                row[t] = float(row[t] / sum);
+    }
+    return out;
 }
 
 } // namespace coli::atlas

@@ -516,6 +516,15 @@ private slots:
         QCOMPARE(float(shares[0].toMap().value("share").toDouble()), 1200.0f / 2000.0f);
         QCOMPARE(float(shares[1].toMap().value("share").toDouble()), 100.0f / 1000.0f);
         QCOMPARE(atlas->atlas().experts[size_t(atlas->indexOf(0, 0))].topic, -1);
+        // The Brain's hover names the same probe's topics: (3, 7)'s profile 0.6 : 0.1 of Alpha
+        // and Beta, normalised to sum to 1.
+        BrainMonitor* brain = controller.brain();
+        QTRY_VERIFY(brain->topicsAvailable());
+        const QVariantList topics = brain->cellInfo(3, 7).value("topics").toList();
+        QCOMPARE(topics.size(), 2);
+        QCOMPARE(topics[0].toMap().value("label").toString(), QStringLiteral("Alpha"));
+        QCOMPARE(float(topics[0].toMap().value("share").toDouble()), float(0.6 / 0.7));
+        QVERIFY(brain->cellInfo(0, 0).value("topics").toList().isEmpty()); // never routed
 
         QList<QQuickItem*> run;
         collectItems(window->contentItem(), QStringLiteral("atlasRunProbe"), &run);
@@ -524,6 +533,7 @@ private slots:
 
         controller.setAtlasProbe(controller.modelDir(), nullptr);
         QCOMPARE(atlas->source(), QStringLiteral("none"));
+        QVERIFY(!brain->topicsAvailable());
         controller.shutdown();
     }
 

@@ -10,6 +10,7 @@ Page {
     property QtObject controller
     property QtObject appSettings
     property string forgetResult: ""
+    property string pinResult: ""
 
     background: Rectangle { color: Theme.background }
 
@@ -181,6 +182,18 @@ Page {
                     onClicked: confirmForget.open()
                 }
                 Hint { objectName: "forgetResult"; text: page.forgetResult; visible: text !== "" }
+                AppButton {
+                    objectName: "resetExclusionsButton"
+                    Layout.columnSpan: 2
+                    text: qsTr("Let learned pins use experts you unpinned")
+                    enabled: page.controller !== null && page.controller.modelDir !== ""
+                    onClicked: page.controller.resetPinExclusions()
+                }
+                Hint {
+                    objectName: "pinResult"
+                    text: page.pinResult !== "" ? page.pinResult
+                          : qsTr("A learned pin you unpin in the Brain view stays out of the learned pins until this is pressed.")
+                }
             }
             Item { Layout.preferredHeight: Theme.padding }
         }
@@ -208,5 +221,9 @@ Page {
     Connections {
         target: page.appSettings
         function onUsageForgotten(message) { page.forgetResult = message }
+    }
+    Connections {
+        target: page.controller
+        function onPinMessage(text, ok) { page.pinResult = text }
     }
 }

@@ -2,28 +2,19 @@
 
 #include "storage/sqlite_util.h"
 
-#include <chrono>
 #include <cmath>
 #include <set>
 #include <tuple>
 
 namespace coli::storage {
 
+using detail::expertText;
+using detail::nowMs;
 using detail::sqliteStatus;
 using detail::Stmt;
 using detail::Transaction;
 
 namespace {
-
-int64_t nowMs() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-std::string expertName(int layer, int expert) {
-    return "layer " + std::to_string(layer) + " expert " + std::to_string(expert);
-}
 
 // "" when the probe's rows fit together, else what is wrong.
 std::string checkProbe(const AtlasProbe& p) {
@@ -42,19 +33,19 @@ std::string checkProbe(const AtlasProbe& p) {
     std::set<std::tuple<int, int, int>> counts;
     for (const AtlasCount& c : p.counts) {
         if (!inModel(c.layer, c.expert))
-            return "count of " + expertName(c.layer, c.expert) + " is outside the model";
+            return "count of " + expertText(c.layer, c.expert) + " is outside the model";
         if (c.topic < 0 || c.topic >= nTopics)
-            return "count of " + expertName(c.layer, c.expert) + " names topic " +
+            return "count of " + expertText(c.layer, c.expert) + " names topic " +
                    std::to_string(c.topic) + " of " + std::to_string(nTopics);
-        if (c.routedSlots < 0) return "count of " + expertName(c.layer, c.expert) + " is negative";
+        if (c.routedSlots < 0) return "count of " + expertText(c.layer, c.expert) + " is negative";
         if (!counts.insert({c.layer, c.expert, c.topic}).second)
-            return "count of " + expertName(c.layer, c.expert) + " in topic " +
+            return "count of " + expertText(c.layer, c.expert) + " in topic " +
                    std::to_string(c.topic) + " given twice";
     }
     std::set<std::tuple<int, int, int, int>> pairs;
     for (const AtlasPair& q : p.coactivation) {
-        const std::string name = "pair (" + expertName(q.layerA, q.expertA) + ", " +
-                                 expertName(q.layerB, q.expertB) + ")";
+        const std::string name = "pair (" + expertText(q.layerA, q.expertA) + ", " +
+                                 expertText(q.layerB, q.expertB) + ")";
         if (!inModel(q.layerA, q.expertA) || !inModel(q.layerB, q.expertB))
             return name + " is outside the model";
         if (!(std::tie(q.layerA, q.expertA) < std::tie(q.layerB, q.expertB)))
@@ -65,7 +56,7 @@ std::string checkProbe(const AtlasProbe& p) {
     }
     std::set<std::pair<int, int>> placed;
     for (const AtlasPosition& x : p.positions) {
-        const std::string name = "position of " + expertName(x.layer, x.expert);
+        const std::string name = "position of " + expertText(x.layer, x.expert);
         if (!inModel(x.layer, x.expert)) return name + " is outside the model";
         if (!std::isfinite(x.x) || !std::isfinite(x.y) || !std::isfinite(x.z))
             return name + " is not finite";

@@ -3,23 +3,17 @@
 #include "storage/sqlite_util.h"
 
 #include <bit>
-#include <chrono>
 #include <cmath>
 #include <limits>
 
 namespace coli::storage {
 
+using detail::nowMs;
 using detail::sqliteStatus;
 using detail::Stmt;
 using detail::Transaction;
 
 namespace {
-
-int64_t nowMs() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 // Seeds are the engine's uint64; SQLite integers are int64: the same 64 bits are stored.
 void bindSeed(Stmt& s, int i, std::optional<uint64_t> seed) {

@@ -1,6 +1,7 @@
 #include "storage/sqlite_util.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 namespace coli::storage::detail {
@@ -102,6 +103,16 @@ Status Transaction::commit(const std::string& what) {
     COLI_RETURN_IF_ERROR(exec(m_db, "COMMIT", m_file, what));
     m_open = false;
     return {};
+}
+
+int64_t nowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string expertText(int layer, int expert) {
+    return "layer " + std::to_string(layer) + " expert " + std::to_string(expert);
 }
 
 } // namespace coli::storage::detail

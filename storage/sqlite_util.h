@@ -76,4 +76,10 @@ private:
     bool m_open = false;
 };
 
+// Unix time now, in milliseconds (the unit of every v2/v3 time column).
+int64_t nowMs();
+
+// "layer L expert E": how messages name one routed expert.
+std::string expertText(int layer, int expert);
+
 } // namespace coli::storage::detail

@@ -2,28 +2,15 @@
 
 #include "storage/sqlite_util.h"
 
-#include <chrono>
 #include <string>
 
 namespace coli::storage {
 
+using detail::expertText;
+using detail::nowMs;
 using detail::sqliteStatus;
 using detail::Stmt;
 using detail::Transaction;
-
-namespace {
-
-int64_t nowMs() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-std::string expertText(int layer, int expert) {
-    return "layer " + std::to_string(layer) + " expert " + std::to_string(expert);
-}
-
-} // namespace
 
 Result<UserPinLists> UserPinStore::load(int64_t model) {
     const std::string& file = m_db.m_path;

@@ -11,6 +11,16 @@ Status invalid(const std::string& what) {
     return {ErrorCode::InvalidArgument, "specialists: " + what};
 }
 
+// Squared Euclidean distance of points a and b of xyz ([n, 3]).
+double squaredDistance3(std::span<const double> xyz, size_t a, size_t b) {
+    double dist = 0;
+    for (size_t c = 0; c < 3; ++c) {
+        const double diff = xyz[a * 3 + c] - xyz[b * 3 + c];
+        dist += diff * diff;
+    }
+    return dist;
+}
+
 } // namespace
 
 double routingShare(int64_t slots, int64_t tokens, int topK) {
@@ -171,12 +181,7 @@ Result<TopicPurity> topicPurity(std::span<const double> xyz, std::span<const int
         size_t m = 0;
         for (size_t b : spec) {
             if (b == a) continue;
-            double dist = 0;
-            for (size_t c = 0; c < 3; ++c) {
-                const double diff = xyz[a * 3 + c] - xyz[b * 3 + c];
-                dist += diff * diff;
-            }
-            d[m++] = {dist, b};
+            d[m++] = {squaredDistance3(xyz, a, b), b};
         }
         std::partial_sort(d.begin(), d.begin() + k, d.end());
         int same = 0;
@@ -227,12 +232,7 @@ Result<NeighbourhoodPurity> neighbourhoodPurity(std::span<const double> xyz,
         size_t m = 0;
         for (size_t b = 0; b < n; ++b) {
             if (b == a) continue;
-            double dist = 0;
-            for (size_t c = 0; c < 3; ++c) {
-                const double diff = xyz[a * 3 + c] - xyz[b * 3 + c];
-                dist += diff * diff;
-            }
-            d[m++] = {dist, b};
+            d[m++] = {squaredDistance3(xyz, a, b), b};
         }
         std::partial_sort(d.begin(), d.begin() + k, d.end());
         int same = 0;

@@ -167,7 +167,7 @@ TEST(TopicProbe, TopicsBelowTheMinimumAreRefusedByName) {
     auto r = runTopicProbe(model(), set); // issue 12's minimum: 20 prompts, 2,000 tokens
     ASSERT_FALSE(r.isOk());
     EXPECT_EQ(r.status().code(), ErrorCode::InvalidArgument);
-    const std::string& m = r.status().message();
+    const std::string m = r.status().message();
     EXPECT_NE(m.find("\"" + set.topics[0].id + "\" has 3 prompts"), std::string::npos) << m;
     EXPECT_NE(m.find("at least 20 prompts and 2000 tokens"), std::string::npos) << m;
     EXPECT_NE(m.find("default-model.json"), std::string::npos) << m;

@@ -74,7 +74,7 @@ Item {
                 Layout.bottomMargin: 0
                 kind: "info"
                 message: page.sessions ? page.sessions.modelNotice : ""
-                onDismissed: {} // stays while this chat is shown: it is a fact, not an event
+                dismissible: false // stays while this chat is shown: it is a fact, not an event
             }
             // The topic probe (Atlas view) holds the engine: say so here, where an answer would
             // otherwise seem stuck, and offer to stop it.
@@ -90,7 +90,7 @@ Item {
                             : qsTr("%1. A message sent now waits for it."))
                            .arg(page.controller.probeStatus)
                          : ""
-                onDismissed: {} // stays while the probe runs; the Atlas view and Stop cancel it
+                dismissible: false // stays while the probe runs; the Atlas view and Stop cancel it
             }
             AppButton {
                 objectName: "loadSessionModel"

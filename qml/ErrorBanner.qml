@@ -9,6 +9,8 @@ Rectangle {
     id: banner
     property string message: ""
     property string kind: "error"
+    // false for a notice that states a fact while it holds (it goes when the fact does)
+    property bool dismissible: true
     signal dismissed()
 
     readonly property bool isInfo: kind === "info"
@@ -46,6 +48,7 @@ Rectangle {
         }
         ToolButton {
             objectName: "dismissBanner"
+            visible: banner.dismissible
             text: "✕"
             onClicked: banner.dismissed()
             Layout.alignment: Qt.AlignTop

@@ -216,23 +216,11 @@ DEFAULT_TOPICS = [
 
 
 def kjv_docs(pk):
-    """As prepare_data.kjv_docs, with the unpacked reader and data file."""
+    """prepare_data.kjv_docs, with the unpacked reader and data file."""
     reader = pk["bible-kjv"]
     data = pk["bible-kjv-text"]
-    out = subprocess.run([reader.path("/usr/bin/bible"), "-p", data.path("/usr/lib"), "-f",
-                          "Gen1:1-Rev22:21"], capture_output=True, text=True, check=True).stdout
-    chapters, order = {}, []
-    for line in out.splitlines():
-        m = re.match(r"^(\w+?)(\d+):(\d+) (.*)$", line)
-        if not m:
-            continue
-        key = f"{m.group(1)}{m.group(2)}"
-        if key not in chapters:
-            chapters[key] = []
-            order.append(key)
-        chapters[key].append(m.group(4))
-    for key in order:
-        yield key, "\n".join(chapters[key])
+    yield from prepare_data.kjv_docs(
+        [reader.path("/usr/bin/bible"), "-p", data.path("/usr/lib")])
 
 
 def links_skipped(root, extractor):

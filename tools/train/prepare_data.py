@@ -89,9 +89,10 @@ def read_text(path):
 # ----------------------------------------------------------------------------- extractors
 # Each yields (document key, text).
 
-def kjv_docs():
-    """One document per chapter, verse references stripped, one verse per line."""
-    out = subprocess.run(["bible", "-f", "Gen1:1-Rev22:21"], capture_output=True, text=True,
+def kjv_docs(bible=("bible",)):
+    """One document per chapter, verse references stripped, one verse per line. `bible`: the
+    reader's command line before its options (tools/topics runs an unpacked copy)."""
+    out = subprocess.run([*bible, "-f", "Gen1:1-Rev22:21"], capture_output=True, text=True,
                          check=True).stdout
     chapters = {}
     order = []

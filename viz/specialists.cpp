@@ -1,6 +1,7 @@
 #include "viz/specialists.h"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 #include <utility>
 
@@ -153,48 +154,76 @@ Result<LooAgreement> leaveOnePromptOut(const PromptRouting& r) {
     return a;
 }
 
+namespace {
+
+// Per-topic means of a k-nearest-neighbour purity: for each specialist a (dominant[a] a topic),
+// the fraction of its k nearest `candidates` other than a (Euclidean in 3D; ties: the lower
+// index) whose neighbourLabel is dominant[a]. Callers check k <= candidates.size() - 1.
+struct KnnPurity {
+    double overall = 0;           // mean over specialists
+    std::vector<double> perTopic; // [T]: mean over topic t's specialists (0 when it has none)
+    size_t specialists = 0;
+};
+KnnPurity knnPurity(std::span<const double> xyz, std::span<const int> dominant,
+                    std::span<const size_t> candidates, std::span<const int> neighbourLabel,
+                    size_t T, int k) {
+    KnnPurity out;
+    out.perTopic.assign(T, 0.0);
+    std::vector<int> count(T, 0);
+    std::vector<std::pair<double, size_t>> d;
+    d.reserve(candidates.size());
+    for (size_t a = 0; a < dominant.size(); ++a) {
+        const int t = dominant[a];
+        if (t == kGeneralist) continue;
+        d.clear();
+        for (size_t b : candidates)
+            if (b != a) d.push_back({squaredDistance3(xyz, a, b), b});
+        std::partial_sort(d.begin(), d.begin() + k, d.end());
+        int same = 0;
+        for (int j = 0; j < k; ++j)
+            same += neighbourLabel[d[size_t(j)].second] == t;
+        const double purity = double(same) / double(k);
+        out.overall += purity;
+        out.perTopic[size_t(t)] += purity;
+        ++count[size_t(t)];
+        ++out.specialists;
+    }
+    if (out.specialists) out.overall /= double(out.specialists);
+    for (size_t t = 0; t < T; ++t)
+        if (count[t]) out.perTopic[t] /= double(count[t]);
+    return out;
+}
+
+// InvalidArgument naming the first label outside kGeneralist or [0, nTopics), else OK.
+Status checkLabels(std::span<const int> labels, int nTopics) {
+    for (size_t i = 0; i < labels.size(); ++i)
+        if (labels[i] != kGeneralist && (labels[i] < 0 || labels[i] >= nTopics))
+            return invalid("expert " + std::to_string(i) + " has label " +
+                           std::to_string(labels[i]) + ", outside [0, " + std::to_string(nTopics) +
+                           ")");
+    return {};
+}
+
+} // namespace
+
 Result<TopicPurity> topicPurity(std::span<const double> xyz, std::span<const int> dominant,
                                 int nTopics, int k) {
     if (xyz.size() != dominant.size() * 3)
         return invalid(std::to_string(xyz.size()) + " coordinates for " +
                        std::to_string(dominant.size()) + " experts (3 each expected)");
     if (k < 1 || nTopics < 1) return invalid("k and the number of topics must be at least 1");
+    COLI_RETURN_IF_ERROR(checkLabels(dominant, nTopics));
     std::vector<size_t> spec;
-    for (size_t i = 0; i < dominant.size(); ++i) {
-        if (dominant[i] != kGeneralist && (dominant[i] < 0 || dominant[i] >= nTopics))
-            return invalid("expert " + std::to_string(i) + " has label " +
-                           std::to_string(dominant[i]) + ", outside [0, " +
-                           std::to_string(nTopics) + ")");
+    for (size_t i = 0; i < dominant.size(); ++i)
         if (dominant[i] != kGeneralist) spec.push_back(i);
-    }
     if (spec.size() < size_t(k) + 1)
         return invalid("the purity over " + std::to_string(k) + " neighbours needs at least " +
                        std::to_string(k + 1) + " specialists, there are " +
                        std::to_string(spec.size()));
-    const size_t T = size_t(nTopics);
+    KnnPurity p = knnPurity(xyz, dominant, spec, dominant, size_t(nTopics), k);
     TopicPurity out;
-    out.perTopic.assign(T, 0.0);
-    std::vector<int> count(T, 0);
-    std::vector<std::pair<double, size_t>> d(spec.size() - 1);
-    double sum = 0;
-    for (size_t a : spec) {
-        size_t m = 0;
-        for (size_t b : spec) {
-            if (b == a) continue;
-            d[m++] = {squaredDistance3(xyz, a, b), b};
-        }
-        std::partial_sort(d.begin(), d.begin() + k, d.end());
-        int same = 0;
-        for (int j = 0; j < k; ++j)
-            same += dominant[d[size_t(j)].second] == dominant[a];
-        const double purity = double(same) / double(k);
-        sum += purity;
-        out.perTopic[size_t(dominant[a])] += purity;
-        ++count[size_t(dominant[a])];
-    }
-    out.overall = sum / double(spec.size());
-    for (size_t t = 0; t < T; ++t)
-        if (count[t]) out.perTopic[t] /= double(count[t]);
+    out.overall = p.overall;
+    out.perTopic = std::move(p.perTopic);
     return out;
 }
 
@@ -210,49 +239,30 @@ Result<NeighbourhoodPurity> neighbourhoodPurity(std::span<const double> xyz,
     if (n < size_t(k) + 1)
         return invalid("the purity over " + std::to_string(k) + " neighbours needs at least " +
                        std::to_string(k + 1) + " experts, there are " + std::to_string(n));
+    COLI_RETURN_IF_ERROR(checkLabels(dominant, nTopics));
+    COLI_RETURN_IF_ERROR(checkLabels(leaning, nTopics));
     const size_t T = size_t(nTopics);
     std::vector<int> leaningCount(T, 0), specialistCount(T, 0);
     for (size_t i = 0; i < n; ++i) {
-        for (int label : {dominant[i], leaning[i]})
-            if (label != kGeneralist && (label < 0 || label >= nTopics))
-                return invalid("expert " + std::to_string(i) + " has label " +
-                               std::to_string(label) + ", outside [0, " + std::to_string(nTopics) +
-                               ")");
         if (leaning[i] != kGeneralist) ++leaningCount[size_t(leaning[i])];
         if (dominant[i] != kGeneralist) ++specialistCount[size_t(dominant[i])];
     }
+    std::vector<size_t> everyone(n);
+    std::iota(everyone.begin(), everyone.end(), size_t(0));
+    KnnPurity p = knnPurity(xyz, dominant, everyone, leaning, T, k);
+    if (p.specialists == 0) return invalid("no expert is a specialist: the purity is undefined");
     NeighbourhoodPurity out;
-    out.perTopic.assign(T, 0.0);
-    std::vector<int> count(T, 0);
-    std::vector<std::pair<double, size_t>> d(n - 1);
-    size_t specialists = 0;
+    out.overall = p.overall;
+    out.perTopic = std::move(p.perTopic);
     for (size_t a = 0; a < n; ++a) {
         const int t = dominant[a];
         if (t == kGeneralist) continue;
-        size_t m = 0;
-        for (size_t b = 0; b < n; ++b) {
-            if (b == a) continue;
-            d[m++] = {squaredDistance3(xyz, a, b), b};
-        }
-        std::partial_sort(d.begin(), d.begin() + k, d.end());
-        int same = 0;
-        for (int j = 0; j < k; ++j)
-            same += leaning[d[size_t(j)].second] == t;
-        const double purity = double(same) / double(k);
-        out.overall += purity;
-        out.perTopic[size_t(t)] += purity;
-        ++count[size_t(t)];
         // Among the n - 1 others, those leaning to t (a itself leans to t: it is its top topic).
         out.chance += double(leaningCount[size_t(t)] - (leaning[a] == t)) / double(n - 1);
         out.specialistsCap += double(std::min(k, specialistCount[size_t(t)] - 1)) / double(k);
-        ++specialists;
     }
-    if (specialists == 0) return invalid("no expert is a specialist: the purity is undefined");
-    out.overall /= double(specialists);
-    out.chance /= double(specialists);
-    out.specialistsCap /= double(specialists);
-    for (size_t t = 0; t < T; ++t)
-        if (count[t]) out.perTopic[t] /= double(count[t]);
+    out.chance /= double(p.specialists);
+    out.specialistsCap /= double(p.specialists);
     return out;
 }
 

@@ -34,13 +34,13 @@ Result<ProbeAtlas> analyseProbe(const probe::ProbeResult& r) {
     pr.nExperts = m;
     pr.nTopics = T;
     pr.topK = r.topK;
-    pr.slots.reserve(r.prompts.size() * size_t(m));
+    pr.routedSlots.reserve(r.prompts.size() * size_t(m));
     for (const probe::PromptStats& p : r.prompts) {
         pr.topic.push_back(p.topic);
         pr.tokens.push_back(p.tokens);
         for (int li : r.moeLayers)
-            pr.slots.insert(pr.slots.end(), p.routedSlots.begin() + ptrdiff_t(li) * E,
-                            p.routedSlots.begin() + ptrdiff_t(li + 1) * E);
+            pr.routedSlots.insert(pr.routedSlots.end(), p.routedSlots.begin() + ptrdiff_t(li) * E,
+                                  p.routedSlots.begin() + ptrdiff_t(li + 1) * E);
     }
     auto shares = viz::topicShares(pr);
     if (!shares) return prefixed(shares.status());

@@ -76,11 +76,11 @@ Result<Pooled> pool(const PromptRouting& r) {
                        std::to_string(r.nExperts) + ", " + std::to_string(r.nTopics) + ", " +
                        std::to_string(r.topK) + ")");
     const size_t P = r.topic.size(), n = size_t(r.nExperts), T = size_t(r.nTopics);
-    if (r.tokens.size() != P || r.slots.size() != P * n)
+    if (r.tokens.size() != P || r.routedSlots.size() != P * n)
         return invalid("per-prompt arrays do not match: " + std::to_string(P) + " topics, " +
                        std::to_string(r.tokens.size()) + " token counts, " +
-                       std::to_string(r.slots.size()) + " slot counts for " + std::to_string(n) +
-                       " experts");
+                       std::to_string(r.routedSlots.size()) + " slot counts for " +
+                       std::to_string(n) + " experts");
     Pooled p;
     p.tokens.assign(T, 0);
     p.slots.assign(n * T, 0);
@@ -93,7 +93,7 @@ Result<Pooled> pool(const PromptRouting& r) {
         const size_t t = size_t(r.topic[q]);
         p.tokens[t] += r.tokens[q];
         for (size_t i = 0; i < n; ++i) {
-            const uint32_t s = r.slots[q * n + i];
+            const uint32_t s = r.routedSlots[q * n + i];
             if (int64_t(s) > r.tokens[q])
                 return invalid("prompt " + std::to_string(q) + " routes expert " +
                                std::to_string(i) + " " + std::to_string(s) + " times in " +
@@ -126,7 +126,7 @@ Result<LooAgreement> leaveOnePromptOut(const PromptRouting& r) {
         for (size_t t = 0; t < T; ++t) {
             int64_t slots = p->slots[i * T + t], tokens = p->tokens[t];
             if (held < P && t == heldTopic)
-                slots -= r.slots[held * n + i], tokens -= r.tokens[held];
+                slots -= r.routedSlots[held * n + i], tokens -= r.tokens[held];
             row[t] = routingShare(slots, tokens, r.topK);
         }
         return labelExpert(row).dominant;

@@ -25,8 +25,8 @@ inline constexpr double kSpecialistMinBalanced = 0.01; // experts below this nev
 inline constexpr int kGeneralist = -1;                 // the label of a non-specialist
 inline constexpr int kPurityNeighbours = 5;            // k of the topic purity
 
-// slots / (tokens * topK); 0 when tokens is 0.
-double routingShare(int64_t slots, int64_t tokens, int topK);
+// routedSlots / (tokens * topK); 0 when tokens is 0.
+double routingShare(int64_t routedSlots, int64_t tokens, int topK);
 
 // Mean of one expert's shares over the topics ([n_topics]); 0 for an empty span.
 double balancedShare(std::span<const double> shares);
@@ -57,7 +57,8 @@ struct PromptRouting {
     int topK = 0;                // routed experts per token and layer
     std::vector<int> topic;      // [n_prompts]: each prompt's topic in [0, T)
     std::vector<int64_t> tokens; // [n_prompts]: tokens routed (prefill) for the prompt
-    std::vector<uint32_t> slots; // [n_prompts, n]: times each expert was routed for the prompt
+    std::vector<uint32_t>
+        routedSlots; // [n_prompts, n]: times each expert was routed for the prompt
 };
 
 // Shares [n, T] of all prompts pooled per topic. Errors: InvalidArgument for mismatched sizes, a

@@ -6,12 +6,19 @@
 // Thread-safety: a pure function.
 #include "atlas/atlas_data.h"
 #include "storage/atlas_store.h"
+#include "viz/specialists.h"
 
 #include <map>
 #include <utility>
 #include <vector>
 
 namespace coli::atlas {
+
+// One stored count as a routing share (viz::routingShare: slots / (the topic's tokens x top-k)).
+// Requires c.topic to index p.topics.
+inline float probeShare(const storage::AtlasProbe& p, const storage::AtlasCount& c) {
+    return float(viz::routingShare(c.routedSlots, p.topics[size_t(c.topic)].tokens, p.topK));
+}
 
 inline AtlasData atlasFromProbe(const storage::AtlasProbe& p, std::string model) {
     AtlasData d;
@@ -24,10 +31,9 @@ inline AtlasData atlasFromProbe(const storage::AtlasProbe& p, std::string model)
     std::map<std::pair<int, int>, std::vector<float>> shares;
     for (const storage::AtlasCount& c : p.counts) {
         if (c.topic < 0 || size_t(c.topic) >= nt) continue;
-        const double total = double(p.topics[size_t(c.topic)].tokens) * double(p.topK);
         auto& s = shares[{c.layer, c.expert}];
         s.resize(nt, 0.0f);
-        if (total > 0) s[size_t(c.topic)] = float(double(c.routedSlots) / total);
+        s[size_t(c.topic)] = probeShare(p, c);
     }
     for (const storage::AtlasPosition& x : p.positions) {
         AtlasExpert e;
@@ -61,10 +67,8 @@ inline std::vector<float> brainTopicProfiles(const storage::AtlasProbe& p, int n
         if (c.topic < 0 || size_t(c.topic) >= nt || c.layer < 0 || c.layer >= nLayers ||
             c.expert < 0 || c.expert >= nExperts)
             continue;
-        const double total = double(p.topics[size_t(c.topic)].tokens) * double(p.topK);
-        if (total > 0)
-            out[(size_t(c.layer) * size_t(nExperts) + size_t(c.expert)) * nt + size_t(c.topic)] =
-                float(double(c.routedSlots) / total);
+        out[(size_t(c.layer) * size_t(nExperts) + size_t(c.expert)) * nt + size_t(c.topic)] =
+            probeShare(p, c);
     }
     for (size_t cell = 0; cell < size_t(nLayers) * size_t(nExperts); ++cell) {
         float* row = out.data() + cell * nt;

@@ -55,9 +55,9 @@ PromptRouting handMadePrompts() {
     r.topic = {0, 0, 1, 1, 2, 2, 3, 3};
     r.tokens.assign(8, 10);
     for (int p = 0; p < 8; ++p) {
-        r.slots.push_back(p < 2 ? 10 : 0);
-        r.slots.push_back(p == 1 ? 10 : 0);
-        r.slots.push_back(2);
+        r.routedSlots.push_back(p < 2 ? 10 : 0);
+        r.routedSlots.push_back(p == 1 ? 10 : 0);
+        r.routedSlots.push_back(2);
     }
     return r;
 }
@@ -94,11 +94,11 @@ TEST(Specialists, LeaveOnePromptOutRefusesBadCounts) {
     ASSERT_FALSE(a.isOk());
     EXPECT_NE(a.status().message().find("prompt 3 has topic 4"), std::string::npos);
     r = handMadePrompts();
-    r.slots[0] = 11;
+    r.routedSlots[0] = 11;
     EXPECT_NE(leaveOnePromptOut(r).status().message().find("11 times in 10 tokens"),
               std::string::npos);
     r = handMadePrompts();
-    r.slots.pop_back();
+    r.routedSlots.pop_back();
     EXPECT_FALSE(topicShares(r).isOk());
 }
 

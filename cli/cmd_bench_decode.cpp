@@ -5,8 +5,8 @@
 // about speed; the tokens are (every run must decode the same ones, else it stops with an error).
 #include "cmd_bench_decode.h"
 #include "bench_stats.h"
+#include "diskbench/io_bench.h"
 #include "exit_codes.h"
-#include "io_bench.h"
 #include "options.h"
 #include "startup/omp_defaults.h"
 
@@ -189,7 +189,7 @@ int runBenchDecode(const BenchDecodeOptions& o) {
             row.budget = budget;
             for (int run = -1; run < o.runs; ++run) {
                 if (cold && box) {
-                    const Status dropped = dropShardCaches(*box);
+                    const Status dropped = diskbench::dropCaches(diskbench::shardFiles(*box));
                     if (!dropped.isOk()) return fail(dropped, kExitModel);
                 }
                 auto r = runOnce(o, **tok, true, budget);
@@ -215,13 +215,15 @@ int runBenchDecode(const BenchDecodeOptions& o) {
                 if (box) {
                     // The disk's limit for this request size and queue depth, right after (A B).
                     const uint64_t len = box->experts.front().length;
-                    auto reads = randomReads(*box, len, uint64_t(16 * o.ioDepth), uint32_t(run));
+                    auto reads = diskbench::randomReads(diskbench::shardFiles(*box), len,
+                                                        uint64_t(16 * o.ioDepth), uint32_t(run));
                     if (!reads) return fail(reads.status(), kExitModel);
-                    (void)dropShardCaches(*box);
+                    (void)diskbench::dropCaches(diskbench::shardFiles(*box));
                     aio::IoOptions io;
                     io.queueDepth = o.ioDepth;
                     io.directIo = true;
-                    auto disk = runReads(*box, ReadBatches{*reads}, io, false);
+                    auto disk = diskbench::runReads(diskbench::shardFiles(*box),
+                                                    diskbench::ReadBatches{*reads}, io, false);
                     if (!disk) return fail(disk.status(), kExitModel);
                     row.diskMBps.push_back(disk->bytesPerSecond() / 1e6);
                     if (pool > 0 && disk->bytesPerSecond() > 0)

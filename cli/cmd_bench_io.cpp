@@ -4,8 +4,8 @@
 #include "cmd_bench_io.h"
 
 #include "bench_stats.h"
+#include "diskbench/io_bench.h"
 #include "exit_codes.h"
-#include "io_bench.h"
 #include "options.h"
 
 #include <fmt/core.h>
@@ -19,6 +19,10 @@
 
 namespace coli::cli {
 namespace {
+
+using diskbench::IoRunResult;
+using diskbench::ReadBatches;
+using diskbench::ShardRead;
 
 struct BenchIoOptions {
     std::string container;
@@ -72,7 +76,8 @@ int runBenchIo(const BenchIoOptions& o) {
                     kExitUsage);
     auto trace = cachesim::readRoutingTrace(o.trace);
     if (!trace) return fail(trace.status(), kExitUsage);
-    auto replay = replayBatches(c, trace.value(), o.tokens);
+    const std::vector<diskbench::ReadFile> files = diskbench::shardFiles(c);
+    auto replay = diskbench::replayBatches(c, trace.value(), o.tokens);
     if (!replay) return fail(replay.status(), kExitUsage);
 
     // The container's bytes per expert (the median blob, should the lengths ever differ).
@@ -92,7 +97,8 @@ int runBenchIo(const BenchIoOptions& o) {
     const aio::IoOptions replayIo{backend, o.queueDepth, o.directIo};
     const uint64_t replayBytes = countBytes(replay.value());
     const uint64_t diskBytes = std::max(replayBytes, uint64_t(o.diskMib) << 20);
-    auto random = randomReads(c, expertBytes, (diskBytes + expertBytes - 1) / expertBytes, 1);
+    auto random =
+        diskbench::randomReads(files, expertBytes, (diskBytes + expertBytes - 1) / expertBytes, 1);
     if (!random) return fail(random.status(), kExitModel);
     const uint64_t seqRequest = uint64_t(o.sequentialMib) << 20;
 
@@ -108,7 +114,7 @@ int runBenchIo(const BenchIoOptions& o) {
         row.requestBytes = request;
     };
     addRow("disk-sequential", "O_DIRECT, consecutive large reads",
-           {sequentialReads(c, seqRequest, diskBytes)}, direct, false, seqRequest);
+           {diskbench::sequentialReads(files, seqRequest, diskBytes)}, direct, false, seqRequest);
     addRow("disk-random", "O_DIRECT, random aligned expert-sized ranges",
            {std::move(random).value()}, direct, false, expertBytes);
     ReadBatches streamed(1);
@@ -132,8 +138,8 @@ int runBenchIo(const BenchIoOptions& o) {
     // cold: the shards' page cache is dropped first.
     for (int round = 0; round <= o.runs; ++round) {
         for (Row& row : rows) {
-            if (Status s = dropShardCaches(c); !s.isOk()) return fail(s, kExitModel);
-            auto r = runReads(c, row.batches, row.options, row.barrier);
+            if (Status s = diskbench::dropCaches(files); !s.isOk()) return fail(s, kExitModel);
+            auto r = diskbench::runReads(files, row.batches, row.options, row.barrier);
             if (!r) {
                 const bool noUring =
                     r.status().code() == ErrorCode::Unsupported && backend == aio::IoBackend::Uring;

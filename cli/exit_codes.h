@@ -8,12 +8,18 @@ enum ExitCode : int {
     kExitUsage = 2,         // bad flags, missing arguments, out-of-range sampling parameter
     kExitModel = 3,         // the model directory cannot be loaded (missing or malformed file)
     kExitGeneration = 4,    // generation failed (NaN/Inf logits, context length exceeded)
+    kExitNoSpace = 5,       // the disk filled up (download, mirror staging): what was written is
+                            // kept, and the same command resumes once space is freed
+    kExitNetwork = 6,       // a download or Hub request failed (network, server, authorisation,
+                            // a file whose hash does not match): nothing wrong is installed
+    kExitNotReady = 7,      // `coli doctor`: the model is not ready (each finding says what to do)
     kExitInterrupted = 130, // SIGINT (Ctrl+C) in `generate`, or while loading; 128 + SIGINT
 };
 
 // Shown at the end of every --help.
 inline constexpr const char* kExitCodesHelp =
     "Exit codes: 0 ok, 1 internal error, 2 usage error, 3 model error (cannot load), "
-    "4 generation error (numeric, context), 130 interrupted.";
+    "4 generation error (numeric, context), 5 disk full (resumable), 6 network or Hub error, "
+    "7 model not ready (doctor), 130 interrupted.";
 
 } // namespace coli::cli

@@ -344,7 +344,7 @@ private:
         auto freeBytes = m_fs.freeBytes(m_dst);
         if (!freeBytes) return dest(freeBytes.status());
         if (freeBytes.value() < need)
-            return dest({ErrorCode::Io, "not enough free space in " + m_dstArg +
+            return dest({ErrorCode::NoSpace, "not enough free space in " + m_dstArg +
                                             ": the container needs " + mibString(need) + " more, " +
                                             mibString(freeBytes.value()) + " free"});
         return {};

@@ -56,8 +56,9 @@ struct ConvertReport {
 // free space for the rest (fs.freeBytes vs. the planned size), a tensor of an unconvertible dtype.
 // A source file whose size or mtime changes is reported after the shard being written (the shard
 // is not kept). Errors: InvalidArgument (destination refusals), NotFound/Malformed/Unsupported/Io
-// from reading the source, Io for writes ("disk full writing <file>", "not enough free space"),
-// Cancelled when *cancel turns true (between tensors). Finished shards stay on any failure.
+// from reading the source, Io for failed writes,
+// Cancelled when *cancel turns true (between tensors); NoSpace for "not enough free space" and a
+// full disk. Finished shards stay on any failure.
 // *side (optional) says which side failed.
 Result<ConvertReport>
 convertCheckpoint(const std::string& src, const std::string& dst, const ConvertOptions& opt,

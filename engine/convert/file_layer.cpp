@@ -29,7 +29,11 @@ public:
             const ssize_t w = ::write(m_fd, p, std::min<size_t>(n, size_t(1) << 30));
             if (w < 0) {
                 if (errno == EINTR) continue;
-                if (errno == ENOSPC || errno == EDQUOT) return {ErrorCode::Io, diskFull(m_path)};
+                if (errno == ENOSPC || errno == EDQUOT)
+                    return {ErrorCode::NoSpace, diskFull(m_path)};
+                if (errno == EFBIG)
+                    return {ErrorCode::NoSpace, m_path + ": the file size limit was reached "
+                                                         "(ulimit -f, or the file system's)"};
                 return {ErrorCode::Io, m_path + ": write failed: " + std::strerror(errno)};
             }
             p += w;
@@ -40,7 +44,7 @@ public:
 
     Status sync() override {
         if (::fsync(m_fd) != 0) {
-            if (errno == ENOSPC || errno == EDQUOT) return {ErrorCode::Io, diskFull(m_path)};
+            if (errno == ENOSPC || errno == EDQUOT) return {ErrorCode::NoSpace, diskFull(m_path)};
             return {ErrorCode::Io, m_path + ": fsync failed: " + std::strerror(errno)};
         }
         return {};
@@ -110,7 +114,7 @@ public:
             COLI_RETURN_IF_ERROR(m_base->write(data, now));
             m_fs.m_written += now;
         }
-        if (now < n) return {ErrorCode::Io, diskFull(m_path)};
+        if (now < n) return {ErrorCode::NoSpace, diskFull(m_path)};
         return {};
     }
     Status sync() override { return m_base->sync(); }

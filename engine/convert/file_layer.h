@@ -16,10 +16,10 @@ namespace coli::convert {
 class WritableFile {
 public:
     virtual ~WritableFile() = default;
-    // Appends n bytes. Errors: Io; when the device is full (ENOSPC, EDQUOT) the message is
-    // "disk full writing <path>".
+    // Appends n bytes. Errors: Io; NoSpace when the device is full (ENOSPC, EDQUOT: "disk full
+    // writing <path>") or the file size limit is reached (EFBIG).
     virtual Status write(const void* data, size_t n) = 0;
-    // fsync. Errors: Io.
+    // fsync. Errors: Io; NoSpace (ENOSPC, EDQUOT).
     virtual Status sync() = 0;
     // Closes (also done by the destructor, ignoring errors). Errors: Io.
     virtual Status close() = 0;

@@ -22,6 +22,12 @@ const char* errorCodeName(ErrorCode code) {
         return "Numeric error";
     case ErrorCode::Internal:
         return "Internal error";
+    case ErrorCode::NoSpace:
+        return "Disk full";
+    case ErrorCode::Network:
+        return "Network error";
+    case ErrorCode::Unauthorized:
+        return "Not authorised";
     }
     return "Unknown";
 }

@@ -282,7 +282,7 @@ TEST(Convert, ResumesAfterDiskFullWithoutRewritingFinishedShards) {
     FailureSide side = FailureSide::None;
     auto cut = convertCheckpoint(fixture("mixtral"), dst, opt, disk, {}, nullptr, &side);
     ASSERT_FALSE(cut);
-    EXPECT_EQ(cut.status().code(), ErrorCode::Io);
+    EXPECT_EQ(cut.status().code(), ErrorCode::NoSpace);
     EXPECT_NE(cut.status().message().find("disk full writing " + dst + "/model-"),
               std::string::npos)
         << cut.status().message();

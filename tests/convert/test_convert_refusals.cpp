@@ -124,7 +124,7 @@ TEST(ConvertRefuses, NotEnoughFreeSpace) {
     FailureSide side = FailureSide::None;
     auto r = convertCheckpoint(fixture("olmoe"), tmp.file("dst"), {}, disk, {}, nullptr, &side);
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.status().code(), ErrorCode::Io);
+    EXPECT_EQ(r.status().code(), ErrorCode::NoSpace);
     EXPECT_NE(r.status().message().find("not enough free space"), std::string::npos)
         << r.status().message();
     EXPECT_EQ(side, FailureSide::Destination);

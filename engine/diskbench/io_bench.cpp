@@ -1,4 +1,4 @@
-#include "io_bench.h"
+#include "diskbench/io_bench.h"
 
 #include <fmt/core.h>
 
@@ -14,14 +14,10 @@
 #include <set>
 #include <unistd.h>
 
-namespace coli::cli {
+namespace coli::diskbench {
 namespace {
 
 constexpr uint64_t kAlign = aio::kDirectIoAlign;
-
-std::string shardPath(const convert::Container& c, size_t shard) {
-    return c.dir + "/" + c.shards[shard].file;
-}
 
 // Destination buffers handed out to reads and returned by their callbacks; take() blocks while
 // all are in use, which keeps the submitting thread at most `count` reads ahead.
@@ -64,6 +60,13 @@ private:
 
 } // namespace
 
+std::vector<ReadFile> shardFiles(const convert::Container& c) {
+    std::vector<ReadFile> files;
+    for (const auto& s : c.shards)
+        files.push_back({c.dir + "/" + s.file, s.bytes});
+    return files;
+}
+
 Result<ReadBatches> replayBatches(const convert::Container& c,
                                   const cachesim::RoutingTraceFile& trace, int64_t maxTokens) {
     auto shardIndex = [&](const std::string& file) {
@@ -95,35 +98,37 @@ Result<ReadBatches> replayBatches(const convert::Container& c,
     return batches;
 }
 
-Result<std::vector<ShardRead>> randomReads(const convert::Container& c, uint64_t length,
+Result<std::vector<ShardRead>> randomReads(const std::vector<ReadFile>& files, uint64_t length,
                                            uint64_t count, uint32_t seed) {
     std::vector<double> weights;
-    for (const auto& s : c.shards)
-        weights.push_back(s.bytes >= length ? double(s.bytes - length + 1) : 0.0);
+    for (const auto& f : files)
+        weights.push_back(f.bytes >= length ? double(f.bytes - length + 1) : 0.0);
     if (std::all_of(weights.begin(), weights.end(), [](double w) { return w == 0; }))
         return Status(ErrorCode::InvalidArgument,
-                      fmt::format("no shard of {} holds {} bytes", c.dir, length));
+                      fmt::format("no file of {} holds {} bytes",
+                                  files.empty() ? std::string("(no files)") : files[0].path,
+                                  length));
     std::mt19937_64 rng(seed);
     std::discrete_distribution<int> pickShard(weights.begin(), weights.end());
     std::vector<ShardRead> reads;
     reads.reserve(count);
     for (uint64_t i = 0; i < count; ++i) {
         const int s = pickShard(rng);
-        const uint64_t slots = (c.shards[size_t(s)].bytes - length) / kAlign + 1;
+        const uint64_t slots = (files[size_t(s)].bytes - length) / kAlign + 1;
         reads.push_back({s, rng() % slots * kAlign, length});
     }
     return reads;
 }
 
-std::vector<ShardRead> sequentialReads(const convert::Container& c, uint64_t request,
+std::vector<ShardRead> sequentialReads(const std::vector<ReadFile>& files, uint64_t request,
                                        uint64_t totalBytes) {
     std::vector<ShardRead> reads;
     uint64_t covered = 0;
     bool progress = true;
     while (covered < totalBytes && progress) {
         progress = false;
-        for (size_t s = 0; s < c.shards.size() && covered < totalBytes; ++s) {
-            const uint64_t end = c.shards[s].bytes / kAlign * kAlign; // O_DIRECT: whole blocks
+        for (size_t s = 0; s < files.size() && covered < totalBytes; ++s) {
+            const uint64_t end = files[s].bytes / kAlign * kAlign; // O_DIRECT: whole blocks
             for (uint64_t off = 0; off < end && covered < totalBytes; off += request) {
                 const uint64_t len = std::min(request, end - off);
                 reads.push_back({int(s), off, len});
@@ -135,9 +140,9 @@ std::vector<ShardRead> sequentialReads(const convert::Container& c, uint64_t req
     return reads;
 }
 
-Status dropShardCaches(const convert::Container& c) {
-    for (size_t s = 0; s < c.shards.size(); ++s) {
-        const std::string path = shardPath(c, s);
+Status dropCaches(const std::vector<ReadFile>& files) {
+    for (const ReadFile& f : files) {
+        const std::string& path = f.path;
         const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             return Status(ErrorCode::Io,
@@ -148,7 +153,7 @@ Status dropShardCaches(const convert::Container& c) {
     return Status::ok();
 }
 
-Result<IoRunResult> runReads(const convert::Container& c, const ReadBatches& batches,
+Result<IoRunResult> runReads(const std::vector<ReadFile>& readFiles, const ReadBatches& batches,
                              const aio::IoOptions& options, bool barrier) {
     uint64_t largest = kAlign;
     for (const auto& b : batches)
@@ -162,15 +167,15 @@ Result<IoRunResult> runReads(const convert::Container& c, const ReadBatches& bat
         auto pool = aio::IoPool::create(options);
         if (!pool) return pool.status();
         std::vector<int> files;
-        for (size_t s = 0; s < c.shards.size(); ++s) {
-            auto f = pool.value()->openFile(shardPath(c, s));
+        for (const ReadFile& rf : readFiles) {
+            auto f = pool.value()->openFile(rf.path);
             if (!f) return f.status();
             files.push_back(f.value());
         }
         for (const auto& batch : batches) {
             for (const ShardRead& r : batch) {
                 void* dst = buffers.take();
-                pool.value()->submit({files[size_t(r.shard)], r.offset, r.length, dst},
+                pool.value()->submit({files[size_t(r.file)], r.offset, r.length, dst},
                                      [&, dst](const Status& s) {
                                          if (!s.isOk()) {
                                              std::lock_guard lock(errorMu);
@@ -189,4 +194,4 @@ Result<IoRunResult> runReads(const convert::Container& c, const ReadBatches& bat
     return result;
 }
 
-} // namespace coli::cli
+} // namespace coli::diskbench

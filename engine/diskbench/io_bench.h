@@ -9,13 +9,22 @@
 #include "convert/manifest.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
-namespace coli::cli {
+namespace coli::diskbench {
+
+// A file the reads address (ShardRead::file indexes a list of these).
+struct ReadFile {
+    std::string path;
+    uint64_t bytes = 0; // its size
+};
+// The container's shard files, in Container::shards order.
+std::vector<ReadFile> shardFiles(const convert::Container& c);
 
 // One read of a shard range.
 struct ShardRead {
-    int shard = 0;       // index into Container::shards
+    int file = 0;        // index into the ReadFile list (for a container: Container::shards)
     uint64_t offset = 0; // bytes
     uint64_t length = 0; // bytes
 };
@@ -40,22 +49,22 @@ Result<ReadBatches> replayBatches(const convert::Container& c,
 // `count` reads of `length` bytes at random kDirectIoAlign-aligned offsets of the shards (a
 // shard chosen with probability proportional to its size; `seed` fixes the sequence). Errors:
 // InvalidArgument when no shard holds `length` bytes.
-Result<std::vector<ShardRead>> randomReads(const convert::Container& c, uint64_t length,
+Result<std::vector<ShardRead>> randomReads(const std::vector<ReadFile>& files, uint64_t length,
                                            uint64_t count, uint32_t seed);
 // Consecutive reads of `request` bytes (the last of a shard shorter, all aligned) through the
 // shards in order, starting over until `totalBytes` are covered.
-std::vector<ShardRead> sequentialReads(const convert::Container& c, uint64_t request,
+std::vector<ShardRead> sequentialReads(const std::vector<ReadFile>& files, uint64_t request,
                                        uint64_t totalBytes);
 
 // posix_fadvise(POSIX_FADV_DONTNEED) on every shard: the next buffered read comes from the disk.
 // Errors: Io naming a shard that cannot be opened.
-Status dropShardCaches(const convert::Container& c);
+Status dropCaches(const std::vector<ReadFile>& files);
 
 // Runs `batches` through a fresh IoPool with `options` (destinations: 2 x queueDepth buffers of the
 // largest request, reused as reads complete). With `barrier`, batches run one after another; else
 // all reads stream through the queue. Errors: as IoPool::create and openFile, and the first
 // failed read's Status.
-Result<IoRunResult> runReads(const convert::Container& c, const ReadBatches& batches,
+Result<IoRunResult> runReads(const std::vector<ReadFile>& files, const ReadBatches& batches,
                              const aio::IoOptions& options, bool barrier);
 
-} // namespace coli::cli
+} // namespace coli::diskbench

@@ -287,6 +287,37 @@ TEST_F(FileDownload, AServerThatIgnoresRangeRestartsTheFileAndStillEndsRight) {
     }
 }
 
+TEST_F(FileDownload, A206ThatDoesNotContinueThePartRestartsTheFile) {
+    makeRepo({{"behaviour", {{"drops", {{"count", 1}, {"seed", 9}}}, {"wrong_range", true}}}});
+    startServer();
+    auto c = client();
+    loadTree(*c);
+    for (const auto& [path, bytes] :
+         {std::pair{"model.safetensors", m_lfs}, std::pair{"notes/readme.txt", m_plain}}) {
+        PartState st;
+        auto r = fetch(*c, path, st);
+        ASSERT_TRUE(r) << r.status().toString();
+        EXPECT_TRUE(r->restarted);
+        EXPECT_TRUE(noted("Content-Range")) << (m_notes.empty() ? "" : m_notes.back());
+        EXPECT_EQ(readBytes(m_dest / path), bytes);
+    }
+}
+
+TEST_F(FileDownload, ACompressedResponseIsRefusedAndThePartKept) {
+    makeRepo({{"behaviour", {{"gzip", true}}}});
+    startServer();
+    auto c = client();
+    loadTree(*c);
+    writeBytes(m_dest / "notes/readme.txt.part", m_plain.substr(0, 1000));
+    PartState st;
+    auto r = fetch(*c, "notes/readme.txt", st);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.status().code(), ErrorCode::Unsupported) << r.status().toString();
+    EXPECT_NE(r.status().message().find("Content-Encoding: gzip"), std::string::npos);
+    EXPECT_EQ(readBytes(m_dest / "notes/readme.txt.part"), m_plain.substr(0, 1000));
+    EXPECT_FALSE(fs::exists(m_dest / "notes/readme.txt"));
+}
+
 TEST_F(FileDownload, AFileWhoseEtagChangedBetweenRequestsRestarts) {
     // The first response is another version of the file (ETag "old-..."), cut halfway; resuming
     // it with If-Range gets the new version whole, which must replace the .part, not extend it.

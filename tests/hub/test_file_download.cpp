@@ -205,6 +205,41 @@ TEST_F(FileDownload, LfsAndPlainFilesAreDownloadedCheckedAndInstalled) {
     EXPECT_EQ(stats()["total_bytes_sent"], m_lfs.size() + m_plain.size());
 }
 
+TEST_F(FileDownload, PartsLeftByEarlierRunsAreResumedVerifiedOrRestarted) {
+    makeRepo(nullptr);
+    writeBytes(m_repoDir / "empty.txt", "");
+    startServer();
+    auto c = client();
+    loadTree(*c);
+    { // complete: checked and installed without a request
+        writeBytes(m_dest / "model.safetensors.part", m_lfs);
+        PartState st;
+        auto r = fetch(*c, "model.safetensors", st);
+        ASSERT_TRUE(r) << r.status().toString();
+        EXPECT_EQ(r->bytesTransferred, 0u);
+        EXPECT_FALSE(r->restarted);
+        EXPECT_EQ(readBytes(m_dest / "model.safetensors"), m_lfs);
+    }
+    { // longer than the file: not a prefix of it, restarted
+        writeBytes(m_dest / "notes/readme.txt.part", m_plain + "extra");
+        PartState st;
+        auto r = fetch(*c, "notes/readme.txt", st);
+        ASSERT_TRUE(r) << r.status().toString();
+        EXPECT_TRUE(r->restarted);
+        EXPECT_EQ(r->bytesTransferred, m_plain.size());
+        EXPECT_EQ(readBytes(m_dest / "notes/readme.txt"), m_plain);
+    }
+    { // an empty file: its git blob id is checked, nothing fetched
+        PartState st;
+        auto r = fetch(*c, "empty.txt", st);
+        ASSERT_TRUE(r) << r.status().toString();
+        EXPECT_EQ(r->bytesTransferred, 0u);
+        EXPECT_TRUE(fs::exists(m_dest / "empty.txt"));
+        EXPECT_EQ(fs::file_size(m_dest / "empty.txt"), 0u);
+    }
+    EXPECT_EQ(stats()["total_bytes_sent"], m_plain.size());
+}
+
 TEST_F(FileDownload, TheTokenGoesToTheHubButNeverToTheCdn) {
     // A gated repo: the Hub needs the token; the CDN answers 400 if it receives one.
     makeRepo({{"gated", true}});

@@ -14,7 +14,31 @@ It prints one line "HUB <endpoint> CDN <cdn origin>" on stdout when both listen,
 killed. A file is LFS when it ends in .safetensors/.bin/.gguf or is larger than --lfs-threshold.
 Per-repo settings come from FOLDER/_hub.json (not served): {"gated": true, "tags": [...],
 "downloads": N, "likes": N, "pipeline_tag": "...", "library_name": "...", "behaviour": {...}};
-behaviours (file-serving faults for the download tests) are applied in FileServer.
+behaviours (file-serving faults for the download tests) are applied in FileServer:
+  "behaviour": {KEY: VALUE, ..., "files": {"path/in/repo": {KEY: VALUE, ...}}}
+the repo-level keys apply to every file, a file's own keys override them. Counts are per file
+(requests for that file's bytes; for 429, requests to its resolve URL):
+  "drops": {"count": N, "seed": S}   the first N byte responses are cut (the connection closed)
+                                     at a random offset of the bytes being sent (seeded by S, the
+                                     path and the request's number)
+  "ignore_range": true               always 200 with the whole file (Range and If-Range ignored)
+  "changed": true                    the first response serves another version of the file (same
+                                     size, other bytes, ETag "old-...") and is cut after half of
+                                     it; later responses serve the real file with its real ETag,
+                                     so a resume with If-Range: "old-..." gets a 200
+  "wrong_hash": true                 the bytes served differ from those the tree's hashes describe
+                                     (same size: the last byte is flipped)
+  "retry_after": {"count": N, "seconds": S, "status": 429}
+                                     the first N resolve requests answer STATUS (429, or e.g. 503)
+                                     with Retry-After: S
+  "stall": {"count": N, "after": B, "seconds": S}
+                                     the first N byte responses send B bytes, then nothing for S
+                                     seconds, then close the connection
+  "throttle": BYTES_PER_SECOND       every byte response is paced to this rate
+--throttle BYTES_PER_SECOND sets "throttle" for every repo that does not set it.
+Control (hub origin, for tests): GET /_colibri/stats -> {"bytes_sent": {"repo/path": n},
+"requests": {"repo/path": n}, "total_bytes_sent": n}; GET /_colibri/reset zeroes the counters
+(stats and behaviour counts).
 """
 import argparse
 import hashlib
@@ -106,11 +130,38 @@ class Hub:
         self.cdn_origin = None
         self.lock = threading.Lock()
         self.counters = {}  # (kind, repo, path) -> requests seen, for behaviours
+        self.bytes_sent = {}  # "repo/path" -> file bytes written to sockets
+        self.throttle = args.throttle
 
     def count(self, key):
         with self.lock:
             self.counters[key] = self.counters.get(key, 0) + 1
             return self.counters[key]
+
+    def add_sent(self, name, n):
+        with self.lock:
+            self.bytes_sent[name] = self.bytes_sent.get(name, 0) + n
+
+    def stats(self):
+        with self.lock:
+            requests = {}
+            for (kind, repo, path), n in self.counters.items():
+                if kind == "bytes":
+                    requests[repo + "/" + path] = n
+            return {"bytes_sent": dict(self.bytes_sent), "requests": requests,
+                    "total_bytes_sent": sum(self.bytes_sent.values())}
+
+    def reset(self):
+        with self.lock:
+            self.counters.clear()
+            self.bytes_sent.clear()
+
+    def behaviour(self, repo, path):
+        b = {k: v for k, v in repo.behaviour.items() if k != "files"}
+        b.update(repo.behaviour.get("files", {}).get(path, {}))
+        if "throttle" not in b and self.throttle:
+            b["throttle"] = self.throttle
+        return b
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -131,8 +182,9 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def error(self, status, message, code=None):
-        extra = {"X-Error-Message": message}
+    def error(self, status, message, code=None, extra_headers=None):
+        extra = dict(extra_headers or {})
+        extra["X-Error-Message"] = message
         if code:
             extra["X-Error-Code"] = code
         self.send_json(status, {"error": message}, extra)
@@ -149,6 +201,11 @@ class Handler(BaseHTTPRequestHandler):
             path = urllib.parse.unquote(url.path)
             if self.is_cdn:
                 return FileServer(self).serve_cdn(path, query)
+            if path == "/_colibri/stats":
+                return self.send_json(200, self.hub.stats())
+            if path == "/_colibri/reset":
+                self.hub.reset()
+                return self.send_json(200, {"reset": True})
             if path == "/api/models":
                 return self.search(query)
             if path.startswith("/api/models/"):
@@ -160,8 +217,8 @@ class Handler(BaseHTTPRequestHandler):
                     return self.error(404, "Repository not found", "RepoNotFound")
                 return FileServer(self).serve_resolve(repo, parts[3], "/".join(parts[4:]))
             return self.error(404, "not found")
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            self.close_connection = True
 
     def search(self, query):
         text = query.get("search", [""])[0].lower()
@@ -238,6 +295,8 @@ class Handler(BaseHTTPRequestHandler):
 class FileServer:
     """Serves file bytes: Range / If-Range / ETag, and the faults a repo's behaviour asks for."""
 
+    CHUNK = 64 << 10
+
     def __init__(self, handler):
         self.h = handler
         self.hub = handler.hub
@@ -251,6 +310,12 @@ class FileServer:
         if not self.h.authorised(repo):
             return self.h.error(401, "Access to model %s is restricted. You must have access to "
                                      "it and be authenticated to access it." % repo.id, "GatedRepo")
+        b = self.hub.behaviour(repo, path)
+        n = self.hub.count(("resolve", repo.id, path))
+        ra = b.get("retry_after")
+        if ra and n <= ra.get("count", 1):
+            return self.h.error(ra.get("status", 429), "slow down (test server)", extra_headers={
+                "Retry-After": str(ra.get("seconds", 1))})
         common = {"X-Repo-Commit": repo.commit}
         if f.lfs:
             token = urllib.parse.quote(repo.id + "/" + path)
@@ -279,15 +344,33 @@ class FileServer:
         return self.h.error(404, "no such object")
 
     def send_bytes(self, repo, f, etag, extra):
+        b = self.hub.behaviour(repo, f.path)
+        n = self.hub.count(("bytes", repo.id, f.path))
         data = open(f.full, "rb").read()
+        cut = None  # close the connection after this many body bytes
+        if b.get("wrong_hash") and data:
+            data = data[:-1] + bytes([data[-1] ^ 0xFF])
+        if b.get("changed") and n == 1:
+            data = bytes(x ^ 0x5A for x in data)
+            etag = '"old-%s"' % etag.strip('"')[:16]
+            cut = len(data) // 2
         start, status = 0, 200
         rng = self.h.headers.get("Range")
         if_range = self.h.headers.get("If-Range")
-        if rng and rng.startswith("bytes=") and (if_range is None or if_range == etag):
+        if (rng and rng.startswith("bytes=") and not b.get("ignore_range")
+                and (if_range is None or if_range == etag)):
             first = rng[len("bytes="):].split("-")[0]
             if first.isdigit() and int(first) <= len(data):
                 start, status = int(first), 206
         body = data[start:]
+        drops = b.get("drops")
+        if drops and n <= drops.get("count", 1) and len(body) > 1:
+            rnd = random.Random("%s:%s:%d" % (drops.get("seed", 0), f.path, n))
+            cut = rnd.randrange(1, len(body))
+        stall = b.get("stall")
+        stalling = stall and n <= stall.get("count", 1)
+        if stalling:
+            cut = min(len(body), stall.get("after", 0))
         self.h.send_response(status)
         self.h.send_header("ETag", etag)
         self.h.send_header("Accept-Ranges", "bytes")
@@ -297,18 +380,56 @@ class FileServer:
         for k, v in extra.items():
             self.h.send_header(k, v)
         self.h.end_headers()
-        self.h.wfile.write(body)
+        limit = len(body) if cut is None else cut
+        rate = b.get("throttle")
+        began = time.monotonic()
+        sent = 0
+        try:
+            while sent < limit:
+                piece = body[sent:min(limit, sent + self.CHUNK)]
+                self.h.wfile.write(piece)
+                sent += len(piece)
+                self.hub.add_sent(repo.id + "/" + f.path, len(piece))
+                if rate:
+                    ahead = sent / float(rate) - (time.monotonic() - began)
+                    if ahead > 0:
+                        time.sleep(ahead)
+            self.h.wfile.flush()
+            if stalling:
+                time.sleep(stall.get("seconds", 5))
+        finally:
+            if cut is not None:
+                self.drop()
+
+    def drop(self):
+        """Closes the connection mid-body (the client sees fewer bytes than Content-Length)."""
+        self.h.close_connection = True
+        try:
+            self.h.wfile.flush()
+            self.h.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # Clients that drop connections or refuse the certificate are what the tests do.
+        if not isinstance(sys.exc_info()[1], (OSError, ssl.SSLError)):
+            super().handle_error(request, client_address)
 
 
 def make_server(hub, is_cdn, tls):
     handler = type("H", (Handler,), {"hub": hub, "is_cdn": is_cdn})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = QuietServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     scheme = "http"
     if tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(tls[0], tls[1])
-        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+        # The handshake runs in the connection's thread (on its first read), not in accept():
+        # a client that refuses the certificate must not hold up the others.
+        server.socket = ctx.wrap_socket(server.socket, server_side=True,
+                                        do_handshake_on_connect=False)
         scheme = "https"
     server.origin = "%s://127.0.0.1:%d" % (scheme, server.server_address[1])
     return server
@@ -321,6 +442,8 @@ def main():
     ap.add_argument("--page-size", type=int, default=50)
     ap.add_argument("--lfs-threshold", type=int, default=10 << 20)
     ap.add_argument("--token", default=None, help="the token gated repos accept")
+    ap.add_argument("--throttle", type=int, default=0,
+                    help="bytes/s for every file response (a repo's behaviour may override)")
     args = ap.parse_args()
     hub = Hub(args)
     api = make_server(hub, False, args.tls)

@@ -45,6 +45,7 @@ Control (hub origin, for tests): GET /_colibri/stats -> {"bytes_sent": {"repo/pa
 (stats and behaviour counts).
 """
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -378,7 +379,6 @@ class FileServer:
         if stalling:
             cut = min(len(body), stall.get("after", 0))
         if b.get("gzip"):  # ignores Accept-Encoding: identity
-            import gzip
             body, status, cut = gzip.compress(data), 200, None
             extra = dict(extra, **{"Content-Encoding": "gzip"})
         self.h.send_response(status)

@@ -52,7 +52,8 @@ Result<MemoryBandwidth> measureMemoryReadBandwidth(const MemoryBandwidthOptions&
         return Status(ErrorCode::InvalidArgument,
                       "memory bandwidth: the buffer must hold at least 4096 bytes (got " +
                           std::to_string(options.bufferBytes) + ")");
-    const size_t bytes = (options.bufferBytes ? options.bufferBytes : memReadBufferBytes()) / 64 * 64;
+    const size_t bytes =
+        (options.bufferBytes ? options.bufferBytes : memReadBufferBytes()) / 64 * 64;
     std::unique_ptr<uint8_t, decltype(&std::free)> buf(
         static_cast<uint8_t*>(std::aligned_alloc(64, bytes)), &std::free);
     if (!buf)
@@ -66,7 +67,8 @@ Result<MemoryBandwidth> measureMemoryReadBandwidth(const MemoryBandwidthOptions&
     for (int r = 0; r < options.repetitions; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
         sink = sink + streamRead(words, nWords);
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         rates.push_back(s > 0 ? double(bytes) / s : 0.0);
     }
     std::sort(rates.begin(), rates.end());

@@ -80,8 +80,8 @@ Result<PlacementPlan> makePlan(const PlanShape& shape, uint64_t budgetBytes, dou
 double heatHitRate(std::span<const storage::HeatRecord> records, int capacity, int64_t nowTokens,
                    double halfLifeTokens) {
     const std::vector<storage::HeatRecord> ranked =
-        storage::rankHottest({records.begin(), records.end()},
-                             std::numeric_limits<size_t>::max(), nowTokens, halfLifeTokens);
+        storage::rankHottest({records.begin(), records.end()}, std::numeric_limits<size_t>::max(),
+                             nowTokens, halfLifeTokens);
     double total = 0, held = 0;
     for (size_t i = 0; i < ranked.size(); ++i) {
         total += ranked[i].heat;
@@ -95,13 +95,13 @@ Result<double> traceHitRate(std::span<const cachesim::RoutingTraceFile> traces,
     auto seq = cachesim::buildAccessSequence(traces, /*chunk=*/1);
     if (!seq) return seq.status();
     if (seq->totalExperts() != shape.totalExperts() || seq->topK != shape.topK)
-        return Status(ErrorCode::InvalidArgument,
-                      "trace " + traces.front().name + ": " + std::to_string(seq->moeLayers.size()) +
-                          " MoE layers x " + std::to_string(seq->nExperts) + " experts, top-" +
-                          std::to_string(seq->topK) + ", but the model has " +
-                          std::to_string(shape.moeLayers) + " x " +
-                          std::to_string(shape.expertsPerLayer) + ", top-" +
-                          std::to_string(shape.topK) + " (a trace of another model?)");
+        return Status(
+            ErrorCode::InvalidArgument,
+            "trace " + traces.front().name + ": " + std::to_string(seq->moeLayers.size()) +
+                " MoE layers x " + std::to_string(seq->nExperts) + " experts, top-" +
+                std::to_string(seq->topK) + ", but the model has " +
+                std::to_string(shape.moeLayers) + " x " + std::to_string(shape.expertsPerLayer) +
+                ", top-" + std::to_string(shape.topK) + " (a trace of another model?)");
     cachesim::SimOptions o;
     o.policy = cachesim::Policy::Lfru;
     o.capacity = std::max(0, capacity);

@@ -19,7 +19,10 @@
 //     the rest of the dense weights, a small excess unless the vocabulary is large); it is the
 //     stored size, which is what RAM holds for a colibri container (an unconverted BF16
 //     checkpoint is widened to f32 in RAM, so there the memory term is low by up to 2x for the
-//     dense part; the experts' slotBytes already count the widening);
+//     dense part);
+//   - an expert's memory bytes are its slotBytes: the stored blob for a container; for an
+//     unconverted checkpoint the f32 it is widened to plus the raw bytes staged for that (which
+//     the kernels do not read again: an excess of up to 1/2 there);
 //   - every routed expert of the token is read from memory once by the kernels, hit or miss (a
 //     miss lands in its slot first).
 // R_mem is placement/memory_bandwidth.h's streaming read (the MemRead of `coli bench kernels`),
@@ -78,12 +81,12 @@ struct PlacementPlan {
     int expertsThatFit = 0;         // of shape.totalExperts()
     double hitRate = 0;             // h in [0, 1]
     HitRateSource hitRateSource = HitRateSource::None;
-    double memBytesPerToken = 0;  // B_mem
-    double diskBytesPerToken = 0; // B_disk
-    double memBytesPerSecond = 0; // R_mem
+    double memBytesPerToken = 0;   // B_mem
+    double diskBytesPerToken = 0;  // B_disk
+    double memBytesPerSecond = 0;  // R_mem
     double diskBytesPerSecond = 0; // R_disk
-    double secondsPerToken = 0;   // t_token (0 when a rate is missing)
-    double tokensPerSecond = 0;   // 1 / t_token (0 when a rate is missing)
+    double secondsPerToken = 0;    // t_token (0 when a rate is missing)
+    double tokensPerSecond = 0;    // 1 / t_token (0 when a rate is missing)
 };
 
 // The plan at `budgetBytes` (clamped up to shape.minimumBudget(): the engine refuses less) with

@@ -62,13 +62,11 @@ Result<TraceRunSummary> traceRouting(const LoadedModel& lm, std::span<const int3
 }
 
 Result<cachesim::RoutingTraceFile> recordRoutingTrace(const LoadedModel& lm,
-                                                      const std::string& prompt,
-                                                      int maxNewTokens,
+                                                      const std::string& prompt, int maxNewTokens,
                                                       const std::atomic<bool>* cancel,
                                                       const std::string& name) {
     const std::vector<int32_t> ids = lm.tokenizer().encode(prompt, /*addSpecial=*/true);
-    if (ids.empty())
-        return Status(ErrorCode::InvalidArgument, name + ": the prompt has no tokens");
+    if (ids.empty()) return Status(ErrorCode::InvalidArgument, name + ": the prompt has no tokens");
     cachesim::RoutingTraceFile f;
     f.name = name;
     f.nLayers = lm.model().config().nLayers;

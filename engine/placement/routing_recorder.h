@@ -20,8 +20,8 @@ namespace coli::placement {
 
 // One token's routing: row `row` of `routing` (every MoE layer's top-k ids and gate weights).
 struct TracedToken {
-    int pos = 0;        // position in the sequence
-    int32_t id = 0;     // the token id
+    int pos = 0;    // position in the sequence
+    int32_t id = 0; // the token id
     bool generated = false;
     const RoutingTrace* routing = nullptr;
     int row = 0;
@@ -52,8 +52,7 @@ Result<TraceRunSummary> traceRouting(const LoadedModel& lm, std::span<const int3
 // Errors: InvalidArgument when the prompt has no tokens; traceRouting's; Cancelled when *cancel
 // turned true.
 Result<cachesim::RoutingTraceFile> recordRoutingTrace(const LoadedModel& lm,
-                                                      const std::string& prompt,
-                                                      int maxNewTokens,
+                                                      const std::string& prompt, int maxNewTokens,
                                                       const std::atomic<bool>* cancel,
                                                       const std::string& name);
 

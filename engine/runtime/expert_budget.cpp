@@ -73,8 +73,7 @@ std::string describeTiers(const tiers::ExpertCache& cache) {
                   "(working set %llu slots), pinned hot-store up to %d",
                   cache.source().describe().c_str(), aio::ioBackendName(cache.pool().backend()),
                   cache.pool().directIo() ? "O_DIRECT" : "buffered",
-                  formatBytes(r.budgetBytes).c_str(),
-                  static_cast<unsigned long long>(fit),
+                  formatBytes(r.budgetBytes).c_str(), static_cast<unsigned long long>(fit),
                   r.totalExperts, static_cast<unsigned long long>(working), cache.pinCapacity());
     return buf;
 }

@@ -140,12 +140,14 @@ class PlanCli(unittest.TestCase):
         self.assertEqual(p["hit_rate_source"], "recorded")
 
     def test_readable_table(self):
+        # The disk measured (1 MiB of reads), the memory rate given (its measurement streams
+        # max(256 MiB, 8 x LLC), which the unit test covers on a small buffer).
         r = coli("plan", model_dir(), "--ram-budget", self.budget_for(3), "--trace", self.trace,
-                 "--usage-db", work("empty.db"), "--disk-read", "1MiB")
+                 "--usage-db", work("empty.db"), "--disk-read", "1MiB", "--mem-bandwidth", "12.5")
         self.assertEqual(r.returncode, 0, r.stderr)
         out = r.stdout
         for needle in ("dense (resident):", "KiB", "expected hit rate:", "[trace: cache simulator",
-                       "GB/s  [measured: streaming read", "[measured:", "tok/s",
+                       "12.50 GB/s  [given (--mem-bandwidth)]", "GB/s  [measured: ", "tok/s",
                        "disk read/token:", "memory read/token:"):
             self.assertIn(needle, out)
 

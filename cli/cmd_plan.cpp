@@ -94,6 +94,7 @@ int runPlan(const PlanOptions& o) {
     double hitRate = 0;
     placement::HitRateSource source = placement::HitRateSource::None;
     std::string sourceDetail;
+    nlohmann::ordered_json recorded; // the recorded trace's prompt and length (JSON only)
     const bool needHitRate = capacity > 0 && capacity < shape->totalExperts();
     if (needHitRate && !o.trace.empty()) {
         auto t = cachesim::readRoutingTrace(o.trace);
@@ -135,6 +136,9 @@ int runPlan(const PlanOptions& o) {
         }
         hitRate = *h;
         source = placement::HitRateSource::Recorded;
+        recorded = {{"prompt", placement::builtinPlanPrompt()},
+                    {"new_tokens", placement::kBuiltinPlanNewTokens},
+                    {"tokens", t->nTokens()}};
         sourceDetail = fmt::format("cache simulator (lfru) over the built-in prompt ({} tokens "
                                    "recorded)",
                                    t->nTokens());
@@ -211,6 +215,7 @@ int runPlan(const PlanOptions& o) {
             {"hit_rate", p.hitRate},
             {"hit_rate_source", placement::hitRateSourceName(p.hitRateSource)},
             {"hit_rate_detail", sourceDetail},
+            {"recorded_trace", recorded},
             {"mem_bytes_per_token", p.memBytesPerToken},
             {"disk_bytes_per_token", p.diskBytesPerToken},
             {"mem_bytes_per_second", p.memBytesPerSecond},

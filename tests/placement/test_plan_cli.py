@@ -115,6 +115,21 @@ class PlanCli(unittest.TestCase):
         self.assertEqual(p["hit_rate_source"], "recorded")
         self.assertIn("built-in prompt", p["hit_rate_detail"])
         self.assertTrue(0 < p["hit_rate"] < 1, p["hit_rate"])
+        # Recorded as `coli trace` records: the same prompt and length through coli trace, then
+        # coli cache-sim, give the same hit rate.
+        rec = p["recorded_trace"]
+        tr = work("builtin.jsonl")
+        r = coli("trace", model_dir(), "-p", rec["prompt"], "-n", str(rec["new_tokens"]), "-o", tr)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(tr) as f:
+            self.assertEqual(sum(1 for line in f if line.strip()) - 1, rec["tokens"])
+        out = work("builtin-sim.json")
+        r = coli("cache-sim", tr, "--capacity", "6", "--policy", "lfru", "--json", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out) as f:
+            sim = json.load(f)
+        lfru = [row for row in sim["results"] if row["policy"] == "lfru"]
+        self.assertEqual(p["hit_rate"], lfru[0]["hit_rate"])
 
     def test_heat_from_the_usage_database(self):
         db = work("heat.db")

@@ -96,7 +96,9 @@ int runPlan(const PlanOptions& o) {
     std::string sourceDetail;
     nlohmann::ordered_json recorded; // the recorded trace's prompt and length (JSON only)
     const bool needHitRate = capacity > 0 && capacity < shape->totalExperts();
-    if (needHitRate && !o.trace.empty()) {
+    // A given trace is always read and checked against the model, even when the budget alone
+    // decides the hit rate (every expert fits, or none).
+    if (!o.trace.empty()) {
         auto t = cachesim::readRoutingTrace(o.trace);
         if (!t) {
             printError("--trace: " + t.status().message());

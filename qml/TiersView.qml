@@ -29,15 +29,7 @@ Page {
         return (bytes / 1048576).toFixed(bytes >= 100 * 1048576 ? 0 : 1) + " MiB"
     }
     function pct(x) { return x < 0 ? "–" : (100 * x).toFixed(1) + " %" }
-    function rate(x) { return x < 0 ? "–" : x.toFixed(x >= 100 ? 0 : 1) + " tok/s" }
-    // The plan's expectation under a measured figure: "plan: 62.0 % (learned heat)".
-    function planHint(value, source) {
-        if (!live || value < 0) return qsTr("plan: no learned usage yet")
-        const from = source === "heat" ? qsTr("learned heat")
-                   : source === "all fit" ? qsTr("every expert fits")
-                   : source === "none fit" ? qsTr("no expert fits") : ""
-        return from !== "" ? qsTr("plan: %1 (%2)").arg(value).arg(from) : qsTr("plan: %1").arg(value)
-    }
+
 
     background: Rectangle { color: Theme.background }
 
@@ -189,15 +181,6 @@ Page {
                     label: qsTr("Expert hit rate (RAM)")
                     session: live ? pct(tiers.hitRateSession) : "–"
                     last: live ? pct(tiers.hitRateLast) : "–"
-                    hint: live ? qsTr("last token %1 · %2").arg(pct(tiers.hitRateLast))
-                                     .arg(planHint(pct(tiers.planHitRate), tiers.planHitSource))
-                               : ""
-                }
-                FigureTile {
-                    objectName: "speedTile"
-                    label: qsTr("Decode speed (last answer)")
-                    session: live ? rate(tiers.measuredTokensPerSecond) : "–"
-                    hint: live ? planHint(rate(tiers.planTokensPerSecond), "") : ""
                 }
                 FigureTile {
                     label: qsTr("Read per token")
@@ -224,6 +207,7 @@ Page {
                 Layout.bottomMargin: Theme.padding * 1.5
                 tiers: view.tiers
                 formatBytes: view.mib
+                formatShare: view.pct
             }
         }
     }

@@ -179,6 +179,11 @@ class PlanCli(unittest.TestCase):
                  "--usage-db", work("empty.db"), "--mem-bandwidth", "1", "--disk-bandwidth", "1")
         self.assertEqual(r.returncode, 2)
         self.assertIn("another model", r.stderr)
+        # Checked even when the budget alone decides the hit rate.
+        r = coli("plan", model_dir(), "--trace", tr, "--ram-budget", "0",
+                 "--usage-db", work("empty.db"), "--mem-bandwidth", "1", "--disk-bandwidth", "1")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("another model", r.stderr)
         r = coli("plan", model_dir(), "--resident", "--usage-db", work("empty.db"))
         self.assertEqual(r.returncode, 2)
         self.assertIn("resident", r.stderr)

@@ -30,7 +30,6 @@ Page {
     }
     function pct(x) { return x < 0 ? "–" : (100 * x).toFixed(1) + " %" }
 
-
     background: Rectangle { color: Theme.background }
 
     ScrollView {

@@ -13,15 +13,37 @@ Search answers as the Hub does: with expand[]=FIELD... only those fields (plus i
 full=true/config=true the siblings/config, else the short default set.
 Start: hub_server.py --repo owner/name=FOLDER [--repo ...] [--tls CERT KEY] [--page-size N]
        [--log FILE] [--throttle BYTES_PER_S]
---log appends one JSON line per request ({"origin": "api"|"cdn", "path": ..., "range": ...}) and
-one per file body sent ({"origin", "path", "sent": BYTES}, the bytes actually written), so tests
-can count requests (nothing of a weight file asked for) and bytes transferred.
---throttle paces every file body (both origins) to about that many bytes per second.
+--log appends one JSON line per request ({"origin": "api"|"cdn", "path": ..., "range": ...}), so
+tests can check what was asked for (e.g. no weight file before config.json was judged).
 It prints one line "HUB <endpoint> CDN <cdn origin>" on stdout when both listen, then serves until
 killed. A file is LFS when it ends in .safetensors/.bin/.gguf or is larger than --lfs-threshold.
 Per-repo settings come from FOLDER/_hub.json (not served): {"gated": true, "tags": [...],
 "downloads": N, "likes": N, "pipeline_tag": "...", "library_name": "...", "behaviour": {...}};
-behaviours (file-serving faults for the download tests) are applied in FileServer.
+behaviours (file-serving faults for the download tests) are applied in FileServer:
+  "behaviour": {KEY: VALUE, ..., "files": {"path/in/repo": {KEY: VALUE, ...}}}
+the repo-level keys apply to every file, a file's own keys override them. Counts are per file
+(requests for that file's bytes; for 429, requests to its resolve URL):
+  "drops": {"count": N, "seed": S}   the first N byte responses are cut (the connection closed)
+                                     at a random offset of the bytes being sent (seeded by S, the
+                                     path and the request's number)
+  "ignore_range": true               always 200 with the whole file (Range and If-Range ignored)
+  "changed": true                    the first response serves another version of the file (same
+                                     size, other bytes, ETag "old-...") and is cut after half of
+                                     it; later responses serve the real file with its real ETag,
+                                     so a resume with If-Range: "old-..." gets a 200
+  "wrong_hash": true                 the bytes served differ from those the tree's hashes describe
+                                     (same size: the last byte is flipped)
+  "retry_after": {"count": N, "seconds": S, "status": 429}
+                                     the first N resolve requests answer STATUS (429, or e.g. 503)
+                                     with Retry-After: S
+  "stall": {"count": N, "after": B, "seconds": S}
+                                     the first N byte responses send B bytes, then nothing for S
+                                     seconds, then close the connection
+  "throttle": BYTES_PER_SECOND       every byte response is paced to this rate
+--throttle BYTES_PER_SECOND sets "throttle" for every repo that does not set it.
+Control (hub origin, for tests): GET /_colibri/stats -> {"bytes_sent": {"repo/path": n},
+"requests": {"repo/path": n}, "total_bytes_sent": n}; GET /_colibri/reset zeroes the counters
+(stats and behaviour counts).
 """
 import argparse
 import hashlib
@@ -113,10 +135,12 @@ class Hub:
         self.cdn_origin = None
         self.lock = threading.Lock()
         self.counters = {}  # (kind, repo, path) -> requests seen, for behaviours
-        self.log_path = args.log
+        self.bytes_sent = {}  # "repo/path" -> file bytes written to sockets
         self.throttle = args.throttle
+        self.log_path = args.log
 
     def log(self, entry):
+        """One JSON line per request in --log (tests count what was asked, e.g. no weights)."""
         if not self.log_path:
             return
         with self.lock:
@@ -127,6 +151,31 @@ class Hub:
         with self.lock:
             self.counters[key] = self.counters.get(key, 0) + 1
             return self.counters[key]
+
+    def add_sent(self, name, n):
+        with self.lock:
+            self.bytes_sent[name] = self.bytes_sent.get(name, 0) + n
+
+    def stats(self):
+        with self.lock:
+            requests = {}
+            for (kind, repo, path), n in self.counters.items():
+                if kind == "bytes":
+                    requests[repo + "/" + path] = n
+            return {"bytes_sent": dict(self.bytes_sent), "requests": requests,
+                    "total_bytes_sent": sum(self.bytes_sent.values())}
+
+    def reset(self):
+        with self.lock:
+            self.counters.clear()
+            self.bytes_sent.clear()
+
+    def behaviour(self, repo, path):
+        b = {k: v for k, v in repo.behaviour.items() if k != "files"}
+        b.update(repo.behaviour.get("files", {}).get(path, {}))
+        if "throttle" not in b and self.throttle:
+            b["throttle"] = self.throttle
+        return b
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -147,8 +196,9 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def error(self, status, message, code=None):
-        extra = {"X-Error-Message": message}
+    def error(self, status, message, code=None, extra_headers=None):
+        extra = dict(extra_headers or {})
+        extra["X-Error-Message"] = message
         if code:
             extra["X-Error-Code"] = code
         self.send_json(status, {"error": message}, extra)
@@ -167,6 +217,11 @@ class Handler(BaseHTTPRequestHandler):
                           "range": self.headers.get("Range")})
             if self.is_cdn:
                 return FileServer(self).serve_cdn(path, query)
+            if path == "/_colibri/stats":
+                return self.send_json(200, self.hub.stats())
+            if path == "/_colibri/reset":
+                self.hub.reset()
+                return self.send_json(200, {"reset": True})
             if path == "/api/models":
                 return self.search(query)
             if path.startswith("/api/models/"):
@@ -178,8 +233,8 @@ class Handler(BaseHTTPRequestHandler):
                     return self.error(404, "Repository not found", "RepoNotFound")
                 return FileServer(self).serve_resolve(repo, parts[3], "/".join(parts[4:]))
             return self.error(404, "not found")
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            self.close_connection = True
 
     def search(self, query):
         text = query.get("search", [""])[0].lower()
@@ -271,6 +326,8 @@ class Handler(BaseHTTPRequestHandler):
 class FileServer:
     """Serves file bytes: Range / If-Range / ETag, and the faults a repo's behaviour asks for."""
 
+    CHUNK = 64 << 10
+
     def __init__(self, handler):
         self.h = handler
         self.hub = handler.hub
@@ -284,6 +341,12 @@ class FileServer:
         if not self.h.authorised(repo):
             return self.h.error(401, "Access to model %s is restricted. You must have access to "
                                      "it and be authenticated to access it." % repo.id, "GatedRepo")
+        b = self.hub.behaviour(repo, path)
+        n = self.hub.count(("resolve", repo.id, path))
+        ra = b.get("retry_after")
+        if ra and n <= ra.get("count", 1):
+            return self.h.error(ra.get("status", 429), "slow down (test server)", extra_headers={
+                "Retry-After": str(ra.get("seconds", 1))})
         common = {"X-Repo-Commit": repo.commit}
         if f.lfs:
             token = urllib.parse.quote(repo.id + "/" + path)
@@ -312,15 +375,33 @@ class FileServer:
         return self.h.error(404, "no such object")
 
     def send_bytes(self, repo, f, etag, extra):
+        b = self.hub.behaviour(repo, f.path)
+        n = self.hub.count(("bytes", repo.id, f.path))
         data = open(f.full, "rb").read()
+        cut = None  # close the connection after this many body bytes
+        if b.get("wrong_hash") and data:
+            data = data[:-1] + bytes([data[-1] ^ 0xFF])
+        if b.get("changed") and n == 1:
+            data = bytes(x ^ 0x5A for x in data)
+            etag = '"old-%s"' % etag.strip('"')[:16]
+            cut = len(data) // 2
         start, status = 0, 200
         rng = self.h.headers.get("Range")
         if_range = self.h.headers.get("If-Range")
-        if rng and rng.startswith("bytes=") and (if_range is None or if_range == etag):
+        if (rng and rng.startswith("bytes=") and not b.get("ignore_range")
+                and (if_range is None or if_range == etag)):
             first = rng[len("bytes="):].split("-")[0]
             if first.isdigit() and int(first) <= len(data):
                 start, status = int(first), 206
         body = data[start:]
+        drops = b.get("drops")
+        if drops and n <= drops.get("count", 1) and len(body) > 1:
+            rnd = random.Random("%s:%s:%d" % (drops.get("seed", 0), f.path, n))
+            cut = rnd.randrange(1, len(body))
+        stall = b.get("stall")
+        stalling = stall and n <= stall.get("count", 1)
+        if stalling:
+            cut = min(len(body), stall.get("after", 0))
         self.h.send_response(status)
         self.h.send_header("ETag", etag)
         self.h.send_header("Accept-Ranges", "bytes")
@@ -330,36 +411,56 @@ class FileServer:
         for k, v in extra.items():
             self.h.send_header(k, v)
         self.h.end_headers()
-        self.write_body(f, body)
-
-    def write_body(self, f, body):
-        """Writes the body in pieces (paced under --throttle), logging the bytes that went out."""
-        sent, step = 0, 64 << 10
-        rate = self.hub.throttle
-        start = time.monotonic()
+        limit = len(body) if cut is None else cut
+        rate = b.get("throttle")
+        began = time.monotonic()
+        sent = 0
         try:
-            while sent < len(body):
-                piece = body[sent:sent + step]
+            while sent < limit:
+                piece = body[sent:min(limit, sent + self.CHUNK)]
                 self.h.wfile.write(piece)
                 sent += len(piece)
+                self.hub.add_sent(repo.id + "/" + f.path, len(piece))
                 if rate:
-                    ahead = sent / rate - (time.monotonic() - start)
+                    ahead = sent / float(rate) - (time.monotonic() - began)
                     if ahead > 0:
                         time.sleep(ahead)
+            self.h.wfile.flush()
+            if stalling:
+                time.sleep(stall.get("seconds", 5))
         finally:
-            self.hub.log({"origin": "cdn" if self.h.is_cdn else "api", "path": f.path,
-                          "sent": sent})
+            if cut is not None:
+                self.drop()
+
+    def drop(self):
+        """Closes the connection mid-body (the client sees fewer bytes than Content-Length)."""
+        self.h.close_connection = True
+        try:
+            self.h.wfile.flush()
+            self.h.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # Clients that drop connections or refuse the certificate are what the tests do.
+        if not isinstance(sys.exc_info()[1], (OSError, ssl.SSLError)):
+            super().handle_error(request, client_address)
 
 
 def make_server(hub, is_cdn, tls):
     handler = type("H", (Handler,), {"hub": hub, "is_cdn": is_cdn})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = QuietServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     scheme = "http"
     if tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(tls[0], tls[1])
-        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+        # The handshake runs in the connection's thread (on its first read), not in accept():
+        # a client that refuses the certificate must not hold up the others.
+        server.socket = ctx.wrap_socket(server.socket, server_side=True,
+                                        do_handshake_on_connect=False)
         scheme = "https"
     server.origin = "%s://127.0.0.1:%d" % (scheme, server.server_address[1])
     return server
@@ -372,8 +473,9 @@ def main():
     ap.add_argument("--page-size", type=int, default=50)
     ap.add_argument("--lfs-threshold", type=int, default=10 << 20)
     ap.add_argument("--token", default=None, help="the token gated repos accept")
-    ap.add_argument("--log", default=None, help="append a JSON line per request and body sent")
-    ap.add_argument("--throttle", type=int, default=0, help="file bodies at about N bytes/s")
+    ap.add_argument("--log", default=None, help="append a JSON line per request")
+    ap.add_argument("--throttle", type=int, default=0,
+                    help="bytes/s for every file response (a repo's behaviour may override)")
     args = ap.parse_args()
     hub = Hub(args)
     api = make_server(hub, False, args.tls)

@@ -3,64 +3,80 @@
 // weights) in download order, model info with a tree paginated over several pages, pinned to the
 // commit, status mapping (404 repo/revision/file, 401 gated), and support from config.json.
 #include "hub/hub_api.h"
-#include "local_hub.h"
+#include "hub_test_server.h"
+
+#include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 using namespace coli::hub;
 using coli::ErrorCode;
-using hub_test::LocalHub;
-using hub_test::TempDir;
-using hub_test::writeFile;
+using coli::hub_test::HubServer;
+using coli::hub_test::TempDir;
+
+namespace hub_test = coli::hub_test;
 
 namespace {
+
+// The shipped tiny model's config.json (a supported MixtralForCausalLM).
+std::string supportedConfig() {
+    return hub_test::readBytes(std::string(COLI_SOURCE_DIR) +
+                               "/resources/models/colibri-moe-tiny/config.json");
+}
+
+std::unique_ptr<HubServer> startHub(const std::vector<std::string>& args, std::string* error) {
+    hub_test::HubServerOptions o;
+    o.extraArgs = args;
+    return HubServer::start(o, error);
+}
 
 bool contains(const std::string& s, const std::string& part) {
     return s.find(part) != std::string::npos;
 }
 
 std::string configWith(const std::string& arch) {
-    auto j = nlohmann::json::parse(hub_test::supportedConfig());
+    auto j = nlohmann::json::parse(supportedConfig());
     j["architectures"] = {arch};
     return j.dump();
 }
 
 // Four repos: supported, unsupported architecture, GGUF only, nothing to run.
 struct Repos {
-    TempDir t{"hub-api"};
+    TempDir t;
     std::vector<std::string> args;
     Repos() {
-        const auto root = t.root;
-        writeFile(root / "tiny/config.json", hub_test::supportedConfig());
-        writeFile(root / "tiny/model.safetensors", hub_test::randomBytes(3000, 1));
-        writeFile(root / "tiny/tokenizer.json", "{}");
-        writeFile(root / "tiny/sub dir/deeper/a#b.txt", "hello");
-        writeFile(root / "tiny/sub dir/x.json", "{}");
-        writeFile(root / "tiny/sub dir/y.json", "[]");
-        writeFile(
+        const auto& root = t.path();
+        hub_test::writeBytes(root / "tiny/config.json", supportedConfig());
+        hub_test::writeBytes(root / "tiny/model.safetensors", hub_test::randomBytes(3000, 1));
+        hub_test::writeBytes(root / "tiny/tokenizer.json", "{}");
+        hub_test::writeBytes(root / "tiny/sub dir/deeper/a#b.txt", "hello");
+        hub_test::writeBytes(root / "tiny/sub dir/x.json", "{}");
+        hub_test::writeBytes(root / "tiny/sub dir/y.json", "[]");
+        hub_test::writeBytes(
             root / "tiny/_hub.json",
             R"({"downloads": 50, "likes": 3, "parameters": 123456, "tags": ["safetensors"]})");
-        writeFile(root / "deep/config.json", configWith("DeepseekV3ForCausalLM"));
-        writeFile(root / "deep/model.safetensors", "x");
-        writeFile(root / "deep/_hub.json", R"({"downloads": 40})");
-        writeFile(root / "gguf/model-Q4_K_M.gguf", "GGUF");
-        writeFile(root / "gguf/_hub.json", R"({"downloads": 30, "tags": ["gguf"]})");
-        writeFile(root / "bare/README.md", "# nothing");
-        writeFile(root / "bare/_hub.json", R"({"downloads": 20, "gated": true})");
+        hub_test::writeBytes(root / "deep/config.json", configWith("DeepseekV3ForCausalLM"));
+        hub_test::writeBytes(root / "deep/model.safetensors", "x");
+        hub_test::writeBytes(root / "deep/_hub.json", R"({"downloads": 40})");
+        hub_test::writeBytes(root / "gguf/model-Q4_K_M.gguf", "GGUF");
+        hub_test::writeBytes(root / "gguf/_hub.json", R"({"downloads": 30, "tags": ["gguf"]})");
+        hub_test::writeBytes(root / "bare/README.md", "# nothing");
+        hub_test::writeBytes(root / "bare/_hub.json", R"({"downloads": 20, "gated": true})");
         for (const char* r : {"tiny", "deep", "gguf", "bare"})
             args.insert(args.end(),
                         {"--repo", std::string("test/") + r + "-model=" + (root / r).string()});
-        args.insert(args.end(), {"--page-size", "2", "--log", t.file("requests.log")});
+        args.insert(args.end(),
+                    {"--page-size", "2", "--log", (t.path() / "requests.log").string()});
     }
 };
 
-HubEndpoint endpointOf(const LocalHub& hub) {
+HubEndpoint endpointOf(const HubServer& hub) {
     return HubEndpoint{hub.endpoint(), "", ""};
 }
 
 std::vector<nlohmann::json> requestLog(const TempDir& t) {
     std::vector<nlohmann::json> out;
-    std::istringstream in(hub_test::readFile(t.file("requests.log")));
+    std::istringstream in(hub_test::readBytes((t.path() / "requests.log").string()));
     std::string line;
     while (std::getline(in, line))
         out.push_back(nlohmann::json::parse(line));
@@ -80,7 +96,7 @@ TEST(HubApi, ResolveUrlEncodesEachSegmentAndTheRevision) {
 
 TEST(HubApi, SupportFromConfigNamesTheArchitecture) {
     std::string note;
-    EXPECT_EQ(supportFromConfig(hub_test::supportedConfig(), &note), Support::Supported);
+    EXPECT_EQ(supportFromConfig(supportedConfig(), &note), Support::Supported);
     EXPECT_TRUE(note.empty()) << note;
     EXPECT_EQ(supportFromConfig(configWith("DeepseekV3ForCausalLM"), &note),
               Support::UnsupportedArchitecture);
@@ -92,8 +108,10 @@ TEST(HubApi, SupportFromConfigNamesTheArchitecture) {
 
 TEST(HubApi, SearchFlagsWhatThisAppCannotRunMostDownloadedFirst) {
     Repos repos;
-    LocalHub hub(repos.args);
-    ASSERT_TRUE(hub.ok());
+    std::string error;
+    auto server = startHub(repos.args, &error);
+    ASSERT_TRUE(server) << error;
+    const HubServer& hub = *server;
     HubApi api(endpointOf(hub));
     auto found = api.search("model", 10);
     ASSERT_TRUE(found.isOk()) << found.status().toString();
@@ -122,8 +140,10 @@ TEST(HubApi, SearchFlagsWhatThisAppCannotRunMostDownloadedFirst) {
 
 TEST(HubApi, ModelInfoFollowsTreePagesAndPinsTheCommit) {
     Repos repos;
-    LocalHub hub(repos.args);
-    ASSERT_TRUE(hub.ok());
+    std::string error;
+    auto server = startHub(repos.args, &error);
+    ASSERT_TRUE(server) << error;
+    const HubServer& hub = *server;
     HubApi api(endpointOf(hub));
     auto info = api.modelInfo("test/tiny-model");
     ASSERT_TRUE(info.isOk()) << info.status().toString();
@@ -143,7 +163,7 @@ TEST(HubApi, ModelInfoFollowsTreePagesAndPinsTheCommit) {
     EXPECT_EQ(w.lfsSha256.size(), 64u);
     EXPECT_EQ(w.blobId.size(), 40u);
     EXPECT_FALSE(m.files[0].isLfs());
-    EXPECT_EQ(m.totalBytes(), 3000u + hub_test::supportedConfig().size() + 5 + 2 + 2 + 2);
+    EXPECT_EQ(m.totalBytes(), 3000u + supportedConfig().size() + 5 + 2 + 2 + 2);
     // Eight tree entries (six files, two folders) at two per page: four tree requests, all at
     // the commit the info named.
     int treePages = 0;
@@ -158,8 +178,10 @@ TEST(HubApi, ModelInfoFollowsTreePagesAndPinsTheCommit) {
 
 TEST(HubApi, StatusesNameTheRepoRevisionAndFile) {
     Repos repos;
-    LocalHub hub(repos.args);
-    ASSERT_TRUE(hub.ok());
+    std::string error;
+    auto server = startHub(repos.args, &error);
+    ASSERT_TRUE(server) << error;
+    const HubServer& hub = *server;
     HubApi api(endpointOf(hub), ApiRetry{0, 0, 0});
     auto missing = api.modelInfo("test/no-such-model");
     EXPECT_EQ(missing.status().code(), ErrorCode::NotFound);

@@ -3,44 +3,61 @@
 // refused by name before any weight byte is asked for: the server's request log says so), GGUF-only
 // and weightless repos refused, the free-space check with its margin and what is already present.
 #include "hub/repo_plan.h"
-#include "local_hub.h"
+#include "hub_test_server.h"
+
+#include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 using namespace coli::hub;
 using coli::ErrorCode;
-using hub_test::LocalHub;
-using hub_test::TempDir;
-using hub_test::writeFile;
+using coli::hub_test::HubServer;
+using coli::hub_test::TempDir;
+
+namespace hub_test = coli::hub_test;
 
 namespace {
+
+// The shipped tiny model's config.json (a supported MixtralForCausalLM).
+std::string supportedConfig() {
+    return hub_test::readBytes(std::string(COLI_SOURCE_DIR) +
+                               "/resources/models/colibri-moe-tiny/config.json");
+}
+
+std::unique_ptr<HubServer> startHub(const std::vector<std::string>& args, std::string* error) {
+    hub_test::HubServerOptions o;
+    o.extraArgs = args;
+    return HubServer::start(o, error);
+}
 
 bool contains(const std::string& s, const std::string& part) {
     return s.find(part) != std::string::npos;
 }
 
 struct Repos {
-    TempDir t{"repo-plan"};
+    TempDir t;
     std::vector<std::string> args;
     Repos() {
-        const auto root = t.root;
-        auto deep = nlohmann::json::parse(hub_test::supportedConfig());
+        const auto& root = t.path();
+        auto deep = nlohmann::json::parse(supportedConfig());
         deep["architectures"] = {"DeepseekV3ForCausalLM"};
-        writeFile(root / "ok/config.json", hub_test::supportedConfig());
-        writeFile(root / "ok/model-00001-of-00002.safetensors", hub_test::randomBytes(4000, 1));
-        writeFile(root / "ok/model-00002-of-00002.safetensors", hub_test::randomBytes(3000, 2));
-        writeFile(root / "ok/tokenizer.json", "{}");
-        writeFile(root / "ok/original/consolidated.pth", "pth");
-        writeFile(root / "deep/config.json", deep.dump());
-        writeFile(root / "deep/model.safetensors", hub_test::randomBytes(5000, 3));
-        writeFile(root / "gguf/model.gguf", "GGUF");
+        hub_test::writeBytes(root / "ok/config.json", supportedConfig());
+        hub_test::writeBytes(root / "ok/model-00001-of-00002.safetensors",
+                             hub_test::randomBytes(4000, 1));
+        hub_test::writeBytes(root / "ok/model-00002-of-00002.safetensors",
+                             hub_test::randomBytes(3000, 2));
+        hub_test::writeBytes(root / "ok/tokenizer.json", "{}");
+        hub_test::writeBytes(root / "ok/original/consolidated.pth", "pth");
+        hub_test::writeBytes(root / "deep/config.json", deep.dump());
+        hub_test::writeBytes(root / "deep/model.safetensors", hub_test::randomBytes(5000, 3));
+        hub_test::writeBytes(root / "gguf/model.gguf", "GGUF");
         for (const char* r : {"ok", "deep", "gguf"})
             args.insert(args.end(), {"--repo", std::string("t/") + r + "=" + (root / r).string()});
-        args.insert(args.end(), {"--log", t.file("requests.log")});
+        args.insert(args.end(), {"--log", (t.path() / "requests.log").string()});
     }
     std::vector<std::string> requested() const {
         std::vector<std::string> out;
-        std::istringstream in(hub_test::readFile(t.file("requests.log")));
+        std::istringstream in(hub_test::readBytes((t.path() / "requests.log").string()));
         std::string line;
         while (std::getline(in, line)) {
             const auto j = nlohmann::json::parse(line);
@@ -76,16 +93,19 @@ TEST(RepoPlan, DefaultMarginIsOneGibOrFivePercent) {
 
 TEST(RepoPlan, KeepsIncludedFilesConfigFirstAndCountsWhatIsPresent) {
     Repos repos;
-    LocalHub hub(repos.args);
-    ASSERT_TRUE(hub.ok());
+    std::string error;
+    auto server = startHub(repos.args, &error);
+    ASSERT_TRUE(server) << error;
+    const HubServer& hub = *server;
     HubApi api(HubEndpoint{hub.endpoint(), "", ""});
-    TempDir dest("repo-plan-dest");
-    writeFile(dest.root / "tokenizer.json", "{}"); // installed
-    writeFile(dest.root / "model-00002-of-00002.safetensors.part", std::string(1000, 'x')); // part
+    TempDir dest;
+    hub_test::writeBytes(dest.path() / "tokenizer.json", "{}"); // installed
+    hub_test::writeBytes(dest.path() / "model-00002-of-00002.safetensors.part",
+                         std::string(1000, 'x')); // part
     RepoPlanRequest req;
     req.repo = "t/ok";
     req.includes = {"*.safetensors", "tokenizer.json"};
-    req.dir = dest.root.string();
+    req.dir = dest.path().string();
     req.marginBytes = 0;
     auto plan = planRepoDownload(api, req);
     ASSERT_TRUE(plan.isOk()) << plan.status().toString();
@@ -95,22 +115,24 @@ TEST(RepoPlan, KeepsIncludedFilesConfigFirstAndCountsWhatIsPresent) {
     EXPECT_EQ(paths, (std::vector<std::string>{"config.json", "tokenizer.json",
                                                "model-00001-of-00002.safetensors",
                                                "model-00002-of-00002.safetensors"}));
-    const uint64_t config = hub_test::supportedConfig().size();
+    const uint64_t config = supportedConfig().size();
     EXPECT_EQ(plan.value().totalBytes, config + 2 + 4000 + 3000);
     EXPECT_EQ(plan.value().presentBytes, 2u + 1000u);
-    EXPECT_EQ(plan.value().configJson, hub_test::supportedConfig());
+    EXPECT_EQ(plan.value().configJson, supportedConfig());
     EXPECT_EQ(plan.value().info.commit.size(), 40u);
 }
 
 TEST(RepoPlan, UnsupportedArchitectureIsRefusedByNameBeforeAnyWeightByte) {
     Repos repos;
-    LocalHub hub(repos.args);
-    ASSERT_TRUE(hub.ok());
+    std::string error;
+    auto server = startHub(repos.args, &error);
+    ASSERT_TRUE(server) << error;
+    const HubServer& hub = *server;
     HubApi api(HubEndpoint{hub.endpoint(), "", ""});
-    TempDir dest("repo-plan-deep");
+    TempDir dest;
     RepoPlanRequest req;
     req.repo = "t/deep";
-    req.dir = dest.root.string();
+    req.dir = dest.path().string();
     auto plan = planRepoDownload(api, req);
     ASSERT_FALSE(plan.isOk());
     EXPECT_EQ(plan.status().code(), ErrorCode::Unsupported);
@@ -129,13 +151,15 @@ TEST(RepoPlan, UnsupportedArchitectureIsRefusedByNameBeforeAnyWeightByte) {
 
 TEST(RepoPlan, GgufOnlyAndIncludesWithoutWeightsAreRefused) {
     Repos repos;
-    LocalHub hub(repos.args);
-    ASSERT_TRUE(hub.ok());
+    std::string error;
+    auto server = startHub(repos.args, &error);
+    ASSERT_TRUE(server) << error;
+    const HubServer& hub = *server;
     HubApi api(HubEndpoint{hub.endpoint(), "", ""});
-    TempDir dest("repo-plan-gguf");
+    TempDir dest;
     RepoPlanRequest req;
     req.repo = "t/gguf";
-    req.dir = dest.root.string();
+    req.dir = dest.path().string();
     auto gguf = planRepoDownload(api, req);
     EXPECT_EQ(gguf.status().code(), ErrorCode::Unsupported);
     EXPECT_TRUE(contains(gguf.status().message(), "GGUF")) << gguf.status().message();
@@ -148,16 +172,18 @@ TEST(RepoPlan, GgufOnlyAndIncludesWithoutWeightsAreRefused) {
 
 TEST(RepoPlan, TooLittleFreeSpaceIsNoSpaceWithTheFigures) {
     Repos repos;
-    LocalHub hub(repos.args);
-    ASSERT_TRUE(hub.ok());
+    std::string error;
+    auto server = startHub(repos.args, &error);
+    ASSERT_TRUE(server) << error;
+    const HubServer& hub = *server;
     HubApi api(HubEndpoint{hub.endpoint(), "", ""});
-    TempDir dest("repo-plan-space");
+    TempDir dest;
     coli::convert::FaultyFileSystem fs(coli::convert::posixFileSystem());
     RepoPlanRequest req;
     req.repo = "t/ok";
-    req.dir = (dest.root / "not-yet" / "model").string(); // the disk of the nearest folder
+    req.dir = (dest.path() / "not-yet" / "model").string(); // the disk of the nearest folder
     req.marginBytes = 0;
-    const uint64_t total = hub_test::supportedConfig().size() + 4000 + 3000 + 2 + 3;
+    const uint64_t total = supportedConfig().size() + 4000 + 3000 + 2 + 3;
     fs.reportedFree = total; // exactly enough
     ASSERT_TRUE(planRepoDownload(api, req, fs).isOk());
     req.containerBytes = 1; // plus a container: one byte short

@@ -49,7 +49,7 @@ int terminalWidth() {
 // per finished file and one every 10 s.
 class ProgressView {
 public:
-    ProgressView() : m_tty(isatty(STDERR_FILENO)) {}
+    ProgressView() : m_tty(isatty(STDERR_FILENO)), m_last(std::chrono::steady_clock::now()) {}
     void operator()(const hub::RepoProgress& p) {
         const auto now = std::chrono::steady_clock::now();
         const bool fileDone = std::string(p.file.phase) == "done" ||
@@ -102,7 +102,7 @@ private:
     }
     bool m_tty;
     bool m_shown = false;
-    std::chrono::steady_clock::time_point m_last{};
+    std::chrono::steady_clock::time_point m_last;
     size_t m_lastFile = SIZE_MAX, m_reported = SIZE_MAX;
 };
 

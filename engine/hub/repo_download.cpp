@@ -186,12 +186,8 @@ Result<RepoDownloadResult> downloadRepo(HubApi& api, const RepoDownloadOptions& 
                                             ? storage::DownloadFileState::Failed
                                             : storage::DownloadFileState::Pending);
             switch (s.code()) {
-            case ErrorCode::NoSpace:
-                return finish(storage::DownloadState::Paused,
-                              Status(ErrorCode::NoSpace,
-                                     s.message() + ": the disk is full; the partial file is kept: "
-                                                   "free some space and run the same download "
-                                                   "again to resume"));
+            case ErrorCode::NoSpace: // downloadFile's message says the .part is kept
+                return finish(storage::DownloadState::Paused, s);
             case ErrorCode::Cancelled:
                 if (o.discard && o.discard->load()) {
                     for (const auto& g : plan.files)

@@ -171,14 +171,14 @@ TEST(RepoDownload, DiskFullPausesKeepsThePartAndARerunFinishes) {
     o.fs = &full;
     auto r = downloadRepo(api, o);
     ASSERT_EQ(r.status().code(), ErrorCode::NoSpace) << r.status().toString();
-    EXPECT_NE(r.status().message().find("disk is full"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("disk full"), std::string::npos) << r.status().message();
     const fsys::path part = fx.dest / "model-00001-of-00002.safetensors.part";
     ASSERT_TRUE(fsys::exists(part));
     EXPECT_EQ(fsys::file_size(part), 1u << 20);
     auto rec = fx.record();
     ASSERT_TRUE(rec.has_value());
     EXPECT_EQ(rec->state, coli::storage::DownloadState::Paused);
-    EXPECT_NE(rec->message.find("disk is full"), std::string::npos) << rec->message;
+    EXPECT_NE(rec->message.find("disk full"), std::string::npos) << rec->message;
     o.fs = nullptr;
     auto again = downloadRepo(api, o);
     ASSERT_TRUE(again.isOk()) << again.status().toString();

@@ -91,7 +91,7 @@ private:
                                        formatBytes(p.bytesDone), formatBytes(p.bytesTotal),
                                        formatBytes(uint64_t(p.bytesPerSecond)), clock(p.etaSeconds),
                                        p.file.path, p.fileIndex + 1, p.fileCount);
-        const int bar = std::max(10, std::min(30, width - int(tail.size()) - 2));
+        const int bar = width >= 100 ? 24 : 12; // fixed: the numbers do not jump about
         const int filled = int(bar * (p.bytesTotal ? double(p.bytesDone) / p.bytesTotal : 0));
         std::string line = "[" + std::string(size_t(filled), '#') +
                            std::string(size_t(bar - filled), '.') + "]" + tail;

@@ -230,6 +230,14 @@ Attempt Downloader::fetch(uint64_t have) {
         m_out.bytesTransferred += n;
         if (!decided) {
             decided = true;
+            const std::string enc = lowered(head.header("content-encoding"));
+            if (!enc.empty() && enc != "identity") { // offsets would not be the file's
+                m_client.setAbortReason(
+                    Status(ErrorCode::Unsupported,
+                           m_name + ": the server sent the file with Content-Encoding: " + enc +
+                               " although identity encoding was asked"));
+                return false;
+            }
             Result<std::unique_ptr<convert::WritableFile>> f =
                 std::unique_ptr<convert::WritableFile>();
             if (head.status == 206) {

@@ -31,6 +31,10 @@ the repo-level keys apply to every file, a file's own keys override them. Counts
                                      size, other bytes, ETag "old-...") and is cut after half of
                                      it; later responses serve the real file with its real ETag,
                                      so a resume with If-Range: "old-..." gets a 200
+  "wrong_range": true                a Range request gets a 206 for the whole file
+                                     (Content-Range: bytes 0-...), not for the bytes asked
+  "gzip": true                       the whole file gzip-compressed (Content-Encoding: gzip),
+                                     whatever the request's Accept-Encoding
   "wrong_hash": true                 the bytes served differ from those the tree's hashes describe
                                      (same size: the last byte is flipped)
   "retry_after": {"count": N, "seconds": S, "status": 429}
@@ -46,6 +50,7 @@ Control (hub origin, for tests): GET /_colibri/stats -> {"bytes_sent": {"repo/pa
 (stats and behaviour counts).
 """
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -393,6 +398,8 @@ class FileServer:
             first = rng[len("bytes="):].split("-")[0]
             if first.isdigit() and int(first) <= len(data):
                 start, status = int(first), 206
+        if status == 206 and b.get("wrong_range"):
+            start = 0  # a 206 for the whole file: its Content-Range does not continue the client's
         body = data[start:]
         drops = b.get("drops")
         if drops and n <= drops.get("count", 1) and len(body) > 1:
@@ -402,6 +409,9 @@ class FileServer:
         stalling = stall and n <= stall.get("count", 1)
         if stalling:
             cut = min(len(body), stall.get("after", 0))
+        if b.get("gzip"):  # ignores Accept-Encoding: identity
+            body, status, cut = gzip.compress(data), 200, None
+            extra = dict(extra, **{"Content-Encoding": "gzip"})
         self.h.send_response(status)
         self.h.send_header("ETag", etag)
         self.h.send_header("Accept-Ranges", "bytes")

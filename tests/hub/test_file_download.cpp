@@ -34,15 +34,23 @@ HttpRequest at(const std::string& url) {
     return r;
 }
 
-// Retries in milliseconds rather than seconds; a stall is 1 s under 1 KiB/s.
+// Retries in milliseconds rather than seconds. A stall is 10 s under 1 KiB/s (a busy machine must
+// not make one), 1 s in the stall tests.
 RetryPolicy fastPolicy() {
     RetryPolicy p;
     p.maxRetries = 6;
     p.initialBackoffSeconds = 0.02;
     p.maxBackoffSeconds = 2;
     p.stallBytesPerSecond = 1024;
-    p.stallSeconds = 1;
+    p.stallSeconds = 10;
     p.connectTimeoutSeconds = 5;
+    return p;
+}
+
+RetryPolicy stallPolicy(int maxRetries) {
+    RetryPolicy p = fastPolicy();
+    p.stallSeconds = 1;
+    p.maxRetries = maxRetries;
     return p;
 }
 
@@ -197,6 +205,41 @@ TEST_F(FileDownload, LfsAndPlainFilesAreDownloadedCheckedAndInstalled) {
     EXPECT_EQ(stats()["total_bytes_sent"], m_lfs.size() + m_plain.size());
 }
 
+TEST_F(FileDownload, PartsLeftByEarlierRunsAreResumedVerifiedOrRestarted) {
+    makeRepo(nullptr);
+    writeBytes(m_repoDir / "empty.txt", "");
+    startServer();
+    auto c = client();
+    loadTree(*c);
+    { // complete: checked and installed without a request
+        writeBytes(m_dest / "model.safetensors.part", m_lfs);
+        PartState st;
+        auto r = fetch(*c, "model.safetensors", st);
+        ASSERT_TRUE(r) << r.status().toString();
+        EXPECT_EQ(r->bytesTransferred, 0u);
+        EXPECT_FALSE(r->restarted);
+        EXPECT_EQ(readBytes(m_dest / "model.safetensors"), m_lfs);
+    }
+    { // longer than the file: not a prefix of it, restarted
+        writeBytes(m_dest / "notes/readme.txt.part", m_plain + "extra");
+        PartState st;
+        auto r = fetch(*c, "notes/readme.txt", st);
+        ASSERT_TRUE(r) << r.status().toString();
+        EXPECT_TRUE(r->restarted);
+        EXPECT_EQ(r->bytesTransferred, m_plain.size());
+        EXPECT_EQ(readBytes(m_dest / "notes/readme.txt"), m_plain);
+    }
+    { // an empty file: its git blob id is checked, nothing fetched
+        PartState st;
+        auto r = fetch(*c, "empty.txt", st);
+        ASSERT_TRUE(r) << r.status().toString();
+        EXPECT_EQ(r->bytesTransferred, 0u);
+        EXPECT_TRUE(fs::exists(m_dest / "empty.txt"));
+        EXPECT_EQ(fs::file_size(m_dest / "empty.txt"), 0u);
+    }
+    EXPECT_EQ(stats()["total_bytes_sent"], m_plain.size());
+}
+
 TEST_F(FileDownload, TheTokenGoesToTheHubButNeverToTheCdn) {
     // A gated repo: the Hub needs the token; the CDN answers 400 if it receives one.
     makeRepo({{"gated", true}});
@@ -277,6 +320,37 @@ TEST_F(FileDownload, AServerThatIgnoresRangeRestartsTheFileAndStillEndsRight) {
         EXPECT_EQ(r->retries, 1);
         EXPECT_EQ(readBytes(m_dest / path), bytes);
     }
+}
+
+TEST_F(FileDownload, A206ThatDoesNotContinueThePartRestartsTheFile) {
+    makeRepo({{"behaviour", {{"drops", {{"count", 1}, {"seed", 9}}}, {"wrong_range", true}}}});
+    startServer();
+    auto c = client();
+    loadTree(*c);
+    for (const auto& [path, bytes] :
+         {std::pair{"model.safetensors", m_lfs}, std::pair{"notes/readme.txt", m_plain}}) {
+        PartState st;
+        auto r = fetch(*c, path, st);
+        ASSERT_TRUE(r) << r.status().toString();
+        EXPECT_TRUE(r->restarted);
+        EXPECT_TRUE(noted("Content-Range")) << (m_notes.empty() ? "" : m_notes.back());
+        EXPECT_EQ(readBytes(m_dest / path), bytes);
+    }
+}
+
+TEST_F(FileDownload, ACompressedResponseIsRefusedAndThePartKept) {
+    makeRepo({{"behaviour", {{"gzip", true}}}});
+    startServer();
+    auto c = client();
+    loadTree(*c);
+    writeBytes(m_dest / "notes/readme.txt.part", m_plain.substr(0, 1000));
+    PartState st;
+    auto r = fetch(*c, "notes/readme.txt", st);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.status().code(), ErrorCode::Unsupported) << r.status().toString();
+    EXPECT_NE(r.status().message().find("Content-Encoding: gzip"), std::string::npos);
+    EXPECT_EQ(readBytes(m_dest / "notes/readme.txt.part"), m_plain.substr(0, 1000));
+    EXPECT_FALSE(fs::exists(m_dest / "notes/readme.txt"));
 }
 
 TEST_F(FileDownload, AFileWhoseEtagChangedBetweenRequestsRestarts) {
@@ -361,7 +435,7 @@ TEST_F(FileDownload, AStalledTransferIsRetriedAndResumed) {
     auto c = client();
     loadTree(*c);
     PartState st;
-    auto r = fetch(*c, "model.safetensors", st);
+    auto r = fetch(*c, "model.safetensors", st, stallPolicy(6));
     ASSERT_TRUE(r) << r.status().toString();
     EXPECT_EQ(r->retries, 1);
     EXPECT_EQ(r->bytesTransferred, m_lfs.size());
@@ -375,9 +449,7 @@ TEST_F(FileDownload, AServerThatKeepsStallingEndsWithAClearError) {
     auto c = client();
     loadTree(*c);
     PartState st;
-    RetryPolicy p = fastPolicy();
-    p.maxRetries = 1;
-    auto r = fetch(*c, "notes/readme.txt", st, p);
+    auto r = fetch(*c, "notes/readme.txt", st, stallPolicy(1));
     ASSERT_FALSE(r);
     EXPECT_EQ(r.status().code(), ErrorCode::Network);
     EXPECT_NE(r.status().message().find("stalled"), std::string::npos) << r.status().message();

@@ -28,7 +28,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--kills", type=int, default=20)
-    ap.add_argument("--throttle", type=int, default=8 * MiB)
+    ap.add_argument("--throttle", type=int, default=4 * MiB)
     a = ap.parse_args()
     seed = a.seed if a.seed is not None else int(time.time())
     rng = random.Random(seed)

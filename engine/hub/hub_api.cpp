@@ -57,10 +57,10 @@ bool retryable(long status) {
     return status == 429 || (status >= 500 && status <= 599);
 }
 
-// The Hub's own words when it gives them (X-Error-Message), else the status.
+// The status and the Hub's own words when it gives them (X-Error-Message).
 std::string hubSays(const HttpResponse& r) {
     const std::string m = r.header("x-error-message");
-    return m.empty() ? "HTTP " + std::to_string(r.status) : m;
+    return "HTTP " + std::to_string(r.status) + (m.empty() ? std::string() : ": " + m);
 }
 
 Status statusFor(const HttpResponse& r, const std::string& url, const std::string& what) {

@@ -205,3 +205,28 @@ TEST(HubApi, StatusesNameTheRepoRevisionAndFile) {
     EXPECT_TRUE(contains(gated.status().message(), "HF_TOKEN")) << gated.status().message();
     EXPECT_TRUE(contains(gated.status().message(), "test/bare-model"));
 }
+
+TEST(HubApi, TooManyRequestsAndServerErrorsAreRetriedThenNetwork) {
+    TempDir t;
+    hub_test::writeBytes(t.path() / "r/config.json", supportedConfig());
+    hub_test::writeBytes(t.path() / "r/_hub.json",
+                         R"({"behaviour": {"files": {"config.json": )"
+                         R"({"retry_after": {"count": 2, "seconds": 0, "status": 429}}}}})");
+    hub_test::writeBytes(t.path() / "s/config.json", supportedConfig());
+    hub_test::writeBytes(t.path() / "s/_hub.json",
+                         R"({"behaviour": {"retry_after": {"count": 9, "seconds": 0, )"
+                         R"("status": 503}}})");
+    std::string error;
+    auto server = startHub({"--repo", "t/r=" + (t.path() / "r").string(), "--repo",
+                            "t/s=" + (t.path() / "s").string()},
+                           &error);
+    ASSERT_TRUE(server) << error;
+    HubApi patient(endpointOf(*server), ApiRetry{3, 0.01, 0.05});
+    auto text = patient.fetchText("t/r", "main", "config.json");
+    ASSERT_TRUE(text.isOk()) << text.status().toString();
+    EXPECT_EQ(text.value(), supportedConfig());
+    HubApi hasty(endpointOf(*server), ApiRetry{1, 0.01, 0.05});
+    auto failed = hasty.fetchText("t/s", "main", "config.json");
+    EXPECT_EQ(failed.status().code(), ErrorCode::Network);
+    EXPECT_TRUE(contains(failed.status().message(), "503")) << failed.status().message();
+}

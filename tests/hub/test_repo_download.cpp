@@ -125,7 +125,9 @@ TEST(RepoDownload, InstallsEveryFileWritesTheReceiptAndRecordsDone) {
 }
 
 TEST(RepoDownload, PauseKeepsThePartsAndTheNextRunResumesThem) {
-    Fixture fx;
+    TempDir logs;
+    const std::string log = (logs.path() / "requests.log").string();
+    Fixture fx({"--log", log});
     ASSERT_TRUE(fx.server && fx.db);
     HubApi api = fx.api();
     RepoDownloadOptions o = fx.options();
@@ -158,6 +160,13 @@ TEST(RepoDownload, PauseKeepsThePartsAndTheNextRunResumesThem) {
     EXPECT_FALSE(second.value().restarted);
     EXPECT_EQ(second.value().bytesTransferred, (1792u << 10) - partBytes);
     EXPECT_EQ(fx.record()->state, coli::storage::DownloadState::Done);
+    // The resumed run asked for the recorded commit, not for "main" (which could have moved).
+    const std::string commit = second.value().plan.info.commit;
+    EXPECT_EQ(commit, rec->commit);
+    const std::string asked = hub_test::readBytes(log);
+    EXPECT_NE(asked.find("/api/models/t/tiny/revision/main"), std::string::npos);
+    EXPECT_NE(asked.find("/api/models/t/tiny/revision/" + commit), std::string::npos) << asked;
+    EXPECT_EQ(second.value().plan.info.revision, "main");
 }
 
 TEST(RepoDownload, DiskFullPausesKeepsThePartAndARerunFinishes) {

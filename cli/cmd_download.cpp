@@ -52,21 +52,16 @@ public:
     ProgressView() : m_tty(isatty(STDERR_FILENO)), m_last(std::chrono::steady_clock::now()) {}
     void operator()(const hub::RepoProgress& p) {
         const auto now = std::chrono::steady_clock::now();
-        const bool fileDone = std::string(p.file.phase) == "done" ||
-                              (p.file.bytesTotal > 0 && p.file.bytesDone == p.file.bytesTotal &&
-                               std::string(p.file.phase) != "downloading");
+        const std::string phase = p.phase;
         if (m_tty) {
-            if (now - m_last < std::chrono::milliseconds(200) && std::string(p.phase) != "done")
-                return;
+            if (now - m_last < std::chrono::milliseconds(200) && phase != "done") return;
             m_last = now;
             draw(p);
             return;
         }
-        const bool newFile = p.fileIndex != m_lastFile || fileDone;
-        if (std::string(p.phase) == "planning" || std::string(p.phase) == "done") return;
-        if (newFile && p.fileIndex != m_lastFile) m_lastFile = p.fileIndex;
-        if (now - m_last < std::chrono::seconds(10) && !(fileDone && m_reported != p.fileIndex))
-            return;
+        if (phase == "planning" || phase == "done") return;
+        const bool fileDone = std::string(p.file.phase) == "done";
+        if (fileDone ? m_reported == p.fileIndex : now - m_last < std::chrono::seconds(10)) return;
         if (fileDone) m_reported = p.fileIndex;
         m_last = now;
         fmt::print(stderr, "{} / {} ({:.0f}%), {}/s, ETA {}: {} ({}/{}) {}\n",
@@ -103,7 +98,7 @@ private:
     bool m_tty;
     bool m_shown = false;
     std::chrono::steady_clock::time_point m_last;
-    size_t m_lastFile = SIZE_MAX, m_reported = SIZE_MAX;
+    size_t m_reported = SIZE_MAX; // the last file whose "done" line was printed
 };
 
 int exitCodeFor(ErrorCode c) {

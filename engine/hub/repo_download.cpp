@@ -164,7 +164,10 @@ Result<RepoDownloadResult> downloadRepo(HubApi& api, const RepoDownloadOptions& 
             }
             if (!o.progress) return;
             progress.file = fp;
-            progress.phase = fp.phase && *fp.phase ? fp.phase : "downloading";
+            // "done" is the whole repo's; a finished file shows in progress.file.phase.
+            const std::string fphase = fp.phase ? fp.phase : "";
+            progress.phase =
+                fphase == "waiting" || fphase == "verifying" ? fp.phase : "downloading";
             progress.bytesDone = installedBytes + std::min(fp.bytesDone, f.size);
             progress.bytesTransferred = transferredBefore + fp.bytesTransferred;
             rate.add(now, progress.bytesTransferred);

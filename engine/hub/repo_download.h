@@ -36,7 +36,8 @@ struct RepoProgress {
     uint64_t bytesTransferred = 0; // received over the network in this run
     double bytesPerSecond = 0;     // over the last few seconds (0 until known)
     double etaSeconds = -1;        // (total - done) / rate; -1 when the rate is unknown
-    const char* phase = "";        // "planning", "downloading", "waiting", "verifying", "done"
+    const char* phase = "";        // "planning", "downloading", "waiting", "verifying", or
+                                   // "done" once the whole repo is (a finished file: file.phase)
 };
 using RepoProgressFn = std::function<void(const RepoProgress&)>;
 

@@ -72,6 +72,17 @@ class Hub:
         with urllib.request.urlopen(self.endpoint + "/_colibri/stats") as r:
             return json.load(r)
 
+    def settled_bytes_sent(self):
+        """total_bytes_sent once the server has stopped writing to connections a client left (a
+        write already under way may still land in the socket buffer and be counted)."""
+        last = self.stats()["total_bytes_sent"]
+        while True:
+            time.sleep(0.3)
+            now = self.stats()["total_bytes_sent"]
+            if now == last:
+                return now
+            last = now
+
     def __enter__(self):
         return self
 

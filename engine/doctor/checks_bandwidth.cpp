@@ -1,0 +1,46 @@
+// The read bandwidth of the disk under the weights, measured the one way the project measures
+// it (diskbench/disk_bandwidth.h), for `coli plan`'s figures and the user's expectations.
+#include "doctor/doctor_context.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace coli::doctor::detail {
+
+void measureBandwidth(Context& c) {
+    std::vector<diskbench::ReadFile> files;
+    for (const std::string& f : c.weightFiles) {
+        if (c.isBroken(f)) continue;
+        auto st = diskbench::statFiles({c.path(f)});
+        if (st) files.push_back(st.value()[0]);
+    }
+    if (files.empty()) return; // the findings above say why
+    uint64_t largest = 0;
+    for (const auto& f : files)
+        largest = std::max(largest, f.bytes);
+    if (largest < aio::kDirectIoAlign) {
+        c.add(Severity::Info, "",
+              "the disk's read bandwidth was not measured: no weight file has 4,096 bytes",
+              "nothing to do");
+        return;
+    }
+    c.step("measuring", "");
+    auto bw = diskbench::measureReadBandwidth(files, c.options.bandwidth);
+    if (!bw) {
+        c.add(Severity::Warning, "",
+              "the disk's read bandwidth could not be measured: " + bw.status().message(),
+              "check the disk (dmesg); coli bench io measures it with more detail");
+        return;
+    }
+    c.report.bandwidth = bw.value();
+    if (!bw->directIo) {
+        char rate[64];
+        std::snprintf(rate, sizeof rate, "%.2f GB/s", bw->bytesPerSecond / 1e9);
+        c.add(Severity::Info, "",
+              std::string("the file system refused O_DIRECT (e.g. tmpfs), so the measured ") +
+                  rate + " is the page cache's (memory), not a disk's",
+              "to know the disk's rate, keep the model on a disk file system (ext4, xfs, btrfs)");
+    }
+}
+
+} // namespace coli::doctor::detail

@@ -50,7 +50,8 @@ void printText(const doctor::DoctorReport& r, const DoctorCliOptions& o) {
     fmt::print("model:    {}\n", r.dir);
     fmt::print("kind:     {}{}\n", doctor::modelKindName(r.kind),
                r.architecture.empty() ? "" : " (" + r.architecture + ")");
-    std::string checked = plural(size_t(r.filesChecked), "weight file") + " checked";
+    std::string checked =
+        fmt::format("{} of {} whole", r.filesChecked, plural(size_t(r.weightFiles), "weight file"));
     if (o.deep)
         checked += fmt::format(", {} hashed ({})", plural(size_t(r.filesHashed), "file"),
                                mb(double(r.bytesHashed)));
@@ -85,7 +86,8 @@ void printJson(const doctor::DoctorReport& r) {
                                 {"architecture", r.architecture},
                                 {"ready", r.ready},
                                 {"chat_template", r.chatTemplate},
-                                {"files_checked", r.filesChecked},
+                                {"weight_files", r.weightFiles},
+                                {"weight_files_whole", r.filesChecked},
                                 {"files_hashed", r.filesHashed},
                                 {"bytes_hashed", r.bytesHashed},
                                 {"bandwidth", bw},

@@ -77,6 +77,7 @@ void checkCheckpoint(Context& c) {
     bool allGood = true;
     for (const auto& [file, tensor] : shards) {
         c.weightFiles.push_back(file);
+        ++c.report.weightFiles;
         if (c.cancelled()) return;
         const std::string listedBy =
             indexed ? std::string(kIndex) + " (e.g. for tensor '" + tensor + "')" : "the folder";

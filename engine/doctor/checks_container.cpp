@@ -75,6 +75,7 @@ void checkContainer(Context& c) {
     bool allGood = true;
     for (const convert::FileEntry& s : c.container->shards) {
         c.weightFiles.push_back(s.file);
+        ++c.report.weightFiles;
         if (c.cancelled()) return;
         auto f = checkShard(c, s.file, kManifest, s.bytes, "the manifest");
         allGood = f && entriesMatchHeader(c, s.file, *f) && allGood;

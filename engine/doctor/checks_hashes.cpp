@@ -36,7 +36,7 @@ Status checkHashes(Context& c) {
                 continue;
             struct stat st {};
             if (::stat(c.path(s.file).c_str(), &st) == 0)
-                files[s.file] = {s.sha256, "the manifest's source files", "", true};
+                files[s.file] = {s.sha256, "the manifest (source.files)", "", true};
         }
     }
     if (c.receipt) {

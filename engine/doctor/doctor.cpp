@@ -58,18 +58,20 @@ std::string Context::replaceAction(const std::string& file) const {
     if (receipt)
         for (const auto& f : receipt->files)
             listed = listed || f.path == file;
+    // A damaged copy is deleted first, so that the download cannot take it for a finished one.
+    struct stat st {};
+    const bool present = !file.empty() && ::lstat(path(file).c_str(), &st) == 0;
+    const std::string again = present ? "delete it and download it again" : "download it again";
     if (listed) {
         const std::string& rev = receipt->commit.empty() ? receipt->revision : receipt->commit;
-        return "delete it and download it again: coli download " + receipt->repo + " --revision " +
-               rev + " --include '" + file + "' --dir " + dir;
+        return again + ": coli download " + receipt->repo + " --revision " + rev + " --include '" +
+               file + "' --dir " + dir;
     }
     if (container) {
         return "convert the model again from its source checkpoint (" + container->modelId +
                "): coli convert SOURCE_DIR " + dir + " --force";
     }
-    return "delete it and download it again from where the model came from (coli download "
-           "OWNER/NAME --dir " +
-           dir + ")";
+    return again + " from where the model came from (coli download OWNER/NAME --dir " + dir + ")";
 }
 
 std::string Context::bare(const std::string& message, const std::string& file) const {

@@ -86,7 +86,8 @@ struct DoctorReport {
     std::vector<Finding> findings; // in the order of the checks
     bool ready = false;            // no finding of severity Error
     bool chatTemplate = false;     // a chat template loads (tokenizer_config.json)
-    int filesChecked = 0;          // weight files (shards) whose header was checked
+    int weightFiles = 0;           // weight files (shards) the index, folder or manifest lists
+    int filesChecked = 0;          // of those, the ones found whole with a valid header
     int filesHashed = 0;           // deep: files hashed
     uint64_t bytesHashed = 0;      // deep: their bytes
     std::optional<diskbench::DiskBandwidth> bandwidth; // unset when skipped or not measurable

@@ -4,8 +4,21 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 
 namespace coli::doctor::detail {
+namespace {
+
+// True when `path` lies on a file system held in memory (tmpfs, ramfs): since Linux 6.6 tmpfs
+// accepts O_DIRECT, so the measurement alone cannot tell memory from a disk.
+bool inMemory(const std::string& path) {
+    struct statfs fs {};
+    if (::statfs(path.c_str(), &fs) != 0) return false;
+    return fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC;
+}
+
+} // namespace
 
 void measureBandwidth(Context& c) {
     std::vector<diskbench::ReadFile> files;
@@ -33,14 +46,20 @@ void measureBandwidth(Context& c) {
         return;
     }
     c.report.bandwidth = bw.value();
-    if (!bw->directIo) {
-        char rate[64];
-        std::snprintf(rate, sizeof rate, "%.2f GB/s", bw->bytesPerSecond / 1e9);
+    char rate[64];
+    std::snprintf(rate, sizeof rate, "%.2f GB/s", bw->bytesPerSecond / 1e9);
+    const std::string onDisk =
+        "to know a disk's rate, keep the model on a disk file system (ext4, xfs, btrfs)";
+    if (inMemory(files[0].path))
         c.add(Severity::Info, "",
-              std::string("the file system refused O_DIRECT (e.g. tmpfs), so the measured ") +
-                  rate + " is the page cache's (memory), not a disk's",
-              "to know the disk's rate, keep the model on a disk file system (ext4, xfs, btrfs)");
-    }
+              std::string("the model lies on tmpfs (memory), so the measured ") + rate +
+                  " is the memory's, not a disk's",
+              onDisk);
+    else if (!bw->directIo)
+        c.add(Severity::Info, "",
+              std::string("the file system refused O_DIRECT, so the measured ") + rate +
+                  " is the page cache's (memory), not a disk's",
+              onDisk);
 }
 
 } // namespace coli::doctor::detail

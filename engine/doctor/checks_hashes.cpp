@@ -50,6 +50,12 @@ Status checkHashes(Context& c) {
             }
         }
     }
+    if (files.empty() && c.report.kind == ModelKind::Container) {
+        c.add(Severity::Info, convert::kManifestName,
+              "--deep hashed nothing: the manifest, which holds the hashes, cannot be read",
+              "see the manifest's finding above");
+        return {};
+    }
     if (files.empty()) {
         c.add(Severity::Info, "",
               "--deep found nothing to hash against: no " + std::string(convert::kManifestName) +

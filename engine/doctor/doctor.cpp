@@ -1,5 +1,6 @@
 #include "doctor/doctor.h"
 
+#include "convert/converter.h"
 #include "convert/manifest.h"
 #include "core/regular_file.h"
 #include "doctor/doctor_context.h"
@@ -167,6 +168,19 @@ Result<DoctorReport> diagnoseModel(const std::string& dir, const DoctorOptions& 
         return finish();
     }
     report.kind = detectKind(dir);
+    if (report.kind != ModelKind::Container &&
+        (fs::exists(fs::path(dir) / convert::kStateName, ec) ||
+         fs::is_symlink(fs::path(dir) / convert::kStateName, ec))) {
+        // The converter writes the manifest last: its state file without a manifest is a
+        // conversion that stopped (Ctrl+C, a full disk, a crash), not a checkpoint.
+        c.add(Severity::Error, convert::kStateName,
+              "an unfinished conversion: the shards written so far are kept, the manifest "
+              "(colibri.json) is not written yet",
+              "run the same coli convert command again: it verifies the finished shards and "
+              "writes the rest");
+        report.kind = ModelKind::Unknown;
+        return finish();
+    }
     if (report.kind == ModelKind::Unknown) {
         c.add(Severity::Error, "",
               "no model here: no config.json, no *.safetensors and no colibri.json",

@@ -135,6 +135,12 @@ TEST_F(DoctorContainer, ManifestExpertOutsideItsShard) {
     ASSERT_TRUE(f);
     EXPECT_TRUE(contains(f->action, "coli convert")) << f->action;
     EXPECT_EQ(r.count(Severity::Error), 1u) << describe(r);
+    // --deep has no hashes to go by then, and says so about the manifest.
+    const DoctorReport deep = diagnose(d, true);
+    f = only(deep, Severity::Info, "colibri.json");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(contains(f->problem, "--deep hashed nothing")) << f->problem;
+    EXPECT_EQ(deep.filesHashed, 0);
 }
 
 TEST_F(DoctorContainer, ConfigOfAnotherModel) {
@@ -178,4 +184,19 @@ TEST_F(DoctorContainer, DeepWarnsAboutAnEditedSideFile) {
     const Finding* f = only(r, Severity::Warning, "generation_config.json");
     ASSERT_TRUE(f);
     EXPECT_TRUE(contains(f->problem, "changed after the conversion")) << f->problem;
+}
+
+// A conversion that stopped before its manifest: not a checkpoint with odd files, but a
+// conversion to finish.
+TEST_F(DoctorContainer, UnfinishedConversion) {
+    const fs::path d = copy();
+    fs::remove(d / "colibri.json");
+    writeAll(d / "colibri-convert.state.json", "{}");
+    const DoctorReport r = diagnose(d);
+    EXPECT_FALSE(r.ready);
+    EXPECT_EQ(r.findings.size(), 1u) << describe(r);
+    const Finding* f = only(r, Severity::Error, "colibri-convert.state.json");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(contains(f->problem, "an unfinished conversion")) << f->problem;
+    EXPECT_TRUE(contains(f->action, "run the same coli convert command again")) << f->action;
 }

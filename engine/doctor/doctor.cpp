@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace coli::doctor {
 
@@ -109,9 +110,10 @@ namespace {
 ModelKind detectKind(const std::string& dir) {
     if (convert::isContainerDir(dir)) return ModelKind::Container;
     std::error_code ec;
-    if (fs::exists(fs::path(dir) / "config.json", ec) ||
-        fs::exists(fs::path(dir) / "model.safetensors.index.json", ec))
-        return ModelKind::Checkpoint;
+    for (const char* name : {"config.json", "model.safetensors.index.json"}) {
+        const fs::path p = fs::path(dir) / name;
+        if (fs::exists(p, ec) || fs::is_symlink(p, ec)) return ModelKind::Checkpoint;
+    }
     for (const auto& e : fs::directory_iterator(dir, ec))
         if (e.path().extension() == ".safetensors") return ModelKind::Checkpoint;
     return ModelKind::Unknown;
@@ -127,6 +129,17 @@ Status checkOptions(const DoctorOptions& o) {
 }
 
 void readReceipt(detail::Context& c) {
+    const std::string name = hub::kDownloadReceiptName;
+    struct stat st {};
+    if (::lstat(c.path(name).c_str(), &st) != 0) return; // no receipt: not a download
+    // readDownloadReceipt opens the file as it is: a named pipe in its place would block it.
+    auto fd = openRegularFile(c.path(name));
+    if (!fd) {
+        c.add(Severity::Warning, name, c.bare(fd.status().message(), name),
+              "remove it; the sizes and hashes the Hub gave cannot be checked without it");
+        return;
+    }
+    ::close(fd.value());
     auto r = hub::readDownloadReceipt(c.dir);
     if (r) {
         c.receipt = std::move(r.value());

@@ -5,6 +5,7 @@
 #include "hub/download_receipt.h"
 
 #include <atomic>
+#include <sys/stat.h>
 
 using namespace doctor_test;
 using coli::ErrorCode;
@@ -163,4 +164,26 @@ TEST(DoctorDeep, ProgressAndCancelWhileHashing) {
     EXPECT_EQ(r.status().code(), ErrorCode::Cancelled);
     EXPECT_GT(total, 0u);
     EXPECT_LT(last, total);
+}
+
+// A receipt that cannot be read is a warning (the model may still be fine), and a named pipe in
+// its place is refused, never waited on.
+TEST(DoctorDeep, UnreadableReceiptIsAWarning) {
+    st_test::TempDir t;
+    const fs::path d = t.path() / "model";
+    copyDir(fixture("olmoe"), d);
+    writeAll(d / "colibri-download.json", "{\"format\": \"something else\"}");
+    DoctorReport r = diagnose(d, true);
+    EXPECT_TRUE(r.ready) << describe(r);
+    const Finding* f = only(r, Severity::Warning, "colibri-download.json");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(contains(f->problem, "colibri-download")) << f->problem;
+
+    fs::remove(d / "colibri-download.json");
+    ASSERT_EQ(::mkfifo((d / "colibri-download.json").c_str(), 0600), 0);
+    r = diagnose(d, true);
+    EXPECT_TRUE(r.ready) << describe(r);
+    f = only(r, Severity::Warning, "colibri-download.json");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(contains(f->problem, "named pipe")) << f->problem;
 }

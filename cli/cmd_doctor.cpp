@@ -68,6 +68,19 @@ void printText(const doctor::DoctorReport& r, const DoctorCliOptions& o) {
     fmt::print("result:   {} ({})\n", r.ready ? "ready" : "NOT READY", tally);
 }
 
+// For scripts: a word that will not change with the wording of the text report.
+const char* kindToken(doctor::ModelKind k) {
+    switch (k) {
+    case doctor::ModelKind::Checkpoint:
+        return "checkpoint";
+    case doctor::ModelKind::Container:
+        return "container";
+    case doctor::ModelKind::Unknown:
+        break;
+    }
+    return "none";
+}
+
 void printJson(const doctor::DoctorReport& r) {
     nlohmann::ordered_json findings = nlohmann::ordered_json::array();
     for (const doctor::Finding& f : r.findings)
@@ -82,7 +95,7 @@ void printJson(const doctor::DoctorReport& r) {
               {"bytes", r.bandwidth->bytes},
               {"seconds", r.bandwidth->seconds}};
     nlohmann::ordered_json j = {{"model", r.dir},
-                                {"kind", doctor::modelKindName(r.kind)},
+                                {"kind", kindToken(r.kind)},
                                 {"architecture", r.architecture},
                                 {"ready", r.ready},
                                 {"chat_template", r.chatTemplate},

@@ -60,7 +60,7 @@ class Doctor(unittest.TestCase):
 
         j = json.loads(coli("doctor", "--no-bandwidth", "--json", d).stdout)
         self.assertFalse(j["ready"])
-        self.assertEqual(j["kind"], "Hugging Face checkpoint")
+        self.assertEqual(j["kind"], "checkpoint")
         self.assertEqual(j["bandwidth"], None)
         self.assertEqual([(f["severity"], f["file"]) for f in j["findings"]],
                          [("error", "model-00002-of-00003.safetensors")])

@@ -29,6 +29,7 @@ struct TierStatus {
     std::string source;             // what the experts are read from ("colibri container", ...)
     tiers::ExpertMap experts;       // per-expert state and cumulative hits (Brain, Atlas)
     double busySeconds = 0;         // engine-thread wall time spent generating since load (seconds)
+    tiers::MirrorStatus mirror;     // the mirror on a second disk (docs/mirror.md), if any
 };
 
 } // namespace coli::app

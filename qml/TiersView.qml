@@ -165,6 +165,13 @@ Page {
                                       ? [{ share: tiers.diskExperts / tiers.totalExperts, color: view.tierColor("disk"),
                                            name: "disk" }] : []
                         }
+                        DiskReads {
+                            Layout.fillWidth: true
+                            visible: live
+                            tiers: view.tiers
+                            formatBytes: view.mib
+                            primaryColor: view.tierColor("disk")
+                        }
                     }
                 }
             }

@@ -11,7 +11,15 @@ ColumnLayout {
     property QtObject tiers
     property var formatBytes: function(b) { return b + " B" }
     property color primaryColor: Theme.textMuted
-    readonly property color mirrorColor: "#1a7f37"
+    readonly property color mirrorColor: Theme.success
+    // Why the mirror was switched off, without the folder and the consequence the line says anyway:
+    // "DIR/FILE: No such file or directory (the mirror was removed or unmounted)".
+    readonly property string problem: {
+        const p = tiers ? tiers.mirrorProblem : ""
+        if (p === "") return ""
+        const at = p.indexOf("switched off: "), end = p.lastIndexOf("; every expert")
+        return p.substring(at >= 0 ? at + 14 : 0, end > 0 ? end : p.length)
+    }
     readonly property bool mirror: tiers !== null && tiers.mirrorActive
     readonly property double primaryBytes: tiers ? tiers.primaryBytesSession : 0
     readonly property double mirrorBytes: tiers ? tiers.mirrorBytesSession : 0
@@ -68,12 +76,10 @@ ColumnLayout {
         Layout.fillWidth: true
         visible: reads.mirror
         wrapMode: Text.Wrap
-        elide: Text.ElideMiddle
-        maximumLineCount: 3
         font.pixelSize: Theme.smallFontSize
-        color: reads.tiers && reads.tiers.mirrorProblem !== "" ? Theme.errorText : Theme.textMuted
+        color: reads.problem !== "" ? Theme.errorText : Theme.textMuted
         text: !reads.tiers ? ""
-              : reads.tiers.mirrorProblem !== "" ? reads.tiers.mirrorProblem
+              : reads.problem !== "" ? qsTr("Mirror switched off, the model's disk serves every expert: %1").arg(reads.problem)
               : qsTr("Mirror %1 serves %2 of its experts.").arg(reads.tiers.mirrorDir)
                     .arg((100 * reads.tiers.mirrorShare).toFixed(0) + " %")
     }

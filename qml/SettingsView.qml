@@ -145,8 +145,7 @@ Page {
                         onClicked: page.appSettings.mirrorFolder = ""
                     }
                 }
-                Hint { text: qsTr("A copy of some model files on a second disk (coli mirror stage): expert reads are split between the two disks. Applied at the next model load.") }
-                Hint { text: qsTr("Threads and direct I/O apply when a model is loaded; the RAM budget and prefetch apply at the next load (and live from the Tiers view). Automatic threads: %1.").arg(page.appSettings ? page.appSettings.defaultThreads : 0) }
+                Hint { text: qsTr("Threads, direct I/O and the mirror folder (model files copied to a second disk by coli mirror stage, to split expert reads between the disks) apply when a model is loaded; the RAM budget and prefetch apply at the next load (and live from the Tiers view). Automatic threads: %1.").arg(page.appSettings ? page.appSettings.defaultThreads : 0) }
                 RowLayout {
                     Layout.columnSpan: 2
                     visible: page.appSettings !== null && page.appSettings.reloadNeeded

@@ -1,6 +1,7 @@
 #include "app_settings.h"
 
 #include "app_options.h"
+#include "mirror/mirror_receipt.h"
 
 #include "storage/database.h"
 #include "storage/location.h"
@@ -125,6 +126,19 @@ void AppSettings::setDirectIo(bool on) {
     emit directIoChanged();
     setReloadNeeded(true);
 }
+QString AppSettings::mirrorFolder() const {
+    return value(QStringLiteral("engine/mirrorFolder"), QString()).toString();
+}
+void AppSettings::setMirrorFolder(const QString& dir) {
+    if (dir == mirrorFolder()) return;
+    store(QStringLiteral("engine/mirrorFolder"), dir);
+    emit mirrorFolderChanged();
+    setReloadNeeded(true);
+}
+bool AppSettings::isMirrorFolder(const QString& dir) const {
+    return !dir.isEmpty() &&
+           QFileInfo(QDir(dir).filePath(QString::fromLatin1(mirror::kMirrorReceiptName))).isFile();
+}
 bool AppSettings::prefetch() const {
     return value(QStringLiteral("engine/prefetch"), true).toBool();
 }
@@ -181,6 +195,7 @@ LoadSettings AppSettings::loadSettings(int fallbackThreads) const {
     l.ramBudgetBytes = uint64_t(ramBudgetMiB()) << 20;
     l.directIo = directIo();
     l.prefetch = prefetch();
+    l.mirrorDir = mirrorFolder().toStdString();
     return l;
 }
 

@@ -44,6 +44,10 @@ class AppSettings : public QObject {
     Q_PROPERTY(int ramBudgetMiB READ ramBudgetMiB WRITE setRamBudgetMiB NOTIFY ramBudgetChanged)
     Q_PROPERTY(bool directIo READ directIo WRITE setDirectIo NOTIFY directIoChanged)
     Q_PROPERTY(bool prefetch READ prefetch WRITE setPrefetch NOTIFY prefetchChanged)
+    // A mirror of model files on a second disk (`coli mirror stage`; docs/mirror.md), applied at
+    // the next model load; "" = none.
+    Q_PROPERTY(
+        QString mirrorFolder READ mirrorFolder WRITE setMirrorFolder NOTIFY mirrorFolderChanged)
     // Default sampling: when customSampling is false the model's generation_config.json applies.
     Q_PROPERTY(
         bool customSampling READ customSampling WRITE setCustomSampling NOTIFY samplingChanged)
@@ -81,6 +85,10 @@ public:
     void setDirectIo(bool on);
     bool prefetch() const;
     void setPrefetch(bool on);
+    QString mirrorFolder() const;
+    void setMirrorFolder(const QString& dir);
+    // True when `dir` holds a mirror receipt (colibri-mirror.json): staging finished there.
+    Q_INVOKABLE bool isMirrorFolder(const QString& dir) const;
     bool customSampling() const;
     void setCustomSampling(bool on);
     double temperature() const;
@@ -151,6 +159,7 @@ signals:
     void ramBudgetChanged();
     void directIoChanged();
     void prefetchChanged();
+    void mirrorFolderChanged();
     void samplingChanged();
     void usageDatabaseChanged();
     void reloadNeededChanged();

@@ -58,6 +58,7 @@ struct LoadSettings {
     uint64_t ramBudgetBytes = 0; // RAM for streamed experts; 0 = automatic (from MemAvailable)
     bool directIo = false;       // O_DIRECT expert reads
     bool prefetch = true;        // router-lookahead prefetch
+    std::string mirrorDir;       // a mirror of model files on a second disk; "" = none
 };
 
 struct Command {

@@ -150,9 +150,15 @@ void EngineWorker::publishTiers(int tokens, const tiers::TierTelemetry* after) {
         st.experts = std::move(t.experts); // ~5 bytes per expert, latest-wins with the rest
         st.pinCapacity = cache->pinCapacity();
         st.prefetch = cache->prefetchEnabled();
+        st.mirror = std::move(t.mirror);
     }
     st.busySeconds = m_busyBefore + (m_inGenerate ? secondsSince(m_generateStart) : 0.0);
     m_tiers.publish(st);
+    // The mirror switched off during the run (a read error, the folder gone): one notice.
+    if (st.mirror.fellBack && !m_mirrorNoticed) {
+        m_mirrorNoticed = true;
+        publish(EngineEvent::make(EventKind::Notice, m_loadId, st.mirror.problem));
+    }
 }
 
 void EngineWorker::updatePlan() {
@@ -170,11 +176,13 @@ void EngineWorker::doLoad(const Command& c) {
     m_busyBefore = 0;
     m_learning = false;
     m_generatedSinceLoad = false;
+    m_mirrorNoticed = false;
     publishTiers(0, nullptr); // no tiers until the next model is in
     ModelLoadOptions mo;
     mo.threads = c.load.threads > 0 ? c.load.threads : m_opt.threads;
     mo.tiers.directIo = c.load.directIo;
     mo.tiers.prefetch = c.load.prefetch;
+    mo.tiers.mirrorDir = c.load.mirrorDir; // disk weights measured at load
     // Routed experts stream from disk through the expert cache (docs/tiers.md); its budget is
     // set from MemAvailable once the dense weights are in.
     mo.tiers.stream = true;

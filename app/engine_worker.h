@@ -99,6 +99,7 @@ private:
     bool m_inGenerate = false;
     bool m_learning = false;           // the loaded model's usage was applied
     bool m_generatedSinceLoad = false; // a turn ran before the learned usage arrived
+    bool m_mirrorNoticed = false;      // the mirror's switch-off was told (one notice per load)
     std::atomic<bool> m_quitting{false};
     std::unique_ptr<LoadedModel> m_model; // engine thread only
     std::string m_loadedDir;              // engine thread only: the folder of m_model

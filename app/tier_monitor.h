@@ -14,6 +14,8 @@
 //                     prefetchPredicted
 //   MiB per token   = bytesRead / 2^20 / tokens
 //   I/O wait share  = ioWaitSeconds / seconds the engine thread spent generating
+//   bytes per disk  = bytesReadPrimary and bytesReadMirror over the session (the model's disk and
+//                     the mirror's, docs/mirror.md)
 // Thread-safety: GUI thread only (QObject affinity).
 #include "tier_rows_model.h"
 #include "tier_status.h"
@@ -58,6 +60,14 @@ class TierMonitor : public QObject {
     Q_PROPERTY(QString planHitSource READ planHitSource NOTIFY changed)
     Q_PROPERTY(double planTokensPerSecond READ planTokensPerSecond NOTIFY changed)
     Q_PROPERTY(double measuredTokensPerSecond READ measuredTokensPerSecond NOTIFY changed)
+    // The mirror on a second disk: in use, its folder, the share of mirrored experts it serves,
+    // why it was switched off ("" while in use), and the bytes each disk served this session.
+    Q_PROPERTY(bool mirrorActive READ mirrorActive NOTIFY changed)
+    Q_PROPERTY(QString mirrorDir READ mirrorDir NOTIFY changed)
+    Q_PROPERTY(double mirrorShare READ mirrorShare NOTIFY changed)
+    Q_PROPERTY(QString mirrorProblem READ mirrorProblem NOTIFY changed)
+    Q_PROPERTY(double primaryBytesSession READ primaryBytesSession NOTIFY changed)
+    Q_PROPERTY(double mirrorBytesSession READ mirrorBytesSession NOTIFY changed)
     // The RAM bar's segments in order (pinned, cache, loading, free): [{key, name, share}] where
     // share = bytes / RAM budget; they add up to 1 when the allocation is within the budget.
     Q_PROPERTY(QVariantList ramSegments READ ramSegments NOTIFY changed)
@@ -105,6 +115,12 @@ public:
         return m_now.plan.valid ? m_now.plan.tokensPerSecond : -1;
     }
     double measuredTokensPerSecond() const { return m_now.lastDecodeTokensPerSecond; }
+    bool mirrorActive() const { return m_now.streaming && m_now.mirror.configured; }
+    QString mirrorDir() const { return QString::fromStdString(m_now.mirror.dir); }
+    double mirrorShare() const { return m_now.mirror.share; }
+    QString mirrorProblem() const { return QString::fromStdString(m_now.mirror.problem); }
+    double primaryBytesSession() const { return double(m_session.bytesReadPrimary); }
+    double mirrorBytesSession() const { return double(m_session.bytesReadMirror); }
     QVariantList ramSegments() const;
     const TierStatus& status() const { return m_now; }
 

@@ -6,6 +6,7 @@
 #include "generation_output.h"
 #include "line_editor.h"
 #include "line_reader.h"
+#include "mirror_notice.h"
 #include "options.h"
 #include "runtime/context_fit.h"
 #include "signals.h"
@@ -92,6 +93,7 @@ int runChat(const ChatOptions& o) {
         editor = LineEditor::open(o.noHistory ? std::string() : defaultChatHistoryPath());
     LineReader reader(STDIN_FILENO);
     PieceWriter writer;
+    MirrorNotice mirrorNotice(lm->model().expertCache());
     std::string line;
     for (;;) {
         clearInterrupt();
@@ -139,7 +141,14 @@ int runChat(const ChatOptions& o) {
         // Until the next prompt: Ctrl+C stops the answer without a "^C" inside its text.
         const QuietControlEcho quiet;
         writer.clear();
-        auto r = session.generate(ids, *params, std::ref(writer), &interruptFlag());
+        auto r = session.generate(
+            ids, *params,
+            [&](std::string_view piece) {
+                writer(piece);
+                mirrorNotice.check();
+            },
+            &interruptFlag());
+        mirrorNotice.check();
         std::fputs("\n", stdout);
         std::fflush(stdout);
         if (learning) learning->endTurn(); // heat and pins saved at every turn's end

@@ -2,6 +2,7 @@
 #include "commands.h"
 #include "exit_codes.h"
 #include "generation_output.h"
+#include "mirror_notice.h"
 #include "options.h"
 #include "signals.h"
 #include "tier_log.h"
@@ -118,8 +119,16 @@ int runGenerate(GenerateOptions o) {
         }
     }
     const tiers::TierTelemetry before = cache ? cache->telemetry() : tiers::TierTelemetry{};
+    MirrorNotice mirrorNotice(cache);
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = session.generate(ids, *params, std::ref(writer), &interruptFlag());
+    auto r = session.generate(
+        ids, *params,
+        [&](std::string_view piece) {
+            writer(piece);
+            mirrorNotice.check();
+        },
+        &interruptFlag());
+    mirrorNotice.check();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // On a terminal the text ends its line, so the report (or the shell's prompt) starts on its

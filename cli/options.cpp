@@ -4,6 +4,7 @@
 #include "signals.h"
 
 #include "core/number_text.h"
+#include "mirror/mirror_load.h"
 #include "runtime/expert_budget.h"
 #include "tiers/expert_cache.h"
 
@@ -60,6 +61,21 @@ std::string parseQuantise(const std::string& text, WeightQuantisation* out) {
     return {};
 }
 
+std::string parseDiskWeights(const std::string& text, double* primary, double* mirror) {
+    const size_t comma = text.find(',');
+    if (comma == std::string::npos || text.find(',', comma + 1) != std::string::npos)
+        return fmt::format("'{}' is not A,B (the primary's and the mirror's weights, e.g. 3,1)",
+                           text);
+    double a = 0, b = 0;
+    const double inf = std::numeric_limits<double>::infinity();
+    if (std::string e = parseDecimal(text.substr(0, comma), 0, inf, &a); !e.empty()) return e;
+    if (std::string e = parseDecimal(text.substr(comma + 1), 0, inf, &b); !e.empty()) return e;
+    if (std::string e = mirror::checkDiskWeights(a, b); !e.empty()) return e;
+    *primary = a;
+    *mirror = b;
+    return {};
+}
+
 void addQuantiseOption(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("--quantise", o.quantise,
                    "Quantise a Hugging Face checkpoint in memory: CLASS=FORMAT,... with classes "
@@ -99,6 +115,23 @@ void addPlacementOptions(CLI::App& cmd, ModelOptions& o) {
                    "Usage database file (default: $XDG_DATA_HOME/colibri/colibri.db)")
         ->type_name("PATH")
         ->check(nonEmptyPath("leave the option out for the default database"));
+    CLI::Option* mirror =
+        cmd.add_option("--mirror", o.mirror,
+                       "A mirror of model files on a second disk (coli mirror stage): expert "
+                       "reads are split between the two disks")
+            ->type_name("DIR")
+            ->check(nonEmptyPath());
+    cmd.add_option("--disk-weights", o.diskWeights,
+                   "Read weights of the model's disk and the mirror's, e.g. 3,1 (default: "
+                   "measured at load)")
+        ->type_name("A,B")
+        ->needs(mirror)
+        ->check(CLI::Validator(
+            [](std::string& s) {
+                double a = 0, b = 0;
+                return parseDiskWeights(s, &a, &b);
+            },
+            ""));
 }
 
 CLI::Validator integerIn(int64_t lo, int64_t hi) {
@@ -321,6 +354,12 @@ std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode) {
     opt.tiers.ioBackend = o.ioBackend == "io_uring" ? aio::IoBackend::Uring
                           : o.ioBackend == "pread"  ? aio::IoBackend::PreadThreads
                                                     : aio::IoBackend::Auto;
+    opt.tiers.mirrorDir = o.mirror;
+    if (!o.diskWeights.empty()) {
+        double a = 0, b = 0;
+        (void)parseDiskWeights(o.diskWeights, &a, &b); // checked by the option
+        opt.tiers.diskWeights = std::make_pair(a, b);
+    }
     auto lm = LoadedModel::load(o.dir, opt, progress, &interruptFlag());
     if (tty) fmt::print(stderr, "\r{:<30}\r", "");
     if (!lm) {

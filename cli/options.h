@@ -28,6 +28,8 @@ struct ModelOptions {
     std::string ioBackend = "auto";    // --io-backend auto|io_uring|pread
     bool noLearn = false;              // --no-learn: no usage database (heat, pins)
     std::string usageDb;               // --usage-db PATH (default: the XDG location)
+    std::string mirror;                // --mirror DIR: a mirror of model files on a second disk
+    std::string diskWeights;           // --disk-weights A,B (primary, mirror); "" = measured
 };
 
 // Sampling flags; a flag left out takes the model's generation_config.json default, or
@@ -41,9 +43,12 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o);
 // int4-g32, int8-g64 (or int8), int8-g32. The same choices as `coli convert` give the same
 // weights as its container. Model::load refuses it for a container (exit 3, kExitModel).
 void addQuantiseOption(CLI::App& cmd, ModelOptions& o);
-// --ram-budget SIZE, --resident, --direct-io, --no-prefetch, --io-depth N, --io-backend NAME.
-// Without --resident the routed experts stream from disk through the expert cache.
+// --ram-budget SIZE, --resident, --direct-io, --no-prefetch, --io-depth N, --io-backend NAME,
+// --mirror DIR, --disk-weights A,B. Without --resident the routed experts stream from disk through
+// the expert cache.
 void addPlacementOptions(CLI::App& cmd, ModelOptions& o);
+// Parses a --disk-weights value "A,B" into *primary and *mirror; returns "" or what is wrong.
+std::string parseDiskWeights(const std::string& text, double* primary, double* mirror);
 // Parses a --quantise value into *out; returns "" or what is wrong ("unknown class 'x'", ...).
 std::string parseQuantise(const std::string& text, WeightQuantisation* out);
 

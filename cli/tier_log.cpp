@@ -38,13 +38,16 @@ std::unique_ptr<TierLog> TierLog::open(const std::string& path, tiers::ExpertCac
     log->m_cache = &cache;
     const tiers::TierTelemetry t = cache.telemetry();
     log->m_last = t.counters;
-    const nlohmann::json header = {{"format", "coli-tier-log"},
-                                   {"version", 1},
-                                   {"n_layers", t.routedBits.size()},
-                                   {"n_experts", cache.expertsPerLayer()},
-                                   {"slot_bytes", t.residency.slotBytes},
-                                   {"budget_bytes", t.residency.budgetBytes},
-                                   {"total_experts", t.residency.totalExperts}};
+    const nlohmann::json header = {
+        {"format", "coli-tier-log"},
+        {"version", 1},
+        {"n_layers", t.routedBits.size()},
+        {"n_experts", cache.expertsPerLayer()},
+        {"slot_bytes", t.residency.slotBytes},
+        {"budget_bytes", t.residency.budgetBytes},
+        {"total_experts", t.residency.totalExperts},
+        {"mirror", t.mirror.configured ? nlohmann::json(t.mirror.dir) : nlohmann::json()},
+        {"mirror_share", t.mirror.share}};
     std::fprintf(f, "%s\n", header.dump().c_str());
     TierLog* self = log.get();
     cache.setTokenObserver(
@@ -71,6 +74,8 @@ void TierLog::write(int tokens, const tiers::TierTelemetry& t) {
                                  {"hits_cache", b.hitsCache - a.hitsCache},
                                  {"misses", b.misses - a.misses},
                                  {"bytes_read", b.bytesRead - a.bytesRead},
+                                 {"bytes_read_primary", b.bytesReadPrimary - a.bytesReadPrimary},
+                                 {"bytes_read_mirror", b.bytesReadMirror - a.bytesReadMirror},
                                  {"io_wait_s", b.ioWaitSeconds - a.ioWaitSeconds},
                                  {"evictions", b.evictions - a.evictions},
                                  {"prefetch_issued", b.prefetchIssued - a.prefetchIssued},

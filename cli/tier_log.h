@@ -2,9 +2,10 @@
 // `coli generate --tier-log FILE`: the expert tiers' per-token telemetry as JSON lines, the data
 // the GUI's tier bars and Brain draw (docs/cli.md "Expert placement"). Line 1 is a header
 // {"format":"coli-tier-log","version":1,"n_layers":..,"n_experts":..,"slot_bytes":..,
-// "budget_bytes":..}; then one line per forward step (a decode token or a prefill chunk) with
-// that step's counters (differences), the residency after it and the routed experts per layer
-// as hex bitsets (bit e = expert e; "" for dense layers).
+// "budget_bytes":..,"mirror":DIR or null,"mirror_share":..}; then one line per forward step (a
+// decode token or a prefill chunk) with that step's counters (differences; bytes_read also split
+// into bytes_read_primary and bytes_read_mirror), the residency after it and the routed experts
+// per layer as hex bitsets (bit e = expert e; "" for dense layers).
 // Thread-safety: one thread (the cache's token observer runs on the compute thread).
 #include "tiers/expert_cache.h"
 

@@ -11,7 +11,11 @@ Popup {
     id: browser
     property QtObject appSettings
     property string path: "/"
+    // "mirror": choose a mirror folder (docs/mirror.md) instead: one that holds colibri-mirror.json.
+    property bool mirrorMode: false
     readonly property bool isModel: appSettings ? appSettings.isModelFolder(path) && path !== "" : false
+    readonly property bool isMirror: appSettings ? appSettings.isMirrorFolder(path) : false
+    readonly property bool acceptable: mirrorMode ? isMirror : isModel
     signal folderAccepted(string path)
 
     function openAt(dir) {
@@ -46,7 +50,7 @@ Popup {
     ColumnLayout {
         anchors.fill: parent
         spacing: 8
-        Label { text: qsTr("Add a model folder"); font.bold: true; font.pixelSize: Theme.titleFontSize; color: Theme.text }
+        Label { text: browser.mirrorMode ? qsTr("Choose a mirror folder") : qsTr("Add a model folder"); font.bold: true; font.pixelSize: Theme.titleFontSize; color: Theme.text }
         RowLayout {
             Layout.fillWidth: true
             AppButton {
@@ -113,8 +117,11 @@ Popup {
             objectName: "folderVerdict"
             Layout.fillWidth: true
             wrapMode: Text.Wrap
-            color: browser.isModel ? Theme.success : Theme.textMuted
-            text: browser.isModel ? qsTr("✓ This folder holds config.json: it looks like a model folder.")
+            color: browser.acceptable ? Theme.success : Theme.textMuted
+            text: browser.mirrorMode
+                  ? (browser.isMirror ? qsTr("✓ This folder holds colibri-mirror.json: a finished mirror.")
+                                      : qsTr("Not a mirror folder: a mirror holds colibri-mirror.json, written when coli mirror stage finished. Go into one."))
+                  : browser.isModel ? qsTr("✓ This folder holds config.json: it looks like a model folder.")
                                   : qsTr("Not a model folder: a model folder holds config.json, *.safetensors and tokenizer.json. Go into one.")
         }
         RowLayout {
@@ -127,10 +134,11 @@ Popup {
             }
             AppButton {
                 objectName: "folderOpen"
-                text: qsTr("Open this folder")
+                text: browser.mirrorMode ? qsTr("Use this folder") : qsTr("Open this folder")
                 primary: true
-                enabled: browser.isModel
-                Accessible.name: qsTr("Open %1 as the model").arg(browser.path)
+                enabled: browser.acceptable
+                Accessible.name: browser.mirrorMode ? qsTr("Use %1 as the mirror").arg(browser.path)
+                                                    : qsTr("Open %1 as the model").arg(browser.path)
                 onClicked: { browser.close(); browser.folderAccepted(browser.path) }
             }
         }

@@ -122,7 +122,30 @@ Page {
                     Accessible.name: qsTr("Prefetch the experts the router will pick")
                     onToggled: page.appSettings.prefetch = checked
                 }
-                Hint { text: qsTr("Threads and direct I/O apply when a model is loaded; the RAM budget and prefetch apply at the next load (and live from the Tiers view). Automatic threads: %1.").arg(page.appSettings ? page.appSettings.defaultThreads : 0) }
+                Name { text: qsTr("Mirror folder") }
+                RowLayout {
+                    Label {
+                        objectName: "mirrorFolderSetting"
+                        Layout.maximumWidth: 320
+                        elide: Text.ElideMiddle
+                        color: page.appSettings && page.appSettings.mirrorFolder !== "" ? Theme.text : Theme.textMuted
+                        text: page.appSettings && page.appSettings.mirrorFolder !== "" ? page.appSettings.mirrorFolder : qsTr("none")
+                    }
+                    AppButton {
+                        objectName: "mirrorFolderChoose"
+                        text: qsTr("Choose…")
+                        Accessible.name: qsTr("Choose a mirror folder on a second disk")
+                        onClicked: mirrorBrowser.openAt(page.appSettings.mirrorFolder)
+                    }
+                    AppButton {
+                        objectName: "mirrorFolderClear"
+                        text: qsTr("Clear")
+                        visible: page.appSettings !== null && page.appSettings.mirrorFolder !== ""
+                        Accessible.name: qsTr("Use no mirror folder")
+                        onClicked: page.appSettings.mirrorFolder = ""
+                    }
+                }
+                Hint { text: qsTr("Threads, direct I/O and the mirror folder (model files copied to a second disk by coli mirror stage, to split expert reads between the disks) apply when a model is loaded; the RAM budget and prefetch apply at the next load (and live from the Tiers view). Automatic threads: %1.").arg(page.appSettings ? page.appSettings.defaultThreads : 0) }
                 RowLayout {
                     Layout.columnSpan: 2
                     visible: page.appSettings !== null && page.appSettings.reloadNeeded
@@ -225,5 +248,13 @@ Page {
     Connections {
         target: page.controller
         function onPinMessage(text, ok) { page.pinResult = text }
+    }
+
+    FolderBrowser {
+        id: mirrorBrowser
+        objectName: "mirrorFolderBrowser"
+        appSettings: page.appSettings
+        mirrorMode: true
+        onFolderAccepted: function(path) { page.appSettings.mirrorFolder = path }
     }
 }

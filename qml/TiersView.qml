@@ -137,11 +137,13 @@ Page {
                 spacing: Theme.padding
                 Pane {
                     Layout.fillWidth: true
+                    Layout.fillHeight: true // as tall as the disk card beside it
                     Layout.preferredWidth: 1
                     padding: Theme.padding
                     background: Rectangle { color: Theme.surface; radius: 8; border.color: Theme.border }
                     ColumnLayout {
-                        anchors.fill: parent
+                        anchors.left: parent.left
+                        anchors.right: parent.right
                         Label { text: qsTr("VRAM"); font.bold: true; color: Theme.text }
                         TierBar {
                             objectName: "vramBar"
@@ -164,6 +166,13 @@ Page {
                             segments: live && tiers.totalExperts > 0
                                       ? [{ share: tiers.diskExperts / tiers.totalExperts, color: view.tierColor("disk"),
                                            name: "disk" }] : []
+                        }
+                        DiskReads {
+                            Layout.fillWidth: true
+                            visible: live
+                            tiers: view.tiers
+                            formatBytes: view.mib
+                            primaryColor: view.tierColor("disk")
                         }
                     }
                 }

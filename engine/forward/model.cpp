@@ -5,6 +5,7 @@
 #include "forward/kv_access.h"
 #include "forward/model_impl.h"
 #include "io/safetensors.h"
+#include "mirror/mirror_load.h"
 #include "tiers/expert_cache.h"
 
 #include <algorithm>
@@ -65,7 +66,9 @@ float ModelImpl::attentionScale() const {
                                        : 1.0f / std::sqrt(static_cast<float>(cfg.headDim));
 }
 
-struct Model::Impl : ModelImpl {};
+struct Model::Impl : ModelImpl {
+    std::vector<std::string> warnings;
+};
 
 // ---- Model ----
 
@@ -94,6 +97,22 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
     const bool stream = opt.tiers.stream;
     std::unique_ptr<aio::IoPool> pool;
     std::unique_ptr<tiers::ExpertSource> source;
+    if (const auto& w = opt.tiers.diskWeights) {
+        if (std::string e = mirror::checkDiskWeights(w->first, w->second); !e.empty())
+            return Status(ErrorCode::InvalidArgument, "disk weights: " + e);
+    }
+    tiers::MirrorSetup mirrorSetup;
+    if (!opt.tiers.mirrorDir.empty() && !stream) {
+        m.warnings.push_back("mirror " + opt.tiers.mirrorDir +
+                             ": not used: every expert is read at load (resident experts)");
+    } else if (!opt.tiers.mirrorDir.empty()) {
+        mirror::MirrorLoadOptions mo;
+        mo.dir = opt.tiers.mirrorDir;
+        mo.weights = opt.tiers.diskWeights;
+        mirror::PreparedMirror pm = mirror::prepareMirror(dir, mo);
+        m.warnings.insert(m.warnings.end(), pm.warnings.begin(), pm.warnings.end());
+        mirrorSetup = std::move(pm.setup);
+    }
     if (stream) {
         aio::IoOptions io;
         io.backend = opt.tiers.ioBackend;
@@ -120,7 +139,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
         m.w = std::move(w.value());
         if (stream) {
             Result<std::unique_ptr<tiers::ExpertSource>> src =
-                tiers::openContainerSource(*box, m.cfg, *pool);
+                tiers::openContainerSource(*box, m.cfg, *pool, mirrorSetup);
             if (!src) return src.status();
             source = std::move(src.value());
         }
@@ -140,7 +159,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
         m.w = std::move(w.value());
         if (stream) {
             Result<std::unique_ptr<tiers::ExpertSource>> src =
-                tiers::openCheckpointSource(**ckpt, m.cfg, *pool);
+                tiers::openCheckpointSource(**ckpt, m.cfg, *pool, mirrorSetup);
             if (!src) return src.status();
             source = std::move(src.value());
         }
@@ -150,6 +169,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
         }
     }
     if (stream) {
+        if (const tiers::DiskRouter* r = source->router())
+            m.warnings.insert(m.warnings.end(), r->warnings().begin(), r->warnings().end());
         tiers::CacheOptions co;
         co.budgetBytes = opt.tiers.ramBudgetBytes;
         co.prefetch = opt.tiers.prefetch;
@@ -168,6 +189,9 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
 
 const ModelConfig& Model::config() const {
     return m_impl->cfg;
+}
+const std::vector<std::string>& Model::warnings() const {
+    return m_impl->warnings;
 }
 ModelSummary Model::summary() const {
     return m_impl->summary;

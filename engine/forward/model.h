@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -46,6 +47,12 @@ struct ExpertTierOptions {
     bool directIo = false; // O_DIRECT reads (aligned buffers), else buffered + DONTNEED
     bool prefetch = true;  // router-lookahead prefetch (Fast path)
     double pinShare = 0.5; // share of the cache the pinned hot-store may take
+    // A mirror of some model files on a second disk (docs/mirror.md, mirror/mirror_load.h):
+    // its receipt's files are checked at load and expert reads split between the two disks.
+    // "" = none. Ignored (a warning) when the experts are resident.
+    std::string mirrorDir;
+    // Read weights (primary, mirror) of the split (--disk-weights); unset = measured at load.
+    std::optional<std::pair<double, double>> diskWeights;
 };
 
 struct ModelLoadOptions {
@@ -130,14 +137,18 @@ public:
     // Errors: everything loadConfig and Checkpoint::open (or openContainer) return; NotFound for a
     // missing tensor (the message lists the expected names); Malformed for a tensor of the wrong
     // shape (containers: also format or length; the message names colibri.json, the tensor and
-    // its shard); InvalidArgument for opt.quantisation on a container; Cancelled when *cancel
-    // turns true during loading.
+    // its shard); InvalidArgument for opt.quantisation on a container, or for bad
+    // opt.tiers.diskWeights; Cancelled when *cancel turns true during loading. A mirror that
+    // cannot be used (opt.tiers.mirrorDir) is not an error: warnings() says why.
     static Result<std::unique_ptr<Model>> load(const std::string& dir, const ModelLoadOptions& opt,
                                                const ProgressFn& progress = {},
                                                const std::atomic<bool>* cancel = nullptr);
     ~Model();
 
     const ModelConfig& config() const;
+    // Problems that did not stop the load, one message each naming the file: mirror files refused
+    // (size or header differs from the primary's), a mirror without a receipt, ...
+    const std::vector<std::string>& warnings() const;
     // Parameter counts and on-disk sizes (see ModelSummary), computed at load. For a container:
     // bytes as stored (bytes per expert = one blob, padding included); storage names the formats.
     ModelSummary summary() const;

@@ -75,7 +75,15 @@ std::string describeTiers(const tiers::ExpertCache& cache) {
                   cache.pool().directIo() ? "O_DIRECT" : "buffered",
                   formatBytes(r.budgetBytes).c_str(), static_cast<unsigned long long>(fit),
                   r.totalExperts, static_cast<unsigned long long>(working), cache.pinCapacity());
-    return buf;
+    std::string out = buf;
+    const tiers::MirrorStatus m = cache.mirrorStatus();
+    if (m.configured) {
+        std::snprintf(buf, sizeof buf,
+                      "; mirror %s: %d file%s, %.0f %% of their experts read from it",
+                      m.dir.c_str(), m.files, m.files == 1 ? "" : "s", 100.0 * m.share);
+        out += buf;
+    }
+    return out;
 }
 
 std::string summariseTiers(const tiers::TierTelemetry& before, const tiers::TierTelemetry& after,
@@ -105,7 +113,14 @@ std::string summariseTiers(const tiers::TierTelemetry& before, const tiers::Tier
         la > 0 ? double(b.lookaheadRecalled - a.lookaheadRecalled) / la : 0.0,
         pred > 0 ? double(b.prefetchCorrect - a.prefetchCorrect) / pred : 0.0,
         static_cast<unsigned long long>(b.evictions - a.evictions));
-    return buf;
+    std::string out = buf;
+    if (after.mirror.configured) {
+        const uint64_t primary = b.bytesReadPrimary - a.bytesReadPrimary;
+        const uint64_t mirror = b.bytesReadMirror - a.bytesReadMirror;
+        out += "; read from the primary disk " + formatBytes(primary) + ", from the mirror " +
+               formatBytes(mirror) + (after.mirror.fellBack ? " (mirror switched off)" : "");
+    }
+    return out;
 }
 
 } // namespace coli

@@ -37,14 +37,16 @@ std::string formatBytes(uint64_t bytes);
 
 // One line on the tiers after load, e.g. "experts: streamed from disk (colibri container, 1 read
 // of 3.38 MiB per expert); RAM budget 1.20 GiB = 363 of 1024 experts (working set 12), pinned
-// hot-store up to 175".
+// hot-store up to 175", then "; mirror DIR: 2 files, 40 % of their experts read from it" when a
+// mirror is in use.
 std::string describeTiers(const tiers::ExpertCache& cache);
 
 // One line after a run, from two telemetry snapshots (before, after) and the run's wall seconds:
 // "experts: hit rate 73.4 % (pinned 20.1 %, cache 53.3 %), prefetch in flight 9.0 %, read on
 // demand 17.6 %; 2.10 MiB read/token, I/O wait 35 % of 4.20 s, prefetch recall 0.81 precision
 // 0.62, 120 evictions". Hit rate: routed experts found ready in RAM; in flight: found being read
-// by an earlier prefetch; on demand: read when routed (the three add up to 100 %).
+// by an earlier prefetch; on demand: read when routed (the three add up to 100 %). With a mirror:
+// "; read from the primary disk 1.20 MiB, from the mirror 0.80 MiB" (" (mirror switched off)").
 std::string summariseTiers(const tiers::TierTelemetry& before, const tiers::TierTelemetry& after,
                            double wallSeconds);
 

@@ -82,6 +82,7 @@ Result<std::unique_ptr<LoadedModel>> LoadedModel::load(const std::string& dir,
     auto model = Model::load(dir, opt, inner, cancel);
     if (!model) return model.status();
     d.model = std::move(model.value());
+    d.warnings = d.model->warnings();
     if (cancelled(cancel)) return cancelledStatus(dir);
 
     report("tokenizer", 0.92);

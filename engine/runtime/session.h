@@ -54,7 +54,8 @@ public:
     // Problems that did not stop the load, one message each naming the file and key: a
     // tokenizer_config.json that is empty or whose chat template cannot be loaded (not its
     // absence, nor a config without a template), generation_config.json sampling keys that were
-    // ignored. Show them to the user.
+    // ignored, and the model's own (Model::warnings: a mirror or mirror file not used). Show them
+    // to the user.
     const std::vector<std::string>& warnings() const;
     // Renders a conversation with the model's chat template (text, to be encoded with
     // addSpecial = false, as transformers' apply_chat_template does), within the default render

@@ -68,6 +68,7 @@ struct ExpertCache::Impl {
     // snapshot is a copy, not a walk over the slot table.
     std::vector<uint8_t> stateMap;   // [n_layers * n_experts] ExpertState | kUserPinFlag
     std::vector<uint32_t> hits;      // [n_layers * n_experts] routed counts (as counters.routed)
+    std::vector<uint32_t> reads;     // [n_layers * n_experts] completed loads (expertReads())
     std::map<size_t, Status> failed; // demanded experts whose read failed (until reported)
     HeatTable heat;    // learned heat (long half-life): pins, saved to the usage database
     HeatTable recent;  // eviction heat (short half-life): the LFRU order of the cache
@@ -289,13 +290,16 @@ struct ExpertCache::Impl {
         trim();
     }
 
-    void onLoaded(int s, ExpertId id, const Status& st) {
+    void onLoaded(int s, ExpertId id, const Status& st, Disk disk) {
         std::lock_guard<std::mutex> lock(mutex);
         Slot& sl = slots[size_t(s)];
         --loading;
         if (st.isOk()) {
             sl.state = SlotState::Ready;
             counters.bytesRead += source->readBytes();
+            (disk == Disk::Mirror ? counters.bytesReadMirror : counters.bytesReadPrimary) +=
+                source->readBytes();
+            ++reads[key(id)];
         } else {
             ++counters.failedReads;
             // A failed prefetch or pin read is read again on demand (next() re-issues wants whose
@@ -315,7 +319,9 @@ struct ExpertCache::Impl {
     // a loading slot is neither freed nor reused, so l.mem stays valid until onLoaded.
     void submit(const std::vector<Load>& loads) {
         for (const Load& l : loads)
-            source->load(l.id, l.mem, [this, l](const Status& st) { onLoaded(l.slot, l.id, st); });
+            source->load(l.id, l.mem, [this, l](const Status& st, Disk disk) {
+                onLoaded(l.slot, l.id, st, disk);
+            });
     }
 };
 
@@ -341,6 +347,7 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::unique_ptr<aio::Io
     m.pinned.assign(m.slotOf.size(), kNotPinned);
     m.excluded.assign(m.slotOf.size(), 0);
     m.hits.assign(m.slotOf.size(), 0);
+    m.reads.assign(m.slotOf.size(), 0);
     m.stateMap.assign(m.slotOf.size(), 0);
     for (size_t k = 0; k < m.stateMap.size(); ++k)
         m.mark(k);
@@ -846,7 +853,18 @@ TierTelemetry ExpertCache::telemetry() const {
     r.slotBytes = m->slotBytes;
     t.routedBits = m->routedBits;
     t.experts = {m->cfg.nLayers, m->cfg.nExperts, m->stateMap, m->hits};
+    if (const DiskRouter* router = m->source->router()) t.mirror = router->mirrorStatus();
     return t;
+}
+
+std::vector<uint32_t> ExpertCache::expertReads() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    return m->reads;
+}
+
+MirrorStatus ExpertCache::mirrorStatus() const {
+    const DiskRouter* router = m->source->router();
+    return router ? router->mirrorStatus() : MirrorStatus{};
 }
 
 const ExpertSource& ExpertCache::source() const {

@@ -175,6 +175,13 @@ public:
     // telemetry().counters alone: one copy under the lock, no walk over the slots (for a
     // per-turn difference, TierCounters operator-).
     TierCounters counters() const;
+    // The record of reads: per (layer, expert), indexed as ExpertMap, the loads from disk that
+    // completed since the cache was made (either disk; failed ones not counted), so that
+    // sum(expertReads()) * source().readBytes() == counters().bytesRead.
+    std::vector<uint32_t> expertReads() const;
+    // telemetry().mirror alone (no lock of the cache; the router has its own): cheap enough to
+    // poll after every token.
+    MirrorStatus mirrorStatus() const;
     const ExpertSource& source() const;
     aio::IoPool& pool();
     const aio::IoPool& pool() const;

@@ -6,11 +6,9 @@
 #include "io/dtype.h"
 #include "io/safetensors.h"
 
-#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <vector>
 
 namespace coli::tiers {
@@ -53,16 +51,17 @@ MatrixView partView(const PartView& p, const uint8_t* slot) {
 
 class ContainerSource final : public ExpertSource {
 public:
-    ContainerSource(aio::IoPool& pool, int nExperts, std::vector<BlobEntry> blobs, uint64_t slot,
-                    std::string formats)
-        : m_pool(pool), m_nExperts(nExperts), m_blobs(std::move(blobs)), m_slotBytes(slot),
-          m_formats(std::move(formats)) {}
+    ContainerSource(std::unique_ptr<DiskRouter> router, int nExperts, std::vector<BlobEntry> blobs,
+                    uint64_t slot, std::string formats)
+        : m_router(std::move(router)), m_nExperts(nExperts), m_blobs(std::move(blobs)),
+          m_slotBytes(slot), m_formats(std::move(formats)) {}
     uint64_t slotBytes() const override { return m_slotBytes; }
     uint64_t readBytes() const override { return m_slotBytes; }
     int readsPerExpert() const override { return 1; }
-    void load(ExpertId id, uint8_t* slot, std::function<void(const Status&)> done) override {
+    void load(ExpertId id, uint8_t* slot, LoadDone done) override {
         const BlobEntry& b = entry(id);
-        m_pool.submit({b.file, b.offset, b.length, slot}, std::move(done));
+        const aio::ReadRequest read{b.file, b.offset, b.length, slot};
+        m_router->submit(id.layer, id.expert, {&read, 1}, std::move(done));
     }
     SwiGluView view(ExpertId id, const uint8_t* slot) const override {
         const BlobEntry& b = entry(id);
@@ -76,12 +75,13 @@ public:
         return "colibri container, 1 read of " + mibString(m_slotBytes, 2) + " per expert (" +
                m_formats + ")";
     }
+    const DiskRouter* router() const override { return m_router.get(); }
 
 private:
     const BlobEntry& entry(ExpertId id) const {
         return m_blobs[size_t(id.layer) * m_nExperts + id.expert];
     }
-    aio::IoPool& m_pool;
+    std::unique_ptr<DiskRouter> m_router;
     int m_nExperts;
     std::vector<BlobEntry> m_blobs; // [n_layers * n_experts]; file -1 for dense layers
     uint64_t m_slotBytes;
@@ -99,24 +99,17 @@ struct RawPart {
 
 class CheckpointSource final : public ExpertSource {
 public:
-    CheckpointSource(aio::IoPool& pool, int nExperts, std::vector<std::array<RawPart, 3>> parts,
-                     uint64_t f32Bytes, uint64_t stagingBytes, uint64_t readBytes)
-        : m_pool(pool), m_nExperts(nExperts), m_parts(std::move(parts)), m_f32Bytes(f32Bytes),
-          m_stagingBytes(stagingBytes), m_readBytes(readBytes) {}
+    CheckpointSource(aio::IoPool& pool, std::unique_ptr<DiskRouter> router, int nExperts,
+                     std::vector<std::array<RawPart, 3>> parts, uint64_t f32Bytes,
+                     uint64_t stagingBytes, uint64_t readBytes)
+        : m_pool(pool), m_router(std::move(router)), m_nExperts(nExperts),
+          m_parts(std::move(parts)), m_f32Bytes(f32Bytes), m_stagingBytes(stagingBytes),
+          m_readBytes(readBytes) {}
     uint64_t slotBytes() const override { return m_f32Bytes + m_stagingBytes; }
     uint64_t readBytes() const override { return m_readBytes; }
     int readsPerExpert() const override { return 3; }
 
-    void load(ExpertId id, uint8_t* slot, std::function<void(const Status&)> done) override {
-        // Shared by the three reads; the last one to finish widens the parts and calls done.
-        struct Pending {
-            std::atomic<int> left{3};
-            std::mutex mutex;
-            Status first;
-            std::function<void(const Status&)> done;
-        };
-        auto pending = std::make_shared<Pending>();
-        pending->done = std::move(done);
+    void load(ExpertId id, uint8_t* slot, LoadDone done) override {
         const std::array<RawPart, 3>& parts = entry(id);
         const bool direct = m_pool.directIo();
         uint64_t f32At = 0, stageAt = m_f32Bytes;
@@ -126,7 +119,7 @@ public:
             float* out;    // f32 destination
             bool widen;    // the read went to staging
         };
-        auto plans = std::make_shared<std::array<Plan, 3>>();
+        std::array<Plan, 3> plans;
         std::array<aio::ReadRequest, 3> reqs;
         for (int p = 0; p < 3; ++p) {
             const RawPart& r = parts[p];
@@ -141,25 +134,18 @@ public:
             const bool widen = direct || r.dtype != DType::F32;
             uint8_t* dst = widen ? slot + stageAt : reinterpret_cast<uint8_t*>(out);
             if (widen) stageAt += alignUp(len, kSlotAlign);
-            (*plans)[p] = {dst, skip, out, widen};
+            plans[p] = {dst, skip, out, widen};
             reqs[p] = {r.file, off, len, dst};
         }
+        // The router completes the three reads together (from one disk); then the parts are
+        // widened on that pool thread.
         const std::array<RawPart, 3>* partsPtr = &parts;
-        for (int p = 0; p < 3; ++p) {
-            m_pool.submit(reqs[p], [pending, plans, partsPtr](const Status& s) {
-                if (!s.isOk()) {
-                    std::lock_guard<std::mutex> lock(pending->mutex);
-                    if (pending->first.isOk()) pending->first = s;
-                }
-                if (pending->left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-                Status result;
-                {
-                    std::lock_guard<std::mutex> lock(pending->mutex);
-                    result = pending->first;
-                }
+        m_router->submit(
+            id.layer, id.expert, reqs,
+            [plans, partsPtr, done = std::move(done)](const Status& result, Disk disk) {
                 if (result.isOk())
                     for (int q = 0; q < 3; ++q) {
-                        const Plan& pl = (*plans)[q];
+                        const Plan& pl = plans[q];
                         const RawPart& r = (*partsPtr)[q];
                         if (!pl.widen) continue;
                         const uint8_t* src = pl.dst + pl.skip;
@@ -176,9 +162,8 @@ public:
                                 f16ToF32(h.data(), pl.out, n);
                         }
                     }
-                pending->done(result);
+                done(result, disk);
             });
-        }
     }
 
     SwiGluView view(ExpertId id, const uint8_t* slot) const override {
@@ -197,12 +182,14 @@ public:
     std::string describe() const override {
         return "checkpoint, 3 reads (" + mibString(m_readBytes, 2) + ") per expert, widened to f32";
     }
+    const DiskRouter* router() const override { return m_router.get(); }
 
 private:
     const std::array<RawPart, 3>& entry(ExpertId id) const {
         return m_parts[size_t(id.layer) * m_nExperts + id.expert];
     }
     aio::IoPool& m_pool;
+    std::unique_ptr<DiskRouter> m_router;
     int m_nExperts;
     std::vector<std::array<RawPart, 3>> m_parts;
     uint64_t m_f32Bytes, m_stagingBytes, m_readBytes;
@@ -210,9 +197,11 @@ private:
 
 } // namespace
 
-Result<std::unique_ptr<ExpertSource>>
-openContainerSource(const convert::Container& c, const ModelConfig& cfg, aio::IoPool& pool) {
+Result<std::unique_ptr<ExpertSource>> openContainerSource(const convert::Container& c,
+                                                          const ModelConfig& cfg, aio::IoPool& pool,
+                                                          const MirrorSetup& mirror) {
     namespace fs = std::filesystem;
+    auto router = std::make_unique<DiskRouter>(pool, mirror);
     std::vector<BlobEntry> blobs(size_t(cfg.nLayers) * cfg.nExperts);
     std::map<std::string, int> files;
     uint64_t slot = 0;
@@ -226,7 +215,7 @@ openContainerSource(const convert::Container& c, const ModelConfig& cfg, aio::Io
                                                        std::to_string(e));
             auto it = files.find(x->file);
             if (it == files.end()) {
-                Result<int> f = pool.openFile((fs::path(c.dir) / x->file).string());
+                Result<int> f = router->openFile((fs::path(c.dir) / x->file).string());
                 if (!f) return f.status();
                 it = files.emplace(x->file, *f).first;
             }
@@ -256,12 +245,16 @@ openContainerSource(const convert::Container& c, const ModelConfig& cfg, aio::Io
             slot = std::max(slot, x->length);
         }
     }
-    return std::unique_ptr<ExpertSource>(std::make_unique<ContainerSource>(
-        pool, cfg.nExperts, std::move(blobs), alignUp(slot, kSlotAlign), c.describe()));
+    return std::unique_ptr<ExpertSource>(
+        std::make_unique<ContainerSource>(std::move(router), cfg.nExperts, std::move(blobs),
+                                          alignUp(slot, kSlotAlign), c.describe()));
 }
 
-Result<std::unique_ptr<ExpertSource>>
-openCheckpointSource(const Checkpoint& ckpt, const ModelConfig& cfg, aio::IoPool& pool) {
+Result<std::unique_ptr<ExpertSource>> openCheckpointSource(const Checkpoint& ckpt,
+                                                           const ModelConfig& cfg,
+                                                           aio::IoPool& pool,
+                                                           const MirrorSetup& mirror) {
+    auto router = std::make_unique<DiskRouter>(pool, mirror);
     std::vector<std::array<RawPart, 3>> parts(size_t(cfg.nLayers) * cfg.nExperts);
     std::map<int, int> files; // checkpoint shard -> pool file
     uint64_t f32 = 0, staging = 0, readBytes = 0;
@@ -282,7 +275,7 @@ openCheckpointSource(const Checkpoint& ckpt, const ModelConfig& cfg, aio::IoPool
                                       ": streamed experts are read as F32, F16 or BF16");
                 auto it = files.find(t.shard);
                 if (it == files.end()) {
-                    Result<int> fi = pool.openFile(ckpt.shardPaths()[size_t(t.shard)]);
+                    Result<int> fi = router->openFile(ckpt.shardPaths()[size_t(t.shard)]);
                     if (!fi) return fi.status();
                     it = files.emplace(t.shard, *fi).first;
                 }
@@ -306,8 +299,9 @@ openCheckpointSource(const Checkpoint& ckpt, const ModelConfig& cfg, aio::IoPool
             readBytes = std::max(readBytes, rd);
         }
     }
-    return std::unique_ptr<ExpertSource>(std::make_unique<CheckpointSource>(
-        pool, cfg.nExperts, std::move(parts), alignUp(f32, kSlotAlign), staging, readBytes));
+    return std::unique_ptr<ExpertSource>(
+        std::make_unique<CheckpointSource>(pool, std::move(router), cfg.nExperts, std::move(parts),
+                                           alignUp(f32, kSlotAlign), staging, readBytes));
 }
 
 } // namespace coli::tiers

@@ -11,6 +11,8 @@ TierCounters operator-(const TierCounters& a, const TierCounters& b) {
     d.misses = a.misses - b.misses;
     d.readsIssued = a.readsIssued - b.readsIssued;
     d.bytesRead = a.bytesRead - b.bytesRead;
+    d.bytesReadPrimary = a.bytesReadPrimary - b.bytesReadPrimary;
+    d.bytesReadMirror = a.bytesReadMirror - b.bytesReadMirror;
     d.evictions = a.evictions - b.evictions;
     d.failedReads = a.failedReads - b.failedReads;
     d.prefetchIssued = a.prefetchIssued - b.prefetchIssued;

@@ -4,6 +4,7 @@
 // since the cache was made: a per-token figure is the difference of two snapshots.
 // Thread-safety: plain values.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace coli::tiers {
@@ -16,7 +17,11 @@ struct TierCounters {
     uint64_t misses = 0;       // read from disk on demand
     uint64_t readsIssued = 0;  // expert loads started (demand + prefetch + pins)
     uint64_t bytesRead = 0;    // bytes of completed expert loads
-    uint64_t evictions = 0;    // ready experts dropped to make room
+    // bytesRead by the disk that served each load (tiers/disk_router.h): the model's folder, or
+    // the mirror on a second disk. They add up to bytesRead.
+    uint64_t bytesReadPrimary = 0;
+    uint64_t bytesReadMirror = 0;
+    uint64_t evictions = 0; // ready experts dropped to make room
     uint64_t failedReads = 0;
     uint64_t prefetchIssued = 0;    // lookahead loads started
     uint64_t prefetchUsed = 0;      // prefetched experts later demanded before eviction
@@ -75,13 +80,24 @@ struct ExpertMap {
     std::vector<uint32_t> hits;
 };
 
+// The mirror on a second disk (tiers/disk_router.h, docs/mirror.md), as the telemetry reports it.
+struct MirrorStatus {
+    bool configured = false; // a mirror with at least one usable file was set up at load
+    std::string dir;
+    int files = 0;         // mirrored files the sources read from
+    double share = 0;      // MirrorSetup::share
+    bool fellBack = false; // the mirror was switched off during the run (problem says why)
+    std::string problem;   // the one warning, naming the file and what happened
+};
+
 struct TierTelemetry {
     TierCounters counters;
     TierResidency residency;
     // The last batch's routed experts per MoE layer, as bitsets: [n_layers][ceil(n_experts/64)]
     // words, bit e of word e/64 set when expert e was routed (dense layers: all zero).
     std::vector<std::vector<uint64_t>> routedBits;
-    ExpertMap experts; // filled by ExpertCache::telemetry() (issue 12)
+    ExpertMap experts;   // filled by ExpertCache::telemetry() (issue 12)
+    MirrorStatus mirror; // the mirror on a second disk, if any (docs/mirror.md)
 };
 
 } // namespace coli::tiers

@@ -117,7 +117,7 @@ public:
     uint64_t slotBytes() const override { return inner_->slotBytes(); }
     uint64_t readBytes() const override { return inner_->readBytes(); }
     int readsPerExpert() const override { return inner_->readsPerExpert(); }
-    void load(tiers::ExpertId id, uint8_t* slot, std::function<void(const Status&)> done) override {
+    void load(tiers::ExpertId id, uint8_t* slot, LoadDone done) override {
         loads_.fetch_add(1, std::memory_order_relaxed);
         bool expected = true;
         if (armed_.compare_exchange_strong(expected, false, std::memory_order_relaxed)) {

@@ -11,6 +11,10 @@ Popup {
     id: browser
     property QtObject appSettings
     property string path: "/"
+    // The wizard chooses where a model goes with it too: then any folder can be opened.
+    property string title: qsTr("Add a model folder")
+    property string acceptText: qsTr("Open this folder")
+    property bool requireModel: true
     readonly property bool isModel: appSettings ? appSettings.isModelFolder(path) && path !== "" : false
     signal folderAccepted(string path)
 
@@ -46,7 +50,7 @@ Popup {
     ColumnLayout {
         anchors.fill: parent
         spacing: 8
-        Label { text: qsTr("Add a model folder"); font.bold: true; font.pixelSize: Theme.titleFontSize; color: Theme.text }
+        Label { text: browser.title; font.bold: true; font.pixelSize: Theme.titleFontSize; color: Theme.text }
         RowLayout {
             Layout.fillWidth: true
             AppButton {
@@ -111,6 +115,7 @@ Popup {
         }
         Label {
             objectName: "folderVerdict"
+            visible: browser.requireModel
             Layout.fillWidth: true
             wrapMode: Text.Wrap
             color: browser.isModel ? Theme.success : Theme.textMuted
@@ -127,9 +132,9 @@ Popup {
             }
             AppButton {
                 objectName: "folderOpen"
-                text: qsTr("Open this folder")
+                text: browser.acceptText
                 primary: true
-                enabled: browser.isModel
+                enabled: browser.isModel || !browser.requireModel
                 Accessible.name: qsTr("Open %1 as the model").arg(browser.path)
                 onClicked: { browser.close(); browser.folderAccepted(browser.path) }
             }

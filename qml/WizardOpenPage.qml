@@ -28,6 +28,7 @@ WizardPage {
         spacing: Theme.padding
         AppButton {
             objectName: "wizardOpenButton"
+            visible: page.openState !== "ready"
             text: page.openState === "error" ? qsTr("Try again") : qsTr("Open the model")
             primary: page.openState !== "ready"
             enabled: page.wizard !== null && page.wizard.modelDir !== "" && page.openState !== "loading"

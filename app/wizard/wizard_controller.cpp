@@ -353,7 +353,9 @@ void WizardController::refreshSpace() {
                     s[QStringLiteral("error")] = problem;
                 if (container->isOk()) m_containerBytes = container->value();
                 const wizard::SpaceNeed need = wizard::spaceNeeded(0, m_containerBytes);
-                s[QStringLiteral("downloadText")] = bytes(need.download);
+                // A folder already here has nothing to download: no row for it.
+                s[QStringLiteral("downloadText")] =
+                    need.download ? bytes(need.download) : QString();
                 s[QStringLiteral("containerText")] = bytes(need.container);
                 s[QStringLiteral("marginText")] = bytes(need.margin);
                 s[QStringLiteral("neededText")] = bytes(need.total);
@@ -425,10 +427,12 @@ void WizardController::startConvert() {
                     m_convertedDir = target;
                     m_convertProgress = 1.0;
                     const convert::ConvertReport& rep = r->value();
-                    m_convertStatus = tr("Converted: %1 shards, %2 (from %3) in %4 s")
-                                          .arg(rep.shardsWritten + rep.shardsReused)
-                                          .arg(bytes(rep.outputBytes), bytes(rep.sourceBytes))
-                                          .arg(rep.seconds, 0, 'f', 1);
+                    const size_t shards = rep.shardsWritten + rep.shardsReused;
+                    m_convertStatus =
+                        tr("Converted: %1, %2 (from %3) in %4 s")
+                            .arg(shards == 1 ? tr("1 shard") : tr("%1 shards").arg(shards))
+                            .arg(bytes(rep.outputBytes), bytes(rep.sourceBytes))
+                            .arg(rep.seconds, 0, 'f', 1);
                 } else if (r->status().code() == ErrorCode::Cancelled) {
                     m_convertState = QStringLiteral("cancelled");
                     m_convertStatus = tr("Cancelled. The finished shards are kept: Convert goes on "

@@ -5,7 +5,7 @@ import Colibri
 
 // Wizard page 2: where the model goes. The folder (chosen with the folder browser), the free
 // space of its disk and what the model needs there: the download, the container when converting,
-// and a margin of max(1 GiB, 5 %).
+// and a margin of max(1 GiB, 5 % of the disk's size).
 WizardPage {
     id: page
     property QtObject wizard
@@ -16,7 +16,7 @@ WizardPage {
     title: qsTr("Where to put it")
     subtitle: writesNothing
               ? qsTr("The model runs as published from its own folder: nothing is written, so no space is needed.")
-              : qsTr("The converted model goes into a new folder here. It needs room for the container and a margin of at least 1 GiB (5 % for big models).")
+              : qsTr("The converted model goes into a new folder here. It needs room for the container and a margin of 1 GiB, or 5 % of the disk's size when that is more.")
 
     RowLayout {
         visible: !page.writesNothing

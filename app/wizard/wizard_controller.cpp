@@ -338,10 +338,11 @@ void WizardController::refreshSpace() {
         auto container =
             std::make_shared<Result<uint64_t>>(wizard::plannedContainerBytes(src, plan));
         auto free = std::make_shared<Result<uint64_t>>(wizard::freeBytesFor(dst, *fs));
+        auto disk = std::make_shared<Result<uint64_t>>(wizard::diskBytesFor(dst));
         const QString problem = destinationProblem(target);
         QMetaObject::invokeMethod(
             this,
-            [this, container, free, generation, problem] {
+            [this, container, free, disk, generation, problem] {
                 if (generation != m_spaceGeneration) return; // a newer request is on its way
                 QVariantMap s;
                 s[QStringLiteral("checked")] = true;
@@ -349,10 +350,13 @@ void WizardController::refreshSpace() {
                     s[QStringLiteral("error")] = qs(container->status().message());
                 else if (!free->isOk())
                     s[QStringLiteral("error")] = qs(free->status().message());
+                else if (!disk->isOk())
+                    s[QStringLiteral("error")] = qs(disk->status().message());
                 else if (!problem.isEmpty())
                     s[QStringLiteral("error")] = problem;
                 if (container->isOk()) m_containerBytes = container->value();
-                const wizard::SpaceNeed need = wizard::spaceNeeded(0, m_containerBytes);
+                const wizard::SpaceNeed need =
+                    wizard::spaceNeeded(0, m_containerBytes, disk->isOk() ? disk->value() : 0);
                 // A folder already here has nothing to download: no row for it.
                 s[QStringLiteral("downloadText")] =
                     need.download ? bytes(need.download) : QString();

@@ -1,21 +1,24 @@
 #include "wizard/wizard_space.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <sys/statvfs.h>
 #include <system_error>
 
 namespace coli::app::wizard {
 
-uint64_t spaceMargin(uint64_t bytesToWrite) {
-    const uint64_t fivePercent = bytesToWrite / 20 + (bytesToWrite % 20 != 0 ? 1 : 0);
+uint64_t spaceMargin(uint64_t diskBytes) {
+    const uint64_t fivePercent = diskBytes / 20 + (diskBytes % 20 != 0 ? 1 : 0);
     return fivePercent > kMinMarginBytes ? fivePercent : kMinMarginBytes;
 }
 
-SpaceNeed spaceNeeded(uint64_t downloadBytes, uint64_t containerBytes) {
+SpaceNeed spaceNeeded(uint64_t downloadBytes, uint64_t containerBytes, uint64_t diskBytes) {
     SpaceNeed n;
     n.download = downloadBytes;
     n.container = containerBytes;
-    n.margin = spaceMargin(downloadBytes + containerBytes);
+    n.margin = spaceMargin(diskBytes);
     n.total = n.download + n.container + n.margin;
     return n;
 }
@@ -38,6 +41,15 @@ Result<uint64_t> freeBytesFor(const std::string& dir, convert::FileSystem& fs) {
     auto r = fs.freeBytes(at);
     if (!r) return Status(r.status().code(), "free space of " + dir + ": " + r.status().message());
     return r.value();
+}
+
+Result<uint64_t> diskBytesFor(const std::string& dir) {
+    const std::string at = existingAncestor(dir);
+    struct statvfs s {};
+    if (statvfs(at.c_str(), &s) != 0)
+        return Status(ErrorCode::Io,
+                      "size of the disk holding " + dir + ": " + std::strerror(errno));
+    return uint64_t(s.f_blocks) * uint64_t(s.f_frsize);
 }
 
 std::string bytesText(uint64_t bytes) {

@@ -119,13 +119,13 @@ void TstWizardController::spaceRule() {
     using namespace coli::app::wizard;
     const uint64_t GiB = uint64_t(1) << 30;
     QCOMPARE(spaceMargin(0), GiB);
-    QCOMPARE(spaceMargin(10 * GiB), GiB);      // 5 % = 0.5 GiB < 1 GiB
+    QCOMPARE(spaceMargin(10 * GiB), GiB);      // 5 % of a 10 GiB disk = 0.5 GiB < 1 GiB
     QCOMPARE(spaceMargin(100 * GiB), 5 * GiB); // 5 % wins
     QCOMPARE(spaceMargin(21), GiB);
     QCOMPARE(spaceMargin(30 * GiB + 1), 30 * GiB / 20 + 1); // rounded up
-    const SpaceNeed n = spaceNeeded(40 * GiB, 20 * GiB);
-    QCOMPARE(n.margin, 3 * GiB);
-    QCOMPARE(n.total, 63 * GiB);
+    const SpaceNeed n = spaceNeeded(40 * GiB, 20 * GiB, 1000 * GiB);
+    QCOMPARE(n.margin, 50 * GiB);
+    QCOMPARE(n.total, 110 * GiB);
     QTemporaryDir tmp;
     QCOMPARE(QString::fromStdString(existingAncestor((tmp.path() + "/not/yet").toStdString())),
              tmp.path());
@@ -219,7 +219,9 @@ void TstWizardController::spaceCheckAgainstTheDisk() {
         const auto planned =
             wizard::plannedContainerBytes(kCheckpoint.toStdString(), w.planOptions());
         QVERIFY(planned);
-        const auto need = wizard::spaceNeeded(0, planned.value());
+        const auto disk = wizard::diskBytesFor(target.path().toStdString());
+        QVERIFY(disk);
+        const auto need = wizard::spaceNeeded(0, planned.value(), disk.value());
         QCOMPARE(w.space().value("neededBytes").toDouble(), double(need.total));
         QCOMPARE(w.space().value("fits").toBool(), actual >= double(need.total));
     }
@@ -227,7 +229,9 @@ void TstWizardController::spaceCheckAgainstTheDisk() {
     // does not, and Next says why.
     const auto planned = wizard::plannedContainerBytes(kCheckpoint.toStdString(), {});
     QVERIFY(planned);
-    const uint64_t needed = wizard::spaceNeeded(0, planned.value()).total;
+    const auto disk = wizard::diskBytesFor(target.path().toStdString());
+    QVERIFY(disk);
+    const uint64_t needed = wizard::spaceNeeded(0, planned.value(), disk.value()).total;
     for (const uint64_t free : {needed, needed - 1}) {
         convert::FaultyFileSystem fs(convert::posixFileSystem());
         fs.reportedFree = free;

@@ -44,6 +44,9 @@ public:
         }
         return convert::posixFileSystem().create(path);
     }
+    Result<std::unique_ptr<convert::WritableFile>> openAppend(const std::string& path) override {
+        return convert::posixFileSystem().openAppend(path);
+    }
     Status rename(const std::string& from, const std::string& to) override {
         return convert::posixFileSystem().rename(from, to);
     }

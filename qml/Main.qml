@@ -144,7 +144,8 @@ ApplicationWindow {
             Layout.fillHeight: true
             views: win.views
             // The wizard belongs to the Models view.
-            currentIndex: stack.currentIndex < win.views.length ? stack.currentIndex : 5
+            currentIndex: stack.currentIndex < win.views.length ? stack.currentIndex
+                                                                : win.views.findIndex(v => v.name === "models")
             onActivated: function(name) { win.showView(name) }
         }
 

@@ -425,6 +425,11 @@ void WizardController::startConvert() {
             [this, r, target] {
                 --m_jobs;
                 m_progressTimer.stop();
+                if (m_convertState != QStringLiteral("running")) {
+                    // Start over or another folder meanwhile: this answer belongs to nothing now.
+                    emit stateChanged();
+                    return;
+                }
                 sampleProgress();
                 if (r->isOk()) {
                     m_convertState = QStringLiteral("done");

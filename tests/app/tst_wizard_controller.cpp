@@ -104,6 +104,7 @@ private slots:
     void convertShowsProgressAndGivesAContainer();
     void convertCancelsAndResumes();
     void convertOnAFullDisk();
+    void startOverDuringAConversion();
     void openLoadsTheModelAndListsIt();
 
 private:
@@ -330,6 +331,24 @@ void TstWizardController::convertOnAFullDisk() {
     QCOMPARE(w.convertState(), QStringLiteral("failed"));
     QVERIFY2(w.convertError().contains(QStringLiteral("The disk is full")),
              qPrintable(w.convertError()));
+}
+
+void TstWizardController::startOverDuringAConversion() {
+    QTemporaryDir target;
+    GateFileSystem gate;
+    WizardController w(nullptr, nullptr);
+    w.setFileSystem(&gate);
+    QVERIFY(chooseFixture(w));
+    QVERIFY(chooseTarget(w, target.path()));
+    w.startConvert();
+    QVERIFY(gate.waitReached());
+    w.restart(); // cancels it; its late answer must not bring the old state back
+    gate.release();
+    QVERIFY(waitFor([&] { return !w.busy(); }));
+    QCOMPARE(w.page(), 0);
+    QCOMPARE(w.convertState(), QStringLiteral("idle"));
+    QVERIFY(w.convertStatus().isEmpty());
+    QVERIFY(w.localDir().isEmpty());
 }
 
 void TstWizardController::openLoadsTheModelAndListsIt() {

@@ -22,5 +22,8 @@ Command addBenchCommand(CLI::App& root);
 Command addUsageCommand(CLI::App& root);
 Command addCacheSimCommand(CLI::App& root);
 Command addAtlasCommand(CLI::App& root);
+Command addPlanCommand(CLI::App& root);
+Command addSearchCommand(CLI::App& root);   // coli search (Hugging Face Hub)
+Command addDownloadCommand(CLI::App& root); // coli download
 
 } // namespace coli::cli

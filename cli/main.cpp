@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
                                          addBenchCommand(app),      addUsageCommand(app)};
         commands.push_back(addCacheSimCommand(app));
         commands.push_back(addAtlasCommand(app));
+        commands.push_back(addPlanCommand(app));
+        commands.push_back(addSearchCommand(app));
+        commands.push_back(addDownloadCommand(app));
         // A first argument that is neither an option nor a command: CLI11 would only say it
         // was "not expected".
         if (argc > 1 && argv[1][0] != '-') {

@@ -9,7 +9,12 @@ Serves model repos from folders with the Hub's HTTP API as huggingface_hub uses 
   GET /{repo}/resolve/{rev}/{path}                                  a file: non-LFS files are
       served here (ETag = the git blob id); LFS files answer 302 to the second origin (the "CDN",
       another port), which serves the bytes with its own ETag and Range support.
+Search answers as the Hub does: with expand[]=FIELD... only those fields (plus id/_id), else with
+full=true/config=true the siblings/config, else the short default set.
 Start: hub_server.py --repo owner/name=FOLDER [--repo ...] [--tls CERT KEY] [--page-size N]
+       [--log FILE] [--throttle BYTES_PER_S]
+--log appends one JSON line per request ({"origin": "api"|"cdn", "path": ..., "range": ...}), so
+tests can check what was asked for (e.g. no weight file before config.json was judged).
 It prints one line "HUB <endpoint> CDN <cdn origin>" on stdout when both listen, then serves until
 killed. A file is LFS when it ends in .safetensors/.bin/.gguf or is larger than --lfs-threshold.
 Per-repo settings come from FOLDER/_hub.json (not served): {"gated": true, "tags": [...],
@@ -137,6 +142,15 @@ class Hub:
         self.counters = {}  # (kind, repo, path) -> requests seen, for behaviours
         self.bytes_sent = {}  # "repo/path" -> file bytes written to sockets
         self.throttle = args.throttle
+        self.log_path = args.log
+
+    def log(self, entry):
+        """One JSON line per request in --log (tests count what was asked, e.g. no weights)."""
+        if not self.log_path:
+            return
+        with self.lock:
+            with open(self.log_path, "a") as f:
+                f.write(json.dumps(entry) + "\n")
 
     def count(self, key):
         with self.lock:
@@ -204,6 +218,8 @@ class Handler(BaseHTTPRequestHandler):
             url = urllib.parse.urlsplit(self.path)
             query = urllib.parse.parse_qs(url.query)
             path = urllib.parse.unquote(url.path)
+            self.hub.log({"origin": "cdn" if self.is_cdn else "api", "path": self.path,
+                          "range": self.headers.get("Range")})
             if self.is_cdn:
                 return FileServer(self).serve_cdn(path, query)
             if path == "/_colibri/stats":
@@ -230,9 +246,24 @@ class Handler(BaseHTTPRequestHandler):
         limit = int(query.get("limit", ["20"])[0])
         full = query.get("full", ["false"])[0].lower() == "true"
         config = query.get("config", ["false"])[0].lower() == "true"
+        expand = query.get("expand[]", []) + query.get("expand", [])
+        if expand and (full or config):
+            return self.error(400, "expand cannot be combined with full or config")
         found = [r for r in self.hub.repos.values() if text in r.id.lower()]
         found.sort(key=lambda r: (-r.meta.get("downloads", 0), r.id))
-        self.send_json(200, [r.info(full, config) for r in found[:limit]])
+        out = []
+        for r in found[:limit]:
+            d = r.info(True, True)
+            if expand:
+                keep = set(expand) | {"id", "_id"}
+            elif full or config:
+                keep = set(d) - ({"siblings"} if not full else set()) - \
+                    ({"config"} if not config else set()) - {"safetensors"}
+            else:  # the Hub's short default answer
+                keep = {"_id", "id", "modelId", "likes", "downloads", "private", "tags",
+                        "pipeline_tag", "library_name", "createdAt"}
+            out.append({k: v for k, v in d.items() if k in keep})
+        self.send_json(200, out)
 
     def find_repo(self, rest):
         # rest: owner/name[/revision/REV | /tree/REV[/path]]
@@ -452,6 +483,7 @@ def main():
     ap.add_argument("--page-size", type=int, default=50)
     ap.add_argument("--lfs-threshold", type=int, default=10 << 20)
     ap.add_argument("--token", default=None, help="the token gated repos accept")
+    ap.add_argument("--log", default=None, help="append a JSON line per request")
     ap.add_argument("--throttle", type=int, default=0,
                     help="bytes/s for every file response (a repo's behaviour may override)")
     args = ap.parse_args()

@@ -28,6 +28,6 @@ WizardPage {
         Layout.fillWidth: true
         kind: "info"
         dismissible: false
-        message: page.local ? "" : qsTr("Downloading from the Hugging Face Hub is not available in this build yet.")
+        message: page.local ? "" : qsTr("Downloading in the wizard is not available in this build yet. “coli download REPO --dir DIR” downloads a repo (resumable, hash-checked); then choose that folder under On this computer.")
     }
 }

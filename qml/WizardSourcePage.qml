@@ -112,7 +112,7 @@ WizardPage {
             kind: "info"
             dismissible: false
             message: page.wizard ? (page.wizard.hubStatus !== "" ? page.wizard.hubStatus
-                      : page.wizard.hubAvailable ? "" : qsTr("Searching and downloading from the Hub are not available in this build yet."))
+                      : page.wizard.hubAvailable ? "" : qsTr("Searching and downloading in the wizard are not available in this build yet: “coli search TEXT” and “coli download REPO --dir DIR” do it; then choose that folder under On this computer."))
                                  : ""
         }
         WizardTokenField {

@@ -79,8 +79,8 @@ QString WizardController::nextHint() const {
     const bool local = m_sourceKind == QStringLiteral("local");
     if (name == QStringLiteral("search")) {
         if (!local)
-            return tr("Searching and downloading from the Hub are not available in this build "
-                      "yet: choose a folder on this computer.");
+            return tr("The wizard cannot search or download from the Hub yet: choose a folder on "
+                      "this computer.");
         if (busy()) return tr("Reading the folder…");
         if (m_localDir.isEmpty()) return tr("Choose a model folder on this computer.");
         if (!m_sourceError.isEmpty()) return m_sourceError;
@@ -102,8 +102,7 @@ QString WizardController::nextHint() const {
         return {};
     }
     if (name == QStringLiteral("download"))
-        return local ? QString()
-                     : tr("Downloading from the Hub is not available in this build yet.");
+        return local ? QString() : tr("The wizard cannot download from the Hub yet.");
     if (name == QStringLiteral("convert")) {
         if (m_convertState == QStringLiteral("running")) return tr("Converting…");
         if (convertWanted() && m_convertState != QStringLiteral("done"))
@@ -168,8 +167,10 @@ void WizardController::setRepoId(const QString& id) {
 void WizardController::search(const QString& text) {
     m_repoId = text.trimmed();
     // No results are made up: the Hub client is not part of this build yet.
-    m_hubStatus = tr("Searching the Hub is not available in this build yet. A model already on "
-                     "this computer can go through the wizard: choose its folder.");
+    m_hubStatus =
+        tr("The wizard cannot search the Hub yet (it is not available in the wizard in "
+           "this build). “coli search TEXT” searches it and “coli download REPO --dir DIR” "
+           "downloads a repo; then choose that folder here, under On this computer.");
     emit stateChanged();
 }
 

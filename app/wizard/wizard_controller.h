@@ -8,10 +8,11 @@
 // and cancel. Results come back to the GUI thread as values; the converter's progress is
 // published latest-wins and sampled at 10 Hz while it runs (threading contract, rule 4).
 //
-// What this build cannot do yet says so instead of pretending: searching the Hub and
-// downloading (engine/hub's HubApi and downloadFile), plan and doctor, and mirror staging are
-// reported as "not available in this build yet" (hubAvailable, checksAvailable, mirrorAvailable
-// are false) and give no results. A folder already on this computer goes through every page.
+// What the wizard cannot do yet says so instead of pretending: searching the Hub and downloading
+// (engine/hub is in the build, `coli search` and `coli download` use it, the wizard does not yet),
+// plan and doctor, and mirror staging are reported as not available (hubAvailable,
+// checksAvailable, mirrorAvailable are false) and give no results. A folder already on this
+// computer (e.g. one `coli download` filled) goes through every page.
 //
 // Thread-safety: GUI thread only (QObject affinity). The destructor cancels and joins the worker.
 #include "wizard/wizard_worker.h"

@@ -152,7 +152,7 @@ void TstWizardController::pagesInOrderWithBackAndNext() {
     w.setSourceKind(QStringLiteral("hub"));
     QVERIFY(w.tokenObject() != nullptr);
     w.search(QStringLiteral("olmoe"));
-    QVERIFY(w.hubStatus().contains(QStringLiteral("not available in this build yet")));
+    QVERIFY(w.hubStatus().contains(QStringLiteral("not available in the wizard")));
     QVERIFY(!w.canNext());
 
     // A folder on this computer.

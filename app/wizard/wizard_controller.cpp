@@ -5,6 +5,7 @@
 
 #include "app_settings.h"
 #include "convert/converter.h"
+#include "doctor/doctor.h"
 #include "engine_controller.h"
 #include "hub_token.h"
 
@@ -103,6 +104,16 @@ QString WizardController::nextHint() const {
     }
     if (name == QStringLiteral("download"))
         return local ? QString() : tr("The wizard cannot download from the Hub yet.");
+    if (name == QStringLiteral("check")) {
+        if (m_checkState == QStringLiteral("running")) return tr("Checking the model…");
+        if (m_checkState != QStringLiteral("done"))
+            return m_checkReport.value(QStringLiteral("error")).toString().isEmpty()
+                       ? tr("Check the model first.")
+                       : m_checkReport.value(QStringLiteral("error")).toString();
+        if (!m_checkReport.value(QStringLiteral("ready")).toBool())
+            return tr("The model is not ready: fix the errors listed, then check again.");
+        return {};
+    }
     if (name == QStringLiteral("convert")) {
         if (m_convertState == QStringLiteral("running")) return tr("Converting…");
         if (convertWanted() && m_convertState != QStringLiteral("done"))
@@ -116,6 +127,10 @@ void WizardController::setPage(int p) {
     if (p < 0 || p >= pageNames().size() || p == m_page) return;
     m_page = p;
     emit stateChanged();
+    // The check runs on arriving, and again when the model to open has changed since.
+    if (pageName() == QStringLiteral("check") && m_checkState != QStringLiteral("running") &&
+        (m_checkState != QStringLiteral("done") || m_checkedDir != modelDir()))
+        startCheck();
 }
 
 void WizardController::next() {
@@ -146,6 +161,10 @@ void WizardController::restart() {
     m_convertedDir.clear();
     m_openAsked = false;
     m_hubStatus.clear();
+    m_checkState = QStringLiteral("idle");
+    m_checkStatus.clear();
+    m_checkReport.clear();
+    m_checkedDir.clear();
     emit stateChanged();
     emit progressChanged();
 }
@@ -469,7 +488,100 @@ void WizardController::cancelConvert() {
     if (m_convertCancel) m_convertCancel->store(true);
 }
 
+void WizardController::startCheck() {
+    const QString dir = modelDir();
+    if (dir.isEmpty() || m_checkState == QStringLiteral("running")) return;
+    m_checkState = QStringLiteral("running");
+    m_checkedDir = dir;
+    m_checkReport.clear();
+    m_checkStatus = tr("Checking…");
+    m_checkSlot.publish(QString());
+    emit stateChanged();
+    emit progressChanged();
+    doctor::DoctorOptions opt;
+    opt.requireChatTemplate = true; // the wizard opens the model for chat
+    const std::string d = dir.toStdString();
+    ++m_jobs;
+    m_checkCancel = m_worker->post([this, d, opt, dir](const std::atomic<bool>& cancel) {
+        auto progress = [this](const doctor::DoctorProgress& p) {
+            QString line = p.stage == "hashing"
+                               ? tr("Hashing %1 (%2 of %3)")
+                                     .arg(qs(p.file), bytes(p.bytesDone), bytes(p.bytesTotal))
+                           : p.stage == "measuring" ? tr("Measuring the disk's read speed…")
+                                                    : tr("Checking %1").arg(qs(p.file));
+            m_checkSlot.publish(line);
+        };
+        auto r = std::make_shared<Result<doctor::DoctorReport>>(
+            doctor::diagnoseModel(d, opt, progress, &cancel));
+        QMetaObject::invokeMethod(
+            this,
+            [this, r, dir] {
+                --m_jobs;
+                m_progressTimer.stop();
+                if (dir != m_checkedDir) { // another model meanwhile: this answer is stale
+                    emit stateChanged();
+                    return;
+                }
+                QVariantMap rep;
+                if (r->isOk()) {
+                    const doctor::DoctorReport& d = r->value();
+                    m_checkState = QStringLiteral("done");
+                    rep[QStringLiteral("ready")] = d.ready;
+                    rep[QStringLiteral("kind")] =
+                        QString::fromLatin1(doctor::modelKindName(d.kind));
+                    rep[QStringLiteral("architecture")] = qs(d.architecture);
+                    rep[QStringLiteral("weightFiles")] = d.weightFiles;
+                    rep[QStringLiteral("filesChecked")] = d.filesChecked;
+                    rep[QStringLiteral("chatTemplate")] = d.chatTemplate;
+                    rep[QStringLiteral("errors")] = int(d.count(doctor::Severity::Error));
+                    rep[QStringLiteral("warnings")] = int(d.count(doctor::Severity::Warning));
+                    if (d.bandwidth)
+                        rep[QStringLiteral("bandwidthText")] =
+                            tr("%1/s (%2)")
+                                .arg(bytes(uint64_t(d.bandwidth->bytesPerSecond)),
+                                     d.bandwidth->directIo ? tr("direct reads")
+                                                           : tr("buffered reads"));
+                    QVariantList findings;
+                    for (const doctor::Finding& f : d.findings)
+                        findings << QVariantMap{
+                            {QStringLiteral("severity"),
+                             QString::fromLatin1(doctor::severityName(f.severity))},
+                            {QStringLiteral("file"), qs(f.file)},
+                            {QStringLiteral("problem"), qs(f.problem)},
+                            {QStringLiteral("action"), qs(f.action)}};
+                    rep[QStringLiteral("findings")] = findings;
+                    m_checkStatus = d.ready ? tr("Ready to run.") : tr("Not ready.");
+                } else if (r->status().code() == ErrorCode::Cancelled) {
+                    m_checkState = QStringLiteral("cancelled");
+                    m_checkStatus = tr("Check cancelled.");
+                } else {
+                    m_checkState = QStringLiteral("failed");
+                    rep[QStringLiteral("error")] = qs(r->status().message());
+                    m_checkStatus.clear();
+                }
+                m_checkReport = rep;
+                emit stateChanged();
+                emit progressChanged();
+                emit checkFinished(m_checkState);
+            },
+            Qt::QueuedConnection);
+    });
+    m_progressTimer.start();
+}
+
+void WizardController::cancelCheck() {
+    if (m_checkCancel) m_checkCancel->store(true);
+}
+
 void WizardController::sampleProgress() {
+    if (m_checkState == QStringLiteral("running")) {
+        const QString line = m_checkSlot.sample();
+        if (!line.isEmpty() && line != m_checkStatus) {
+            m_checkStatus = line;
+            emit progressChanged();
+        }
+    }
+    if (m_convertState != QStringLiteral("running")) return;
     const ConvertSnap s = m_convertSlot.sample();
     if (!s.any) return;
     if (s.fraction == m_convertProgress && s.text == m_convertStatus) return;

@@ -81,8 +81,14 @@ class WizardController : public QObject {
     Q_PROPERTY(QString convertStatus READ convertStatus NOTIFY progressChanged)
     Q_PROPERTY(QString convertError READ convertError NOTIFY stateChanged)
 
-    // ---- check, mirror ----
+    // ---- check (engine/doctor: `coli doctor`), mirror ----
     Q_PROPERTY(bool checksAvailable READ checksAvailable CONSTANT)
+    // idle | running | done | failed | cancelled; started on entering the page
+    Q_PROPERTY(QString checkState READ checkState NOTIFY stateChanged)
+    Q_PROPERTY(QString checkStatus READ checkStatus NOTIFY progressChanged)
+    // ready, kind, architecture, weightFiles, filesChecked, chatTemplate, bandwidthText, errors,
+    // warnings, findings: [{severity, file, problem, action}], error (the doctor could not run)
+    Q_PROPERTY(QVariantMap checkReport READ checkReport NOTIFY stateChanged)
     Q_PROPERTY(bool mirrorAvailable READ mirrorAvailable CONSTANT)
 
     // ---- open ----
@@ -131,7 +137,10 @@ public:
     QString convertStatus() const { return m_convertStatus; }
     QString convertError() const { return m_convertError; }
 
-    static bool checksAvailable() { return false; }
+    static bool checksAvailable() { return true; }
+    QString checkState() const { return m_checkState; }
+    QString checkStatus() const { return m_checkStatus; }
+    QVariantMap checkReport() const { return m_checkReport; }
     static bool mirrorAvailable() { return false; }
 
     QString modelDir() const;
@@ -149,6 +158,10 @@ public:
     Q_INVOKABLE void chooseTargetParent(const QString& dir);
     Q_INVOKABLE void startConvert();
     Q_INVOKABLE void cancelConvert();
+    // The doctor on modelDir (files, headers, tokenizer, chat template, the disk's read
+    // bandwidth) on the worker thread; also started on entering the check page.
+    Q_INVOKABLE void startCheck();
+    Q_INVOKABLE void cancelCheck();
     // Loads modelDir through the engine (as the Models view does: it joins the list once loaded).
     Q_INVOKABLE void openModel();
 
@@ -162,6 +175,8 @@ signals:
     void progressChanged();
     // A conversion ended: state is done, failed or cancelled.
     void convertFinished(const QString& state);
+    // A check ended: state is done, failed or cancelled.
+    void checkFinished(const QString& state);
     // A job that fills `source` or `space` answered.
     void sourceInspected();
     void spaceChecked();
@@ -207,6 +222,12 @@ private:
     wizard::WizardWorker::Cancel m_convertCancel;
     LatestWins<ConvertSnap> m_convertSlot;
     QTimer m_progressTimer;
+
+    QString m_checkState = QStringLiteral("idle");
+    QString m_checkStatus, m_checkedDir;
+    QVariantMap m_checkReport;
+    wizard::WizardWorker::Cancel m_checkCancel;
+    LatestWins<QString> m_checkSlot;
 
     bool m_openAsked = false;
 

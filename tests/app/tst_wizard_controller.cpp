@@ -17,6 +17,8 @@
 
 #include <QDir>
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -105,6 +107,7 @@ private slots:
     void convertCancelsAndResumes();
     void convertOnAFullDisk();
     void startOverDuringAConversion();
+    void checkFindsAModelThatIsNotReady();
     void openLoadsTheModelAndListsIt();
 
 private:
@@ -189,8 +192,16 @@ void TstWizardController::pagesInOrderWithBackAndNext() {
     QVERIFY(w.space().value("writesNothing").toBool());
     QVERIFY(w.canNext());
     QCOMPARE(w.modelDir(), QDir::cleanPath(kCheckpoint));
+    QSignalSpy checked(&w, &WizardController::checkFinished);
     w.next();
     QCOMPARE(w.pageName(), QStringLiteral("check"));
+    // The doctor runs on arriving; Next waits for a model that is ready.
+    QCOMPARE(w.checkState(), QStringLiteral("running"));
+    QVERIFY(!w.canNext());
+    QVERIFY(checked.wait(60000));
+    QCOMPARE(w.checkState(), QStringLiteral("done"));
+    QVERIFY2(w.checkReport().value("ready").toBool(), qPrintable(w.nextHint()));
+    QVERIFY(waitFor([&] { return !w.busy(); }));
     QVERIFY(w.canNext());
     w.next();
     QCOMPARE(w.pageName(), QStringLiteral("mirror"));
@@ -349,6 +360,51 @@ void TstWizardController::startOverDuringAConversion() {
     QCOMPARE(w.convertState(), QStringLiteral("idle"));
     QVERIFY(w.convertStatus().isEmpty());
     QVERIFY(w.localDir().isEmpty());
+}
+
+void TstWizardController::checkFindsAModelThatIsNotReady() {
+    // A copy of the fixture whose tokenizer_config.json has no chat template: it converts, but
+    // the wizard opens models for chat, so the doctor says it is not ready and Next waits.
+    QTemporaryDir work;
+    const QString src = work.path() + "/qwen3moe";
+    QVERIFY(QDir().mkpath(src));
+    for (const QString& f : QDir(kCheckpoint).entryList(QDir::Files)) {
+        if (f == "tokenizer_config.json") {
+            QFile in(kCheckpoint + "/" + f);
+            QVERIFY(in.open(QIODevice::ReadOnly));
+            QJsonObject o = QJsonDocument::fromJson(in.readAll()).object();
+            o.remove("chat_template");
+            QFile out(src + "/" + f);
+            QVERIFY(out.open(QIODevice::WriteOnly));
+            out.write(QJsonDocument(o).toJson());
+        } else {
+            QVERIFY(QFile::copy(kCheckpoint + "/" + f, src + "/" + f));
+        }
+    }
+    WizardController w(nullptr, nullptr);
+    QSignalSpy inspected(&w, &WizardController::sourceInspected);
+    w.chooseLocalFolder(src);
+    QVERIFY(inspected.wait(30000));
+    QVERIFY(waitFor([&] { return !w.busy(); }));
+    w.setConvertWanted(false); // run as published: straight to the check
+    QVERIFY(waitFor([&] { return !w.busy(); }));
+    for (int i = 0; i < 3; ++i) {
+        QVERIFY2(w.canNext(), qPrintable(w.nextHint()));
+        w.next();
+    }
+    QCOMPARE(w.pageName(), QStringLiteral("convert"));
+    QSignalSpy checked(&w, &WizardController::checkFinished);
+    w.next();
+    QVERIFY(checked.wait(60000));
+    QCOMPARE(w.checkState(), QStringLiteral("done"));
+    QCOMPARE(w.checkReport().value("ready").toBool(), false);
+    QVERIFY(waitFor([&] { return !w.busy(); }));
+    QVERIFY(!w.canNext());
+    QVERIFY2(w.nextHint().contains(QStringLiteral("not ready")), qPrintable(w.nextHint()));
+    bool named = false;
+    for (const QVariant& f : w.checkReport().value("findings").toList())
+        named = named || f.toMap().value("file").toString() == "tokenizer_config.json";
+    QVERIFY2(named, "no finding names tokenizer_config.json");
 }
 
 void TstWizardController::openLoadsTheModelAndListsIt() {

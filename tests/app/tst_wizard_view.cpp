@@ -176,8 +176,12 @@ void TstWizardView::walksThePagesToAChat() {
     QTRY_VERIFY(app.item("wizardNext")->isEnabled());
     QTRY_COMPARE(app.item("wizardConvertProgress")->property("value").toDouble(), 1.0);
     shoot(app, QStringLiteral("4-convert-done"));
+    QSignalSpy doctorDone(w, &WizardController::checkFinished);
     click(app.window, app.item("wizardNext"));
     QTRY_COMPARE(w->pageName(), QStringLiteral("check"));
+    QVERIFY(doctorDone.count() > 0 || doctorDone.wait(60000));
+    QVERIFY2(w->checkReport().value("ready").toBool(), qPrintable(w->nextHint()));
+    QTRY_VERIFY(app.item("wizardNext")->isEnabled());
     shoot(app, QStringLiteral("5-check"));
     click(app.window, app.item("wizardNext"));
     QTRY_COMPARE(w->pageName(), QStringLiteral("mirror"));

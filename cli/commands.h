@@ -25,5 +25,6 @@ Command addAtlasCommand(CLI::App& root);
 Command addPlanCommand(CLI::App& root);
 Command addSearchCommand(CLI::App& root);   // coli search (Hugging Face Hub)
 Command addDownloadCommand(CLI::App& root); // coli download
+Command addDoctorCommand(CLI::App& root);
 
 } // namespace coli::cli

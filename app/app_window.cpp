@@ -6,6 +6,7 @@
 #include "app_settings.h"
 #include "brain_item.h"
 #include "engine_controller.h"
+#include "wizard/wizard_controller.h"
 
 #include <QCoreApplication>
 #include <QDir>
@@ -156,8 +157,11 @@ QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* 
         QObject::connect(controller, &EngineController::atlasProbeChanged, brain, brainTopics);
         QObject::connect(brain, &BrainMonitor::shapeChanged, brain, brainTopics);
     }
+    // The model wizard (Get a model…): its worker thread lives as long as the window's engine.
+    auto* wizard = new WizardController(controller, settings, &engine);
     engine.setInitialProperties(
         {{QStringLiteral("controller"), QVariant::fromValue<QObject*>(controller)},
+         {QStringLiteral("wizard"), QVariant::fromValue<QObject*>(wizard)},
          {QStringLiteral("atlas"), QVariant::fromValue<QObject*>(atlas)},
          {QStringLiteral("appSettings"), QVariant::fromValue<QObject*>(settings)},
          {QStringLiteral("sessions"), QVariant::fromValue<QObject*>(sessions)},

@@ -13,9 +13,13 @@ Popup {
     property string path: "/"
     // "mirror": choose a mirror folder (docs/mirror.md) instead: one that holds colibri-mirror.json.
     property bool mirrorMode: false
+    // The wizard chooses where a model goes with it too: then any folder can be opened.
+    property string title: qsTr("Add a model folder")
+    property string acceptText: qsTr("Open this folder")
+    property bool requireModel: true
     readonly property bool isModel: appSettings ? appSettings.isModelFolder(path) && path !== "" : false
     readonly property bool isMirror: appSettings ? appSettings.isMirrorFolder(path) : false
-    readonly property bool acceptable: mirrorMode ? isMirror : isModel
+    readonly property bool acceptable: mirrorMode ? isMirror : (isModel || !requireModel)
     signal folderAccepted(string path)
 
     function openAt(dir) {
@@ -50,7 +54,7 @@ Popup {
     ColumnLayout {
         anchors.fill: parent
         spacing: 8
-        Label { text: browser.mirrorMode ? qsTr("Choose a mirror folder") : qsTr("Add a model folder"); font.bold: true; font.pixelSize: Theme.titleFontSize; color: Theme.text }
+        Label { text: browser.mirrorMode ? qsTr("Choose a mirror folder") : browser.title; font.bold: true; font.pixelSize: Theme.titleFontSize; color: Theme.text }
         RowLayout {
             Layout.fillWidth: true
             AppButton {
@@ -115,6 +119,7 @@ Popup {
         }
         Label {
             objectName: "folderVerdict"
+            visible: browser.requireModel
             Layout.fillWidth: true
             wrapMode: Text.Wrap
             color: browser.acceptable ? Theme.success : Theme.textMuted
@@ -134,7 +139,7 @@ Popup {
             }
             AppButton {
                 objectName: "folderOpen"
-                text: browser.mirrorMode ? qsTr("Use this folder") : qsTr("Open this folder")
+                text: browser.mirrorMode ? qsTr("Use this folder") : browser.acceptText
                 primary: true
                 enabled: browser.acceptable
                 Accessible.name: browser.mirrorMode ? qsTr("Use %1 as the mirror").arg(browser.path)

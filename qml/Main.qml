@@ -14,6 +14,7 @@ ApplicationWindow {
     property QtObject sessions  // SessionManager (saved chats); null: none
     property QtObject turnStats // TurnStatsModel (the Charts view's data); null: none
     property QtObject atlas     // AtlasModel (the Atlas view's data); null: none
+    property QtObject wizard    // WizardController (Get a model…); null: none
 
     // Fits a 1000-px-high screen at 1.5x scaling (667 logical px less panels and decorations).
     width: 960
@@ -40,6 +41,10 @@ ApplicationWindow {
         { name: "settings", title: qsTr("Settings"), icon: "⚙", key: "Ctrl+4" }
     ]
     function showView(name) {
+        // The wizard is not in the sidebar: it follows the views in the stack, reached from the
+        // Models view (Get a model…) and shown at start when no model is known.
+        if (name === "wizard")
+            stack.currentIndex = views.length
         for (let i = 0; i < views.length; ++i)
             if (views[i].name === name)
                 stack.currentIndex = i
@@ -138,7 +143,9 @@ ApplicationWindow {
             objectName: "sidebar"
             Layout.fillHeight: true
             views: win.views
-            currentIndex: stack.currentIndex
+            // The wizard belongs to the Models view.
+            currentIndex: stack.currentIndex < win.views.length ? stack.currentIndex
+                                                                : win.views.findIndex(v => v.name === "models")
             onActivated: function(name) { win.showView(name) }
         }
 
@@ -175,7 +182,8 @@ ApplicationWindow {
             StackLayout {
                 id: stack
                 objectName: "viewStack"
-                readonly property string currentName: win.views[currentIndex].name
+                readonly property string currentName: currentIndex < win.views.length
+                                                      ? win.views[currentIndex].name : "wizard"
                 Layout.fillWidth: true
                 Layout.fillHeight: true
 
@@ -202,8 +210,17 @@ ApplicationWindow {
                     controller: win.controller
                     appSettings: win.appSettings
                     onModelChosen: win.showView("chat")
+                    onWizardRequested: win.showView("wizard")
                 }
                 SettingsView { objectName: "settingsView"; controller: win.controller; appSettings: win.appSettings }
+                WizardView {
+                    objectName: "wizardView"
+                    wizard: win.wizard
+                    controller: win.controller
+                    appSettings: win.appSettings
+                    onChatRequested: win.showView("chat")
+                    onCloseRequested: win.openModels()
+                }
             }
         }
     }
@@ -255,5 +272,18 @@ ApplicationWindow {
     Shortcut { sequence: "Ctrl+5"; context: Qt.ApplicationShortcut; onActivated: win.showView("brain") }
     Shortcut { sequence: "Ctrl+6"; context: Qt.ApplicationShortcut; onActivated: win.showView("atlas") }
 
-    Component.onCompleted: chatPage.focusInput()
+    // No model anywhere (none loaded, none in the Models list that exists): start with the wizard.
+    function knowsAModel() {
+        const rows = appSettings ? appSettings.models : []
+        for (let i = 0; i < rows.length; ++i)
+            if (rows[i].exists)
+                return true
+        return controller !== null && controller.loadState !== "empty" && controller.loadState !== "error"
+    }
+    Component.onCompleted: {
+        if (wizard && !knowsAModel())
+            showView("wizard")
+        else
+            chatPage.focusInput()
+    }
 }

@@ -11,6 +11,7 @@ Page {
     property QtObject controller
     property QtObject appSettings
     signal modelChosen(string path)
+    signal wizardRequested()
 
     function focusList() { addButton.forceActiveFocus() }
     function load(path) {
@@ -45,6 +46,14 @@ Page {
                     wrapMode: Text.Wrap
                     Layout.fillWidth: true
                 }
+            }
+            AppButton {
+                objectName: "getModelButton"
+                text: qsTr("Get a model…")
+                Accessible.name: qsTr("Get a model with the wizard: download, convert, check, open")
+                ToolTip.visible: hovered
+                ToolTip.text: qsTr("From the Hugging Face Hub or a folder on this computer: convert, check and open it")
+                onClicked: page.wizardRequested()
             }
             AppButton {
                 id: addButton

@@ -22,5 +22,6 @@ Command addBenchCommand(CLI::App& root);
 Command addUsageCommand(CLI::App& root);
 Command addCacheSimCommand(CLI::App& root);
 Command addAtlasCommand(CLI::App& root);
+Command addMirrorCommand(CLI::App& root);
 
 } // namespace coli::cli

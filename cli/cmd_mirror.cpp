@@ -94,7 +94,7 @@ std::optional<mirror::MirrorPlan> makePlan(const MirrorCliOptions& o, int& exitC
         printWarning(o.mirrorDir + " is on the same file system as the model: a mirror there "
                                    "adds no read bandwidth (pick a folder on another disk)");
     fmt::print("\n  {:>3}  {:<40} {:>10} {:>8} {:>7}  {}\n", "#", "file", "size", "experts",
-               p.byHeat ? "heat" : "experts", "plan");
+               p.byHeat ? "heat" : "bytes", "plan");
     int rank = 0;
     for (const auto& f : p.files) {
         const double share =
@@ -104,9 +104,15 @@ std::optional<mirror::MirrorPlan> makePlan(const MirrorCliOptions& o, int& exitC
                    f.note.empty() ? "" : " (" + f.note + ")");
     }
     const auto staged = p.stagePaths();
-    fmt::print("\nplan:     {} files, {} in the mirror ({} to copy), covering {:.1f} % of the {}\n",
-               staged.size(), human(double(p.mirrorBytes)), human(double(p.copyBytes)),
-               100 * p.coveredShare(), p.byHeat ? "learned heat" : "expert bytes");
+    fmt::print(
+        "\nplan:     {} file{}, {} in the mirror ({} to copy), covering {:.1f} % of the {}\n",
+        staged.size(), staged.size() == 1 ? "" : "s", human(double(p.mirrorBytes)),
+        human(double(p.copyBytes)), 100 * p.coveredShare(),
+        p.byHeat ? "learned heat" : "expert bytes");
+    if (p.budgetBytes && p.mirrorBytes > *p.budgetBytes)
+        printWarning("the mirror already holds " + human(double(p.mirrorBytes)) +
+                     ", more than the budget: staging never deletes a mirror file (remove "
+                     "files by hand to shrink it)");
     return plan.value();
 }
 
@@ -166,8 +172,9 @@ int runStage(const MirrorCliOptions& o) {
     for (const std::string& c : rep.conflicts)
         printWarning("left out of the mirror: " + c);
     const double rate = rep.seconds > 0 ? double(rep.bytesCopied) / rep.seconds : 0;
-    fmt::print("staged:   {} files: {} copied ({}, {}/s), {} kept from an earlier stage\n",
-               rep.files.size(), rep.copied, human(double(rep.bytesCopied)), human(rate), rep.kept);
+    fmt::print("staged:   {} file{}: {} copied ({}, {}/s), {} kept from an earlier stage\n",
+               rep.files.size(), rep.files.size() == 1 ? "" : "s", rep.copied,
+               human(double(rep.bytesCopied)), human(rate), rep.kept);
     fmt::print("receipt:  {}\n", rep.receiptPath);
     return kExitOk;
 }
@@ -209,8 +216,8 @@ int runVerify(const MirrorCliOptions& o) {
     fmt::print("verified: {} of {} files match the receipt ({} hashed)\n", rep.filesOk,
                rep.receipt.files.size(), human(double(rep.bytesHashed)));
     if (!rep.findings.empty()) {
-        printError(fmt::format("the mirror {} does not match its receipt: {} problem{}; the engine "
-                               "reads such files from the model folder instead",
+        printError(fmt::format("the mirror {} does not match its receipt: {} problem{}; remove the "
+                               "files named and run `coli mirror stage` again",
                                o.mirrorDir, rep.findings.size(),
                                rep.findings.size() == 1 ? "" : "s"));
         return kExitNotReady;

@@ -170,10 +170,14 @@ private:
         uint64_t expected = 0;
         auto opened = openRegularFile(src, &expected);
         if (!opened) return opened.status();
-        const int fd = opened.value();
+        int fd = opened.value();
         struct stat before {};
         ::fstat(fd, &before);
-        const auto close = [fd] { ::close(fd); };
+        // Closes the primary once, whichever way the copy ends.
+        const auto close = [&fd] {
+            if (fd >= 0) ::close(fd);
+            fd = -1;
+        };
 
         auto out = m_fs.create(tmp);
         if (!out) {

@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import unittest
 
 ARGS = None
@@ -166,6 +167,25 @@ class MirrorCli(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(mirror, big + PARTIAL)))
         r = coli("mirror", "verify", self.model, mirror)
         self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_killed_stage_resumes(self):
+        """SIGKILL at several moments of a stage (whatever it was doing): the next run finishes,
+        the mirror verifies, and no temporary is left."""
+        mirror = work("killed")
+        for delay in (0.0, 0.005, 0.02, 0.05, 0.1, 0.2):
+            with self.subTest(delay=delay):
+                p = subprocess.Popen([ARGS.coli, "mirror", "stage", *self.mirror_args(mirror)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(delay)
+                p.kill()
+                p.wait(timeout=60)
+                r = coli("mirror", "stage", *self.mirror_args(mirror))
+                self.assertEqual(r.returncode, 0, r.stderr)
+                r = coli("mirror", "verify", self.model, mirror)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertEqual([f for f in os.listdir(mirror) if f.endswith(PARTIAL)], [])
+                for f in os.listdir(mirror):
+                    os.remove(os.path.join(mirror, f))
 
     def test_verify_names_an_altered_copy(self):
         mirror = work("altered")

@@ -132,6 +132,7 @@ void EngineWorker::applyPendingSettings() {
             dropped = userPinsDroppedByBudget(userPins - now, userPins, cache->pinCapacity());
     }
     if (prefetch >= 0) cache->setPrefetch(prefetch == 1);
+    if (budget != kNoRequest) updatePlan();
     publishTiers(0, nullptr); // first: the notice's reader sees the status it describes
     if (!dropped.empty()) publish(EngineEvent::make(EventKind::Notice, m_loadId, dropped));
 }
@@ -152,6 +153,10 @@ void EngineWorker::publishTiers(int tokens, const tiers::TierTelemetry* after) {
     }
     st.busySeconds = m_busyBefore + (m_inGenerate ? secondsSince(m_generateStart) : 0.0);
     m_tiers.publish(st);
+}
+
+void EngineWorker::updatePlan() {
+    m_tierState.plan = m_model ? computePlanFigures(m_model->model(), m_planRates) : PlanFigures{};
 }
 
 void EngineWorker::doLoad(const Command& c) {
@@ -225,6 +230,11 @@ void EngineWorker::doLoad(const Command& c) {
         });
     }
     m_session = std::make_unique<Session>(*m_model);
+    if (m_model->model().expertCache()) {
+        // The plan's rates: once per load, here on the engine thread (about a second).
+        m_planRates = measurePlanRates(c.dir);
+        updatePlan();
+    }
     applyPendingSettings(); // a budget asked for while loading
     publishTiers(0, nullptr);
     const std::string name = std::filesystem::path(c.dir).lexically_normal().filename().string();
@@ -274,6 +284,7 @@ void EngineWorker::doApplyUsage(const Command& c) {
             usage.exclusions.push_back(id);
     const int applied = learning::applyLearnedUsage(*cache, usage);
     m_learning = true;
+    updatePlan(); // the learned heat gives the expected hit rate
     publishTiers(0, nullptr);
     if (applied < int(usage.userPins.size()))
         publish(EngineEvent::make(EventKind::Notice, m_loadId,
@@ -419,6 +430,9 @@ void EngineWorker::doGenerate(const Command& c) {
     snap.elapsedSeconds = secondsSince(t0);
     snap.tokensPerSecond = stats.value().decodeTokensPerSecond;
     m_telemetry.publish(snap);
+    if (stats.value().decodeTokensPerSecond > 0)
+        m_tierState.lastDecodeTokensPerSecond = stats.value().decodeTokensPerSecond;
+    updatePlan(); // this answer's routings are learned heat now (published by BusyEnd)
     EngineEvent done = EngineEvent::make(EventKind::Finished, c.id, {});
     done.stats = std::move(stats.value());
     done.droppedMessages = fitted.value().droppedMessages;

@@ -77,6 +77,7 @@ private:
     void doApplyUsage(const Command& c);
     void doUserPin(const Command& c);
     void publishTiers(int tokens, const tiers::TierTelemetry* after); // engine thread
+    void updatePlan(); // engine thread: m_tierState.plan at the budget in force
     void doReplay(const Command& c);
     void doTopicProbe(const Command& c); // engine/probe/topic_probe.h on the loaded model
 
@@ -92,6 +93,7 @@ private:
     std::atomic<int> m_pendingPrefetch{-1}; // -1: none, 0 off, 1 on
     // engine thread only: the last publication's counters and the time spent generating
     TierStatus m_tierState;
+    PlanRates m_planRates;   // measured once per load (plan_figures.h)
     double m_busyBefore = 0; // seconds generating in earlier answers
     std::chrono::steady_clock::time_point m_generateStart{};
     bool m_inGenerate = false;

@@ -50,6 +50,14 @@ class TierMonitor : public QObject {
     Q_PROPERTY(QString backend READ backend NOTIFY changed)
     Q_PROPERTY(QString source READ source NOTIFY changed)
     Q_PROPERTY(int sessionTokens READ sessionTokens NOTIFY changed)
+    // The placement plan beside the measured figures (plan_figures.h; engine/placement): the
+    // expected hit rate and decode tok/s at the budget in force (-1: no estimate yet), where the
+    // hit rate came from ("heat", "all fit", "none fit", ""), and the last answer's measured
+    // decode tok/s (-1 before the first answer).
+    Q_PROPERTY(double planHitRate READ planHitRate NOTIFY changed)
+    Q_PROPERTY(QString planHitSource READ planHitSource NOTIFY changed)
+    Q_PROPERTY(double planTokensPerSecond READ planTokensPerSecond NOTIFY changed)
+    Q_PROPERTY(double measuredTokensPerSecond READ measuredTokensPerSecond NOTIFY changed)
     // The RAM bar's segments in order (pinned, cache, loading, free): [{key, name, share}] where
     // share = bytes / RAM budget; they add up to 1 when the allocation is within the budget.
     Q_PROPERTY(QVariantList ramSegments READ ramSegments NOTIFY changed)
@@ -91,6 +99,12 @@ public:
     QString backend() const { return QString::fromStdString(m_now.backend); }
     QString source() const { return QString::fromStdString(m_now.source); }
     int sessionTokens() const { return int(m_session.tokens); }
+    double planHitRate() const { return m_now.plan.valid ? m_now.plan.hitRate : -1; }
+    QString planHitSource() const { return QString::fromStdString(m_now.plan.hitSource); }
+    double planTokensPerSecond() const {
+        return m_now.plan.valid ? m_now.plan.tokensPerSecond : -1;
+    }
+    double measuredTokensPerSecond() const { return m_now.lastDecodeTokensPerSecond; }
     QVariantList ramSegments() const;
     const TierStatus& status() const { return m_now; }
 

@@ -5,6 +5,7 @@
 // ~30 Hz; never one event per expert). Counters are cumulative since the model was loaded: the
 // GUI takes differences for "the last token" and "this session".
 // Thread-safety: a plain value.
+#include "plan_figures.h"
 #include "tiers/tier_telemetry.h"
 
 #include <cstdint>
@@ -29,6 +30,10 @@ struct TierStatus {
     std::string source;             // what the experts are read from ("colibri container", ...)
     tiers::ExpertMap experts;       // per-expert state and cumulative hits (Brain, Atlas)
     double busySeconds = 0;         // engine-thread wall time spent generating since load (seconds)
+    // The placement plan at the budget in force (plan_figures.h), beside the measured figures:
+    // recomputed at load, budget change, learned usage and after each answer.
+    PlanFigures plan;
+    double lastDecodeTokensPerSecond = -1; // the last answer's decode tok/s; -1 before one
 };
 
 } // namespace coli::app

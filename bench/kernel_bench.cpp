@@ -2,8 +2,8 @@
 // fraction of measured DRAM read bandwidth.
 //
 // In one run, with one OpenMP thread count for everything:
-//   MemRead      streaming read (sum of 64-bit words, OpenMP over chunks) of a buffer of
-//                max(256 MiB, 8 x LLC): the limit.
+//   MemRead      streaming read (placement/memory_bandwidth.h: sum of 64-bit words, OpenMP over
+//                chunks) of a buffer of max(256 MiB, 8 x LLC): the limit; `coli plan` uses it too.
 //   Kernel/...   quantMatmul on the selected path, each iteration on the next of K distinct
 //                expert-sized weight matrices whose total exceeds 4 x LLC, so weights come from
 //                DRAM; bytes_per_second counts weight bytes (scales included) read per second.
@@ -15,13 +15,11 @@
 #include <benchmark/benchmark.h>
 
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
@@ -30,27 +28,14 @@
 
 #include "core/number_text.h"
 #include "kernel_bench.h"
+#include "placement/memory_bandwidth.h"
 #include "quant/matmul.h"
 
 using namespace coli::quant;
 
 namespace {
 
-// Per-instance LLC size from sysfs first: glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) reports 384 MiB
-// on this 32 MiB VM (it multiplies by a share count the VM misreports).
-size_t lastLevelCacheBytes() {
-    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
-    std::string s;
-    if (f >> s && !s.empty()) {
-        size_t n = std::stoul(s);
-        if (s.back() == 'K') n *= 1024;
-        if (s.back() == 'M') n *= 1024 * 1024;
-        if (n > 0) return n;
-    }
-    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (v > 0) return static_cast<size_t>(v);
-    return size_t{32} << 20; // unknown: assume a large LLC so buffers stay DRAM-sized
-}
+using coli::placement::lastLevelCacheBytes;
 
 // 64-byte aligned, filled (so every page is touched before timing).
 struct Buffer {
@@ -67,7 +52,7 @@ struct Buffer {
 
 // Allocated once per process (random interleaving re-runs each benchmark's setup per repetition).
 const Buffer& memBuffer() {
-    static const Buffer buf(std::max<size_t>(size_t{256} << 20, 8 * lastLevelCacheBytes()), 1);
+    static const Buffer buf(coli::placement::memReadBufferBytes(), 1);
     return buf;
 }
 
@@ -84,10 +69,7 @@ void memRead(benchmark::State& state) {
     const auto* words = reinterpret_cast<const uint64_t*>(buf.p);
     const int64_t nWords = static_cast<int64_t>(buf.n / 8);
     for (auto _ : state) {
-        uint64_t sum = 0;
-#pragma omp parallel for schedule(static) reduction(+ : sum)
-        for (int64_t i = 0; i < nWords; ++i)
-            sum += words[i];
+        const uint64_t sum = coli::placement::streamRead(words, nWords);
         benchmark::DoNotOptimize(sum);
     }
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(buf.n));

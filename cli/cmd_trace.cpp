@@ -6,6 +6,7 @@
 #include "signals.h"
 
 #include "forward/model.h"
+#include "placement/routing_recorder.h"
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -48,10 +49,6 @@ std::string dumpLine(const nlohmann::json& j) {
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-int argmax(const std::vector<float>& x) {
-    return int(std::max_element(x.begin(), x.end()) - x.begin());
-}
-
 int runTrace(const TraceOptions& o) {
     std::ofstream file;
     const bool toStdout = o.output.empty() || o.output == "-";
@@ -68,57 +65,31 @@ int runTrace(const TraceOptions& o) {
     int code = kExitOk;
     auto lm = loadModel(o.model, code);
     if (!lm) return code;
-    const Model& model = lm->model();
-    const ModelConfig& c = model.config();
+    const ModelConfig& c = lm->model().config();
     const std::vector<int32_t> ids = lm->tokenizer().encode(o.prompt, /*addSpecial=*/true);
     if (ids.empty()) {
         printError("the prompt is empty (no tokens); give some text with -p");
         return kExitUsage;
     }
-
-    KVCache kv;
-    std::vector<float> logits;
-    RoutingTrace r;
-    if (Status s = model.forward(ids, kv, logits, false, &r); !s.isOk()) {
-        printError(fmt::format("forward failed: {}", s.message()));
+    auto run = placement::traceRouting(
+        *lm, ids, o.maxNewTokens, &interruptFlag(),
+        [&](const RoutingTrace& r) {
+            out << dumpLine({{"format", "coli-routing-trace"},
+                             {"version", 1},
+                             {"model", lm->dir()},
+                             {"n_layers", c.nLayers},
+                             {"n_experts", c.nExperts},
+                             {"top_k", c.topK},
+                             {"moe_layers", r.moeLayers},
+                             {"prompt_tokens", int(ids.size())}});
+        },
+        [&](const placement::TracedToken& t) {
+            out << dumpLine(
+                tokenRecord(*t.routing, t.row, t.pos, t.id, t.generated, lm->tokenizer()));
+        });
+    if (!run) {
+        printError(run.status().message());
         return kExitGeneration;
-    }
-    out << dumpLine({{"format", "coli-routing-trace"},
-                     {"version", 1},
-                     {"model", lm->dir()},
-                     {"n_layers", c.nLayers},
-                     {"n_experts", c.nExperts},
-                     {"top_k", c.topK},
-                     {"moe_layers", r.moeLayers},
-                     {"prompt_tokens", int(ids.size())}});
-    for (int t = 0; t < r.nTokens; ++t)
-        out << dumpLine(tokenRecord(r, t, t, ids[t], false, lm->tokenizer()));
-
-    // Greedy continuation: each generated token is fed back, so it gets its own record.
-    const auto& eos = lm->generationConfig().eosIds;
-    int generated = 0;
-    std::string stop = o.maxNewTokens > 0 ? "max tokens" : "none";
-    while (generated < o.maxNewTokens) {
-        if (interruptFlag().load()) {
-            stop = "cancelled";
-            break;
-        }
-        if (kv.size() >= c.maxPositions) {
-            stop = "context full";
-            break;
-        }
-        const int32_t next = argmax(logits);
-        const int pos = kv.size();
-        if (Status s = model.forward({&next, 1}, kv, logits, false, &r); !s.isOk()) {
-            printError(fmt::format("forward failed at position {}: {}", pos, s.message()));
-            return kExitGeneration;
-        }
-        out << dumpLine(tokenRecord(r, 0, pos, next, true, lm->tokenizer()));
-        ++generated;
-        if (std::find(eos.begin(), eos.end(), next) != eos.end()) {
-            stop = "eos";
-            break;
-        }
     }
     out.flush();
     if (!out) {
@@ -127,8 +98,8 @@ int runTrace(const TraceOptions& o) {
     }
     fmt::print(stderr,
                "trace: {} prompt + {} generated tokens, {} MoE layers x top-{} (stop: {})\n",
-               ids.size(), generated, r.nMoeLayers(), r.topK, stop);
-    return stop == "cancelled" ? kExitInterrupted : kExitOk;
+               ids.size(), run->generated, run->moeLayers.size(), run->topK, run->stop);
+    return run->stop == "cancelled" ? kExitInterrupted : kExitOk;
 }
 
 } // namespace

@@ -22,6 +22,10 @@ Command addBenchCommand(CLI::App& root);
 Command addUsageCommand(CLI::App& root);
 Command addCacheSimCommand(CLI::App& root);
 Command addAtlasCommand(CLI::App& root);
+Command addPlanCommand(CLI::App& root);
+Command addSearchCommand(CLI::App& root);   // coli search (Hugging Face Hub)
+Command addDownloadCommand(CLI::App& root); // coli download
+Command addDoctorCommand(CLI::App& root);
 Command addMirrorCommand(CLI::App& root);
 
 } // namespace coli::cli

@@ -62,6 +62,10 @@ int main(int argc, char** argv) {
                                          addBenchCommand(app),      addUsageCommand(app)};
         commands.push_back(addCacheSimCommand(app));
         commands.push_back(addAtlasCommand(app));
+        commands.push_back(addPlanCommand(app));
+        commands.push_back(addSearchCommand(app));
+        commands.push_back(addDownloadCommand(app));
+        commands.push_back(addDoctorCommand(app));
         commands.push_back(addMirrorCommand(app));
         // A first argument that is neither an option nor a command: CLI11 would only say it
         // was "not expected".

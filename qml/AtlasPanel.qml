@@ -186,7 +186,7 @@ ScrollView {
                 text: panel.probeRunning ? (panel.controller.probeStatus || qsTr("The probe runs…"))
                       : panel.controller && panel.controller.probeStatus !== ""
                         ? panel.controller.probeStatus
-                        : qsTr("Routes a fixed set of prompts per topic through the loaded model (prefill only; an answer sent meanwhile waits) and places every expert. A few minutes; the result is kept.")
+                        : qsTr("Routes a fixed set of prompts per topic through the loaded model (prefill only; an answer sent meanwhile waits) and places every expert. About as long as reading a few thousand prompt tokens: seconds on a small model, longer on a large one; the result is kept.")
             }
             ProgressBar {
                 objectName: "atlasProbeProgress"

@@ -4,11 +4,14 @@ import QtQuick.Layouts
 import Colibri
 
 // The Tiers view's controls: the RAM budget for experts (a slider and an exact entry in MiB),
-// applied by the engine between two tokens, also during an answer; the prefetch switch.
+// applied by the engine between two tokens, also during an answer; under it what the placement
+// plan expects at the budget in force beside what was measured (TierMonitor's plan* figures);
+// the prefetch switch.
 Pane {
     id: controls
     property QtObject tiers
     property var formatBytes
+    property var formatShare
     readonly property bool live: tiers !== null && tiers.available
     readonly property real mibUnit: 1048576
 
@@ -70,6 +73,32 @@ Pane {
                         .arg(controls.formatBytes(controls.tiers.minimumBudgetBytes))
                         .arg(controls.formatBytes(controls.tiers.maximumBudgetBytes))
                   : ""
+        }
+
+        // "Plan at this budget: hit rate 62.0 % (learned heat), 3.9 tok/s
+        //  Measured: hit rate 58.0 % this session, 3.1 tok/s last answer"
+        Item { implicitWidth: 1 }
+        Label {
+            objectName: "planLine"
+            Layout.columnSpan: 2
+            Layout.fillWidth: true
+            wrapMode: Text.Wrap
+            color: Theme.textMuted
+            font.pixelSize: Theme.smallFontSize
+            visible: controls.live
+            function rate(x) { return x < 0 ? "–" : x.toFixed(x >= 100 ? 0 : 1) + " tok/s" }
+            function source(s) {
+                return s === "heat" ? qsTr("learned heat")
+                     : s === "all fit" ? qsTr("every expert fits")
+                     : s === "none fit" ? qsTr("no expert fits") : qsTr("no learned usage yet")
+            }
+            text: !controls.live ? ""
+                  : qsTr("Plan at this budget: hit rate %1 (%2), %3\nMeasured: hit rate %4 this session, %5 last answer")
+                        .arg(controls.formatShare(controls.tiers.planHitRate))
+                        .arg(source(controls.tiers.planHitSource))
+                        .arg(rate(controls.tiers.planTokensPerSecond))
+                        .arg(controls.formatShare(controls.tiers.hitRateSession))
+                        .arg(rate(controls.tiers.measuredTokensPerSecond))
         }
 
         Label { text: qsTr("Prefetch (router lookahead)"); color: Theme.text }

@@ -206,6 +206,7 @@ Page {
                 Layout.bottomMargin: Theme.padding * 1.5
                 tiers: view.tiers
                 formatBytes: view.mib
+                formatShare: view.pct
             }
         }
     }

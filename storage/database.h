@@ -113,8 +113,9 @@ private:
     // The session API (sessions.h) works on this connection, on this Storage's thread; the
     // handle itself is never handed out.
     friend class SessionStore;
-    friend class UserPinStore; // user_pins.h
-    friend class AtlasStore;   // the topic probe's tables (atlas_store.h)
+    friend class UserPinStore;  // user_pins.h
+    friend class AtlasStore;    // the topic probe's tables (atlas_store.h)
+    friend class DownloadStore; // download records (downloads.h)
 
     Storage(sqlite3* db, std::string path) : m_db(db), m_path(std::move(path)) {}
     Status init(const OpenOptions& options);

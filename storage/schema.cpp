@@ -195,6 +195,37 @@ CREATE TABLE atlas_positions(
     PRIMARY KEY(probe, layer, expert)) WITHOUT ROWID;
 )sql";
 
+// Version 4: download records (docs/storage.md "Schema version 4"): one row per model download
+// (`coli download`, the app's wizard) and one per file of it, so that a killed process resumes
+// where it stopped. The commit column is commit_sha (COMMIT is an SQL keyword). includes: the
+// --include globs as a JSON array of strings. etag: the ETag of the response that started the
+// file's .part (the If-Range value of a resume). Times in Unix milliseconds.
+constexpr const char* kV4 = R"sql(
+CREATE TABLE downloads(
+    id INTEGER PRIMARY KEY,
+    repo TEXT NOT NULL,
+    revision TEXT NOT NULL,
+    commit_sha TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    dir TEXT NOT NULL UNIQUE,
+    includes TEXT NOT NULL DEFAULT '[]'
+        CHECK(CASE WHEN json_valid(includes) THEN json_type(includes) = 'array' ELSE 0 END),
+    state TEXT NOT NULL CHECK(state IN ('active', 'paused', 'done', 'failed', 'cancelled')),
+    message TEXT NOT NULL DEFAULT '',
+    created INTEGER NOT NULL,
+    updated INTEGER NOT NULL);
+CREATE TABLE download_files(
+    download INTEGER NOT NULL REFERENCES downloads(id) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL CHECK(size >= 0),
+    blob_id TEXT NOT NULL,
+    lfs_sha256 TEXT,
+    etag TEXT NOT NULL DEFAULT '',
+    bytes_done INTEGER NOT NULL DEFAULT 0 CHECK(bytes_done >= 0),
+    state TEXT NOT NULL CHECK(state IN ('pending', 'done', 'failed')),
+    PRIMARY KEY(download, path)) WITHOUT ROWID;
+)sql";
+
 struct TableColumns {
     const char* table;
     std::vector<const char*> columns;
@@ -251,6 +282,11 @@ const std::vector<TableColumns>& expectedTables() {
         {"atlas_coactivation", {"probe", "layer_a", "expert_a", "layer_b", "expert_b", "count"}},
         {"atlas_positions",
          {"probe", "layer", "expert", "x", "y", "z", "dominant_topic", "specialist"}},
+        {"downloads",
+         {"id", "repo", "revision", "commit_sha", "endpoint", "dir", "includes", "state", "message",
+          "created", "updated"}},
+        {"download_files",
+         {"download", "path", "size", "blob_id", "lfs_sha256", "etag", "bytes_done", "state"}},
     };
     return t;
 }
@@ -269,7 +305,7 @@ const std::vector<const char*>& expectedTriggers() {
 static_assert(kApplicationId == 1131375721, "kV1 spells kApplicationId in decimal");
 
 const std::vector<Migration>& schemaMigrations() {
-    static const std::vector<Migration> steps = {{1, kV1}, {2, kV2}, {3, kV3}};
+    static const std::vector<Migration> steps = {{1, kV1}, {2, kV2}, {3, kV3}, {4, kV4}};
     return steps;
 }
 

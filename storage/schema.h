@@ -4,7 +4,8 @@
 // Version 1: models, expert_usage, pins, file_hashes. Version 2: sessions, messages, runs,
 // app_state and the full-text indexes sessions_fts, messages_fts (with their triggers). Version 3:
 // user_pins, pin_exclusions and the topic probe's atlas_probes, atlas_topics, atlas_counts,
-// atlas_coactivation, atlas_positions. Later
+// atlas_coactivation, atlas_positions. Version 4: downloads, download_files (download records).
+// Later
 // versions are new steps appended to schemaMigrations(); a released step is never edited, and each
 // released version has a fixture dump in tests/storage/fixtures/ that a test upgrades.
 // Thread-safety: schemaMigrations() returns immutable data; validateSchema uses the connection's
@@ -19,7 +20,7 @@
 
 namespace coli::storage {
 
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 // PRAGMA application_id of a Colibri database ("Coli" in ASCII): a file with another non-zero
 // application_id belongs to another program and is refused, never migrated.
 constexpr int32_t kApplicationId = 0x436F6C69;

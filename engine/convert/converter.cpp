@@ -344,9 +344,9 @@ private:
         auto freeBytes = m_fs.freeBytes(m_dst);
         if (!freeBytes) return dest(freeBytes.status());
         if (freeBytes.value() < need)
-            return dest({ErrorCode::NoSpace, "not enough free space in " + m_dstArg +
-                                            ": the container needs " + mibString(need) + " more, " +
-                                            mibString(freeBytes.value()) + " free"});
+            return dest({ErrorCode::NoSpace,
+                         "not enough free space in " + m_dstArg + ": the container needs " +
+                             mibString(need) + " more, " + mibString(freeBytes.value()) + " free"});
         return {};
     }
 

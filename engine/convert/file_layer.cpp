@@ -71,6 +71,13 @@ public:
         return std::unique_ptr<WritableFile>(new PosixFile(fd, path));
     }
 
+    Result<std::unique_ptr<WritableFile>> openAppend(const std::string& path) override {
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return {ErrorCode::Io, path + ": cannot open for appending: " + std::strerror(errno)};
+        return std::unique_ptr<WritableFile>(new PosixFile(fd, path));
+    }
+
     Status rename(const std::string& from, const std::string& to) override {
         if (::rename(from.c_str(), to.c_str()) != 0)
             return {ErrorCode::Io,
@@ -130,6 +137,13 @@ Result<std::unique_ptr<WritableFile>> FaultyFileSystem::create(const std::string
     auto f = m_base.create(path);
     if (!f) return f.status();
     m_created.push_back(path);
+    return std::unique_ptr<WritableFile>(new FaultyFile(*this, std::move(f.value()), path));
+}
+
+Result<std::unique_ptr<WritableFile>> FaultyFileSystem::openAppend(const std::string& path) {
+    auto f = m_base.openAppend(path);
+    if (!f) return f.status();
+    m_appended.push_back(path);
     return std::unique_ptr<WritableFile>(new FaultyFile(*this, std::move(f.value()), path));
 }
 

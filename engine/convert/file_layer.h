@@ -30,6 +30,9 @@ public:
     virtual ~FileSystem() = default;
     // Creates or truncates `path` for writing (mode 0644). Errors: Io.
     virtual Result<std::unique_ptr<WritableFile>> create(const std::string& path) = 0;
+    // Opens `path` for appending at its end, creating it (mode 0644) when absent: how a resumed
+    // download continues its .part. Errors: Io.
+    virtual Result<std::unique_ptr<WritableFile>> openAppend(const std::string& path) = 0;
     // rename(2), then fsync of the destination's directory so the rename survives a crash.
     // Errors: Io.
     virtual Status rename(const std::string& from, const std::string& to) = 0;
@@ -42,18 +45,21 @@ public:
 FileSystem& posixFileSystem();
 
 // For tests: forwards to `base`, but once `failAfterBytes` bytes have been written in total
-// (over all files), a write fails like a full disk ("disk full writing <path>"), writing only the
-// bytes that still fit. freeBytes() returns `reportedFree` when set. Records every created path.
+// (over all files, created or appended), a write fails like a full disk ("disk full writing
+// <path>"), writing only the bytes that still fit. freeBytes() returns `reportedFree` when set.
+// Records every created and every appended path.
 class FaultyFileSystem : public FileSystem {
 public:
     explicit FaultyFileSystem(FileSystem& base, uint64_t failAfterBytes = UINT64_MAX)
         : m_base(base), m_budget(failAfterBytes) {}
     Result<std::unique_ptr<WritableFile>> create(const std::string& path) override;
+    Result<std::unique_ptr<WritableFile>> openAppend(const std::string& path) override;
     Status rename(const std::string& from, const std::string& to) override;
     Result<uint64_t> freeBytes(const std::string& dir) override;
 
     uint64_t reportedFree = UINT64_MAX; // UINT64_MAX = ask the base
     const std::vector<std::string>& created() const { return m_created; }
+    const std::vector<std::string>& appended() const { return m_appended; }
     uint64_t bytesWritten() const { return m_written; }
 
 private:
@@ -62,6 +68,7 @@ private:
     uint64_t m_budget;
     uint64_t m_written = 0;
     std::vector<std::string> m_created;
+    std::vector<std::string> m_appended;
 };
 
 } // namespace coli::convert

@@ -22,7 +22,7 @@ enum class ErrorCode {
     Internal,        // a broken invariant inside the engine
     NoSpace, // a write failed because the disk is full (ENOSPC, EDQUOT; EFBIG: a file size limit):
              // what was written so far is kept, so the operation can resume once space is freed
-    Network,      // a connection or HTTP exchange failed (refused, reset, timeout, TLS, 5xx)
+    Network, // a connection or HTTP exchange failed (refused, reset, timeout, TLS, 5xx)
     Unauthorized, // the server refused the request for want of (valid) credentials (401/403)
 };
 

@@ -1,19 +1,30 @@
 #pragma once
 // One file of a repo, downloaded resumably and checked (docs/hub.md "Downloads"):
-//   - bytes go to DEST.part (DEST = dir/path); an existing .part is resumed with
-//     `Range: bytes=N-` + `If-Range: <etag>` (the ETag recorded when the .part was started); only a
-//     206 whose Content-Range starts at N and whose total is the expected size is appended,
-//     anything else (200, another ETag, a server that ignores Range) restarts the file from 0;
-//   - retries with exponential backoff (initialBackoff doubling to maxBackoff, `Retry-After`
-//     honoured) on 429, 5xx, timeouts, stalls and dropped connections, at most maxRetries in a
-//     row without progress (a retry that added bytes resets the count);
+//   - bytes go to DEST.part (DEST = dir/path, folders created); an existing .part is resumed with
+//     `Range: bytes=N-` + `If-Range: <etag>` (the ETag recorded when the .part was started; with
+//     none recorded, Range goes alone, as huggingface_hub sends it: the URL is pinned to a commit
+//     and the hash check below catches the rest); only a 206 whose Content-Range starts at N and
+//     whose total is the expected size is appended. A 200 (a server that ignores Range, or an
+//     If-Range whose ETag no longer matches) rewrites the .part from 0 with that response's
+//     bytes; a 206 that does not continue the .part, or a 416, discards it and retries;
+//   - retries with exponential backoff (initialBackoff doubling to maxBackoff; a `Retry-After`,
+//     seconds or HTTP date, replaces the backoff, capped at maxBackoff too) on 408, 429, 5xx,
+//     timeouts, stalls, dropped connections and short bodies; at most maxRetries in a row without
+//     progress (a retry that added bytes resets the count). A TLS certificate that cannot be
+//     verified is not retried;
 //   - when all bytes are there the size is checked first (short or empty: "incomplete", resumed;
 //     longer: restarted), then the SHA-256 (LFS files) or the git blob SHA-1 (others) is
 //     computed on the calling thread (callers run downloads on a worker thread), and only a
-//     matching file is renamed atomically to DEST (fsync of the file and of the folder);
+//     matching file is renamed atomically to DEST (fsync of the file and of the folder). A DEST
+//     already there with the right size and hash is kept (alreadyInstalled) and its .part removed;
 //   - ENOSPC while writing stops at once with NoSpace: the .part and its ETag are kept.
+// Writes go through `fs` (create for a new .part, openAppend to resume, rename to install), so
+// tests inject a full disk with convert::FaultyFileSystem.
 // Thread-safety: one call per HttpClient at a time; distinct files may download concurrently with
-// distinct clients. `progress` is called on the calling thread.
+// distinct clients. `progress` is called on the calling thread: before each request, once the
+// response's ETag is known (before its first byte is written: persist `state` then), every
+// 256 KiB, when waiting to retry (phase "waiting", `note` says why and how long), when verifying
+// and when done.
 #include "convert/file_layer.h"
 #include "core/status.h"
 #include "hub/http_client.h"
@@ -61,10 +72,15 @@ struct FileDownloadResult {
 
 // Downloads `file` of `repo` at `commit` from `client`'s endpoint into `dir`. `state` is read to
 // resume and updated (ETag) as the download goes, so the caller can persist it from `progress`.
-// Errors: NoSpace (disk full; .part kept), Unauthorized (401/403: gated or private repo, the
-// message says to set HF_TOKEN), NotFound (404), Network (retries exhausted: the last reason),
-// Malformed ("hash mismatch": the .part is deleted and DEST is not installed), Cancelled (the
-// .part is kept), Io naming the file for other write failures.
+// Errors, each naming repo/path: NoSpace (disk full; .part and state.etag kept), Unauthorized
+// (401/403: gated or private repo, the message says to set HF_TOKEN; the token is never printed),
+// NotFound (404), Network (retries exhausted: "giving up after N retries without progress: <the
+// last reason>"; an untrusted TLS certificate at once, see isCertificateFailure; another HTTP
+// status), Malformed ("hash mismatch", or the server sends another size than the tree lists: the
+// .part is deleted and DEST is not installed), Cancelled (the .part is kept), InvalidArgument (a
+// path that is absolute, empty or has . or .. segments; no usable hash in `file`; an endpoint the
+// URL policy refuses, e.g. plain http to a non-loopback host), Io naming the file for other write
+// failures.
 Result<FileDownloadResult> downloadFile(HttpClient& client, const std::string& repo,
                                         const std::string& commit, const RepoFile& file,
                                         const std::string& dir, PartState& state,

@@ -14,6 +14,8 @@ namespace {
 
 std::once_flag g_curlInit;
 
+constexpr const char* kCertificateFailure = "TLS: the server's certificate could not be verified (";
+
 std::string lower(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(),
                    [](unsigned char c) { return char(std::tolower(c)); });
@@ -167,18 +169,23 @@ Result<HttpResponse> HttpClient::get(const HttpRequest& request, const BodySink&
                            : m_abortReason;
             if (rc == CURLE_OPERATION_TIMEDOUT)
                 return Status(ErrorCode::Network,
-                              hop.head.bodyBytes > 0
+                              hop.head.status != 0 // the answer began, then stopped
                                   ? "the transfer stalled (under " +
                                         std::to_string(request.lowSpeedBytesPerSecond) +
                                         " bytes/s for " + std::to_string(request.lowSpeedSeconds) +
                                         " s) after " + std::to_string(hop.head.bodyBytes) +
                                         " bytes" + where
-                                  : std::string("the server did not answer in time") + where);
-            if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
-                rc == CURLE_SSL_CONNECT_ERROR)
+                                  : "the server did not answer in time (no connection within " +
+                                        std::to_string(int(request.connectTimeoutSeconds)) +
+                                        " s, or no response for " +
+                                        std::to_string(request.lowSpeedSeconds) + " s)" + where);
+            if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE)
                 return Status(ErrorCode::Network,
-                              std::string("TLS: the server's certificate could not be verified (") +
-                                  curl_easy_strerror(rc) + ")" + where);
+                              std::string(kCertificateFailure) + curl_easy_strerror(rc) +
+                                  "; a private CA can be given with CURL_CA_BUNDLE)" + where);
+            if (rc == CURLE_SSL_CONNECT_ERROR)
+                return Status(ErrorCode::Network, std::string("TLS: the handshake failed (") +
+                                                      curl_easy_strerror(rc) + ")" + where);
             if (rc == CURLE_PARTIAL_FILE)
                 return Status(ErrorCode::Network, "the connection closed after " +
                                                       std::to_string(hop.head.bodyBytes) +
@@ -196,6 +203,10 @@ Result<HttpResponse> HttpClient::get(const HttpRequest& request, const BodySink&
                                                   " redirects" + where);
         url = next;
     }
+}
+
+bool isCertificateFailure(const Status& s) {
+    return s.code() == ErrorCode::Network && s.message().rfind(kCertificateFailure, 0) == 0;
 }
 
 double parseRetryAfter(const std::string& value, double nowUnix) {

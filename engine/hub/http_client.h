@@ -86,6 +86,10 @@ private:
     Status m_abortReason;
 };
 
+// True for the Network error get() returns when the server's TLS certificate (or its host name)
+// could not be verified: a retry cannot fix it, unlike a dropped connection.
+bool isCertificateFailure(const Status& s);
+
 // "Mon, 01 Jan 2024 00:00:00 GMT" or a number of seconds -> seconds to wait (>= 0); -1 when
 // the value cannot be read. `nowUnix` is the current time (seconds since the epoch).
 double parseRetryAfter(const std::string& value, double nowUnix);

@@ -13,7 +13,8 @@ namespace coli::hub {
 struct RepoFile {
     std::string path;      // relative to the repo root, '/'-separated
     uint64_t size = 0;     // bytes (for LFS files: the LFS object's size, not the pointer's)
-    std::string blobId;    // the git blob SHA-1 ("oid"), 40 hex digits
+    std::string blobId;    // the git blob SHA-1 ("oid"), 40 hex digits; for an LFS file the blob
+                           // is the LFS pointer, so only lfsSha256 checks its content
     std::string lfsSha256; // the LFS object's SHA-256, 64 hex digits; empty for a non-LFS file
     bool isLfs() const { return !lfsSha256.empty(); }
 };

@@ -213,6 +213,11 @@ Status checkPlausibleSizes(const Checkpoint& ckpt, const ModelConfig& c) {
                 " (a corrupt or mistyped config.json?)"};
 }
 
+Status checkCheckpointFits(const Checkpoint& ckpt, const ModelConfig& cfg) {
+    COLI_RETURN_IF_ERROR(checkPlausibleSizes(ckpt, cfg));
+    return checkPresence(ckpt, checkpointNeeds(cfg, detectLayout(ckpt, cfg), nullptr));
+}
+
 Result<ModelWeights> loadWeights(const Checkpoint& ckpt, const ModelConfig& cfg,
                                  const WeightProgressFn& progress, const std::atomic<bool>* cancel,
                                  bool routedExperts) {

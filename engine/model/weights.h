@@ -104,6 +104,11 @@ double expectedParamsLowerBound(const ModelConfig& cfg);
 // per-tensor planning), so it runs before anything is allocated per layer.
 Status checkPlausibleSizes(const Checkpoint& ckpt, const ModelConfig& cfg);
 
+// checkPlausibleSizes, then that every tensor the config needs exists with the right shape: what
+// loadWeights checks before it reads anything (no data read). For `coli doctor`. Errors: as
+// loadWeights' checks (Malformed: implausible sizes, a wrong shape; NotFound: missing tensors).
+Status checkCheckpointFits(const Checkpoint& ckpt, const ModelConfig& cfg);
+
 // Checks that every tensor the config needs exists with the right shape, then reads them all.
 // Errors: Malformed (checkPlausibleSizes), NotFound (missing tensors; the message counts them and
 // lists the first 20 expected names), Malformed (a tensor

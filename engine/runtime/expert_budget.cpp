@@ -29,12 +29,25 @@ uint64_t budgetSafetyMargin(uint64_t memAvailable) {
     return std::max<uint64_t>(uint64_t(512) << 20, memAvailable / 8);
 }
 
-uint64_t defaultExpertBudget(const tiers::ExpertCache& cache, uint64_t memAvailable) {
-    const tiers::TierResidency r = cache.telemetry().residency;
-    const uint64_t all = cache.minimumBudget() + uint64_t(r.totalExperts) * cache.slotBytes();
+uint64_t defaultExpertBudget(uint64_t minimumBudget, uint64_t slotBytes, int totalExperts,
+                             uint64_t memAvailable) {
+    const uint64_t all = minimumBudget + uint64_t(std::max(0, totalExperts)) * slotBytes;
     const uint64_t margin = budgetSafetyMargin(memAvailable);
     const uint64_t room = memAvailable > margin ? memAvailable - margin : 0;
-    return std::min(all, std::max(cache.minimumBudget(), room));
+    return std::min(all, std::max(minimumBudget, room));
+}
+
+uint64_t defaultExpertBudget(const tiers::ExpertCache& cache, uint64_t memAvailable) {
+    return defaultExpertBudget(cache.minimumBudget(), cache.slotBytes(),
+                               cache.telemetry().residency.totalExperts, memAvailable);
+}
+
+int expertsThatFit(uint64_t budgetBytes, uint64_t slotBytes, int workingSlots, int totalExperts) {
+    if (slotBytes == 0) return 0;
+    const uint64_t slots = budgetBytes / slotBytes;
+    const uint64_t working = uint64_t(std::max(0, workingSlots));
+    const uint64_t fit = slots > working ? slots - working : 0;
+    return int(std::min<uint64_t>(fit, uint64_t(std::max(0, totalExperts))));
 }
 
 std::string formatBytes(uint64_t bytes) {
@@ -52,17 +65,15 @@ std::string formatBytes(uint64_t bytes) {
 
 std::string describeTiers(const tiers::ExpertCache& cache) {
     const tiers::TierResidency r = cache.telemetry().residency;
-    const uint64_t slots = r.slotBytes ? r.budgetBytes / r.slotBytes : 0;
     const uint64_t working = r.slotBytes ? cache.minimumBudget() / r.slotBytes : 0;
-    const uint64_t cached = std::min<uint64_t>(slots, uint64_t(r.totalExperts) + working);
+    const int fit = expertsThatFit(r.budgetBytes, r.slotBytes, int(working), r.totalExperts);
     char buf[512];
     std::snprintf(buf, sizeof buf,
                   "experts: streamed from disk (%s, %s, %s); RAM budget %s = %llu of %d experts "
                   "(working set %llu slots), pinned hot-store up to %d",
                   cache.source().describe().c_str(), aio::ioBackendName(cache.pool().backend()),
                   cache.pool().directIo() ? "O_DIRECT" : "buffered",
-                  formatBytes(r.budgetBytes).c_str(),
-                  static_cast<unsigned long long>(cached > working ? cached - working : 0),
+                  formatBytes(r.budgetBytes).c_str(), static_cast<unsigned long long>(fit),
                   r.totalExperts, static_cast<unsigned long long>(working), cache.pinCapacity());
     return buf;
 }

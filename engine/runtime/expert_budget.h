@@ -21,6 +21,16 @@ uint64_t budgetSafetyMargin(uint64_t memAvailable);
 // min(every expert + the working set, max(minimum, memAvailable - margin)): the whole model
 // when it fits, else what memory allows, never below the cache's minimum working set.
 uint64_t defaultExpertBudget(const tiers::ExpertCache& cache, uint64_t memAvailable);
+// The same rule from plain values (for a plan made before or without a cache):
+// minimumBudget = ExpertCache::minimumBudget(), slotBytes = ExpertCache::slotBytes(),
+// totalExperts = routed experts of every MoE layer.
+uint64_t defaultExpertBudget(uint64_t minimumBudget, uint64_t slotBytes, int totalExperts,
+                             uint64_t memAvailable);
+
+// Experts the cache holds (hot-store and LFRU cache together) at `budgetBytes`: the budget's
+// slots (budgetBytes / slotBytes) less the working set's `workingSlots` (reads in flight and the
+// current token's experts), within [0, totalExperts]. 0 when slotBytes is 0.
+int expertsThatFit(uint64_t budgetBytes, uint64_t slotBytes, int workingSlots, int totalExperts);
 
 // "1.50 GiB", "12.0 MiB", "512 B".
 std::string formatBytes(uint64_t bytes);

@@ -2,7 +2,9 @@
 // the bars show the model's experts; during an answer the user types a lower RAM budget into the
 // view's exact entry, and the engine's tier status shows it in force one token later with the
 // allocation within it; the answer is the same as with the budget untouched; the prefetch switch
-// reaches the engine. Saves screenshots/tiers.png and checks that the RAM bar drew.
+// reaches the engine. Saves screenshots/tiers.png and checks that the RAM bar drew. The placement
+// plan's expected hit rate and tok/s show beside the measured ones once the cache has learned
+// heat (screenshots/tiers-plan-{light,dark}.png).
 #include "app_settings.h"
 #include "app_window.h"
 #include "engine_controller.h"
@@ -44,8 +46,9 @@ struct View {
             {{QStringLiteral("controller"), QVariant::fromValue<QObject*>(controller.get())}});
         engine->loadData("import QtQuick\nimport QtQuick.Controls\nimport Colibri\n"
                          "ApplicationWindow { id: w; property QtObject controller; width: 900; "
-                         "height: 640; visible: true; TiersView { anchors.fill: parent; "
-                         "controller: w.controller } }");
+                         "height: 640; visible: true; property bool dark: false; "
+                         "Binding { target: Theme; property: 'dark'; value: w.dark } "
+                         "TiersView { anchors.fill: parent; controller: w.controller } }");
         if (!engine->rootObjects().isEmpty())
             window = qobject_cast<QQuickWindow*>(engine->rootObjects().first());
     }
@@ -138,6 +141,46 @@ private slots:
             if (c.saturation() > 60) ++coloured;
         }
         QVERIFY2(coloured > 0, "the RAM bar drew no segment");
+    }
+
+    void planFiguresBesideTheMeasuredOnes() {
+        View v;
+        QVERIFY(v.window);
+        QVERIFY(QTest::qWaitForWindowExposed(v.window));
+        QVERIFY(loadModel(v));
+        TierMonitor* tiers = v.controller->tiers();
+        QTRY_VERIFY_WITH_TIMEOUT(tiers->available(), 5000);
+        // At load the plan is there before any answer: its tok/s from the measured rates.
+        QTRY_VERIFY_WITH_TIMEOUT(tiers->planTokensPerSecond() > 0, 10000);
+        QCOMPARE(tiers->measuredTokensPerSecond(), -1.0);
+        QVERIFY(!answer(v).isEmpty()); // the answer's routings are learned heat
+        QTRY_VERIFY_WITH_TIMEOUT(tiers->measuredTokensPerSecond() > 0, 5000);
+        // A budget between the working set and every expert: the hit rate comes from the heat.
+        const double lo = tiers->minimumBudgetBytes(), hi = tiers->maximumBudgetBytes();
+        tiers->setBudgetBytes(lo + (hi - lo) / 2);
+        QTRY_COMPARE_WITH_TIMEOUT(tiers->planHitSource(), QStringLiteral("heat"), 5000);
+        const double h = tiers->planHitRate();
+        QVERIFY2(h > 0 && h < 1, qPrintable(QString::number(h)));
+        QVERIFY(tiers->planTokensPerSecond() > 0);
+        // Under the budget: the plan's figures beside the measured ones.
+        const QString want = "hit rate " + QString::number(100 * h, 'f', 1) + " % (learned heat), ";
+        QTRY_VERIFY_WITH_TIMEOUT(v.find("planLine")->property("text").toString().contains(want),
+                                 5000);
+        const QString line = v.find("planLine")->property("text").toString();
+        QVERIFY2(line.startsWith("Plan at this budget: ") &&
+                     line.contains(" tok/s\nMeasured: hit rate ") &&
+                     line.endsWith(" tok/s last answer") && !line.contains("–"),
+                 qPrintable(line));
+        QDir().mkpath(QStringLiteral(COLI_BINARY_DIR "/screenshots"));
+        for (const bool dark : {false, true}) {
+            v.window->setProperty("dark", dark);
+            QTest::qWait(200);
+            const QImage shot = v.window->grabWindow();
+            const QColor bg = shot.pixelColor(4, shot.height() - 4);
+            QVERIFY2(dark ? bg.lightnessF() < 0.3 : bg.lightnessF() > 0.7, qPrintable(bg.name()));
+            QVERIFY(shot.save(QStringLiteral(COLI_BINARY_DIR "/screenshots/tiers-plan-%1.png")
+                                  .arg(dark ? "dark" : "light")));
+        }
     }
 
     void settingsApplyToTheLoadedModelAtOnce() {

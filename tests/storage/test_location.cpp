@@ -25,3 +25,13 @@ TEST(Location, NeitherSetIsNotFound) {
     EXPECT_EQ(p.status().code(), coli::ErrorCode::NotFound);
     EXPECT_NE(p.status().message().find("XDG_DATA_HOME"), std::string::npos);
 }
+
+TEST(Location, DownloadedModelsGoBesideTheDatabase) {
+    using coli::storage::defaultModelsDirFrom;
+    EXPECT_EQ(defaultModelsDirFrom("/data/me", "/home/me").value(), "/data/me/colibri/models");
+    EXPECT_EQ(defaultModelsDirFrom("rel", "/home/me").value(),
+              "/home/me/.local/share/colibri/models");
+    EXPECT_EQ(defaultModelsDirFrom(nullptr, nullptr).status().code(), coli::ErrorCode::NotFound);
+    EXPECT_EQ(coli::storage::modelFolderName("allenai/OLMoE-1B-7B-0924"),
+              "allenai--OLMoE-1B-7B-0924");
+}

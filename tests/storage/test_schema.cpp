@@ -1,8 +1,9 @@
-// Schema migrations: from an empty file, from the checked-in v1, v2 and v3 fixtures (each older
+// Schema migrations: from an empty file, from the checked-in v1, v2, v3 and v4 fixtures (each older
 // one upgraded to the current version keeping its rows), the mechanism taking a file to a
 // (test-only) next version, a failing step rolled back, a newer file refused untouched, missing
 // columns and search triggers refused.
 #include "storage/database.h"
+#include "storage/downloads.h"
 #include "storage/migrations.h"
 #include "storage/schema.h"
 #include "storage/sessions.h"
@@ -118,7 +119,7 @@ TEST(Schema, V1FixtureIsUpgradedToV2WithEmptySessionTables) {
     {
         auto st = Storage::open(path);
         ASSERT_TRUE(st.isOk()) << st.status().toString();
-        EXPECT_EQ(st.value()->commits(), 2u); // the v2 and v3 steps, one transaction each
+        EXPECT_EQ(st.value()->commits(), 3u); // the v2, v3 and v4 steps, one transaction each
     }
     RawDb raw(path);
     EXPECT_EQ(raw.queryInt("PRAGMA user_version"), kSchemaVersion);
@@ -162,7 +163,7 @@ TEST(Schema, CheckedInV2FixtureOpensValidatesAndReads) {
     loadDump(path, fixtureSql("v2.sql"));
     auto st = Storage::open(path);
     ASSERT_TRUE(st.isOk()) << st.status().toString();
-    EXPECT_EQ(st.value()->commits(), 1u); // the v3 step
+    EXPECT_EQ(st.value()->commits(), 2u); // the v3 and v4 steps
     Storage& db = *st.value();
     auto heat = db.loadHeat(1);
     ASSERT_TRUE(heat.isOk());
@@ -249,10 +250,10 @@ TEST(Schema, V2FixtureIsUpgradedToV3KeepingEveryRow) {
     {
         auto st = Storage::open(path);
         ASSERT_TRUE(st.isOk()) << st.status().toString();
-        EXPECT_EQ(st.value()->commits(), 1u);
+        EXPECT_EQ(st.value()->commits(), 2u); // v3 and v4
     }
     RawDb raw(path);
-    EXPECT_EQ(raw.queryInt("PRAGMA user_version"), 3);
+    EXPECT_EQ(raw.queryInt("PRAGMA user_version"), kSchemaVersion);
     for (size_t i = 0; i < std::size(v2Tables); ++i)
         EXPECT_EQ(count(raw, v2Tables[i]), rows[i]) << v2Tables[i];
     for (const char* table : {"user_pins", "pin_exclusions", "atlas_probes", "atlas_topics",
@@ -282,7 +283,7 @@ TEST(Schema, CheckedInV3FixtureOpensValidatesAndReads) {
     loadDump(path, fixtureSql("v3.sql"));
     auto st = Storage::open(path);
     ASSERT_TRUE(st.isOk()) << st.status().toString();
-    EXPECT_EQ(st.value()->commits(), 0u); // nothing to migrate
+    EXPECT_EQ(st.value()->commits(), 1u); // the v4 step
     Storage& db = *st.value();
     auto heat = db.loadHeat(1);
     ASSERT_TRUE(heat.isOk());
@@ -297,6 +298,106 @@ TEST(Schema, CheckedInV3FixtureOpensValidatesAndReads) {
     EXPECT_EQ(raw.queryInt("SELECT sum(slots) FROM atlas_counts WHERE probe = 1"), 3340);
     EXPECT_EQ(raw.queryInt("SELECT count(*) FROM atlas_positions WHERE dominant_topic IS NULL"), 1);
     EXPECT_EQ(raw.queryInt("SELECT top_k FROM atlas_probes WHERE id = 1"), 2);
+}
+
+TEST(Schema, V1V2V3FixturesAreUpgradedToV4KeepingEveryRow) {
+    const auto count = [](RawDb& db, const std::string& table) {
+        return db.queryInt("SELECT count(*) FROM " + table);
+    };
+    for (const char* name : {"v1.sql", "v2.sql", "v3.sql"}) {
+        SCOPED_TRACE(name);
+        TempDir t;
+        const std::string path = t.file("old.db");
+        loadDump(path, fixtureSql(name));
+        std::vector<std::pair<std::string, int64_t>> rows;
+        {
+            RawDb before(path);
+            sqlite3_stmt* s = nullptr;
+            ASSERT_EQ(sqlite3_prepare_v2(before.get(),
+                                         "SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                                         "name NOT LIKE 'sqlite_%' AND name NOT LIKE '%fts_%'",
+                                         -1, &s, nullptr),
+                      SQLITE_OK);
+            std::vector<std::string> tables;
+            while (sqlite3_step(s) == SQLITE_ROW)
+                tables.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)));
+            sqlite3_finalize(s);
+            ASSERT_FALSE(tables.empty());
+            for (const auto& table : tables)
+                rows.emplace_back(table, count(before, table));
+        }
+        {
+            auto st = Storage::open(path);
+            ASSERT_TRUE(st.isOk()) << st.status().toString();
+        }
+        RawDb raw(path);
+        EXPECT_EQ(raw.queryInt("PRAGMA user_version"), 4);
+        for (const auto& [table, n] : rows)
+            EXPECT_EQ(count(raw, table), n) << table;
+        EXPECT_EQ(count(raw, "downloads"), 0);
+        EXPECT_EQ(count(raw, "download_files"), 0);
+        // The new tables take rows; a download's files go with it.
+        std::string err;
+        EXPECT_EQ(raw.exec("PRAGMA foreign_keys = ON;"
+                           "INSERT INTO downloads VALUES(1, 'o/n', 'main', 'c', 'e', '/d', '[]', "
+                           "'active', '', 1, 1);"
+                           "INSERT INTO download_files VALUES(1, 'a.json', 3, 'b', NULL, '', 0, "
+                           "'pending');"
+                           "DELETE FROM downloads WHERE id = 1;",
+                           &err),
+                  SQLITE_OK)
+            << err;
+        EXPECT_EQ(count(raw, "download_files"), 0);
+        // A state outside the list, includes that are not a JSON array, a second record of one
+        // folder: refused.
+        EXPECT_NE(raw.exec("INSERT INTO downloads VALUES(2, 'o/n', 'main', 'c', 'e', '/d', '[]', "
+                           "'running', '', 1, 1);"),
+                  SQLITE_OK);
+        EXPECT_NE(raw.exec("INSERT INTO downloads VALUES(2, 'o/n', 'main', 'c', 'e', '/d', '{}', "
+                           "'active', '', 1, 1);"),
+                  SQLITE_OK);
+        EXPECT_EQ(raw.exec("INSERT INTO downloads VALUES(2, 'o/n', 'main', 'c', 'e', '/d', '[]', "
+                           "'active', '', 1, 1);"),
+                  SQLITE_OK);
+        EXPECT_NE(raw.exec("INSERT INTO downloads VALUES(3, 'o/m', 'main', 'c', 'e', '/d', '[]', "
+                           "'active', '', 1, 1);"),
+                  SQLITE_OK);
+    }
+}
+
+TEST(Schema, CheckedInV4FixtureOpensValidatesAndReads) {
+    TempDir t;
+    const std::string path = t.file("v4.db");
+    loadDump(path, fixtureSql("v4.sql"));
+    auto st = Storage::open(path);
+    ASSERT_TRUE(st.isOk()) << st.status().toString();
+    EXPECT_EQ(st.value()->commits(), 0u); // nothing to migrate
+    DownloadStore downloads(*st.value());
+    auto unfinished = downloads.list(true);
+    ASSERT_TRUE(unfinished.isOk()) << unfinished.status().toString();
+    ASSERT_EQ(unfinished.value().size(), 1u);
+    EXPECT_EQ(unfinished.value()[0].repo, "allenai/OLMoE-1B-7B-0924");
+    EXPECT_EQ(unfinished.value()[0].state, DownloadState::Paused);
+    auto rec = downloads.findByDir("/data/models/qwen3");
+    ASSERT_TRUE(rec.isOk()) << rec.status().toString();
+    ASSERT_TRUE(rec.value().has_value());
+    EXPECT_EQ(rec.value()->revision, "v1.0");
+    EXPECT_EQ(rec.value()->commit, "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567");
+    EXPECT_EQ(rec.value()->includes,
+              (std::vector<std::string>{"*.json", "model-0000[1-2]-*.safetensors"}));
+    EXPECT_EQ(rec.value()->state, DownloadState::Done);
+    auto paused = downloads.findByDir(unfinished.value()[0].dir);
+    ASSERT_TRUE(paused.isOk());
+    ASSERT_EQ(paused.value()->files.size(), 3u);
+    const DownloadFileRecord& half = paused.value()->files[1];
+    EXPECT_EQ(half.path, "model-00001-of-00003.safetensors");
+    EXPECT_EQ(half.size, 4997184512u);
+    EXPECT_EQ(half.bytesDone, 2147483648u);
+    EXPECT_EQ(half.etag, "\"cdn-0f1e2d3c4b5a6978\"");
+    EXPECT_EQ(half.lfsSha256.size(), 64u);
+    EXPECT_EQ(half.state, DownloadFileState::Pending);
+    EXPECT_TRUE(paused.value()->files[0].lfsSha256.empty());
+    EXPECT_EQ(paused.value()->files[0].state, DownloadFileState::Done);
 }
 
 TEST(Schema, MissingSearchTriggerIsMalformed) {

@@ -26,5 +26,6 @@ Command addPlanCommand(CLI::App& root);
 Command addSearchCommand(CLI::App& root);   // coli search (Hugging Face Hub)
 Command addDownloadCommand(CLI::App& root); // coli download
 Command addDoctorCommand(CLI::App& root);
+Command addMirrorCommand(CLI::App& root);
 
 } // namespace coli::cli

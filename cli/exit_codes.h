@@ -12,7 +12,8 @@ enum ExitCode : int {
                             // kept, and the same command resumes once space is freed
     kExitNetwork = 6,       // a download or Hub request failed (network, server, authorisation,
                             // a file whose hash does not match): nothing wrong is installed
-    kExitNotReady = 7,      // `coli doctor`: the model is not ready (each finding says what to do)
+    kExitNotReady = 7,      // `coli doctor`: the model is not ready (each finding says what to do);
+                            // `coli mirror verify`: the mirror does not match its receipt
     kExitInterrupted = 130, // SIGINT (Ctrl+C) in `generate`, or while loading; 128 + SIGINT
 };
 

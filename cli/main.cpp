@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
         commands.push_back(addSearchCommand(app));
         commands.push_back(addDownloadCommand(app));
         commands.push_back(addDoctorCommand(app));
+        commands.push_back(addMirrorCommand(app));
         // A first argument that is neither an option nor a command: CLI11 would only say it
         // was "not expected".
         if (argc > 1 && argv[1][0] != '-') {

@@ -1,8 +1,8 @@
 // --deep: each file read once and compared with every hash recorded for it: the container
 // manifest's SHA-256 (shards, and the side files the converter copied from the source), the
 // download receipt's LFS SHA-256 or git blob SHA-1.
+#include "convert/file_digest.h"
 #include "doctor/doctor_context.h"
-#include "doctor/file_hash.h"
 
 #include <filesystem>
 #include <map>
@@ -81,7 +81,10 @@ Status checkHashes(Context& c) {
             p.bytesDone += n;
             if (c.progress) c.progress(p);
         };
-        auto d = hashFile(c.path(file), !e.sha256.empty(), !e.blobSha1.empty(), onBytes, c.cancel);
+        convert::DigestRequest what;
+        what.sha256 = !e.sha256.empty();
+        what.gitBlobSha1 = !e.blobSha1.empty();
+        auto d = convert::hashFile(c.path(file), what, onBytes, c.cancel);
         done += size;
         if (!d) {
             if (d.status().code() == ErrorCode::Cancelled)

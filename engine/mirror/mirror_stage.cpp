@@ -1,8 +1,8 @@
 #include "mirror/mirror_stage.h"
 
+#include "convert/file_digest.h"
 #include "convert/sha256.h"
 #include "core/regular_file.h"
-#include "mirror/file_hash.h"
 
 #include <cerrno>
 #include <chrono>
@@ -110,18 +110,20 @@ private:
     }
 
     // The hash of a file with progress, counting into the stage's work.
-    Result<FileDigest> hash(const char* phase, const std::string& rel, const std::string& file,
-                            uint64_t size, bool dropCache) {
+    Result<convert::FileDigests> hash(const char* phase, const std::string& rel,
+                                      const std::string& file, uint64_t size, bool dropCache) {
         uint64_t fileDone = 0;
         report(phase, rel, 0, size);
-        return hashFile(
-            file,
+        convert::DigestRequest what;
+        what.dropCache = dropCache;
+        return convert::hashFile(
+            file, what,
             [&](uint64_t n) {
                 fileDone += n;
                 m_done += n;
                 report(phase, rel, fileDone, size);
             },
-            m_opt.cancel, dropCache);
+            m_opt.cancel);
     }
 
     Status stageOne(const std::string& rel) {
@@ -237,7 +239,7 @@ private:
         if (!back)
             return back.status().code() == ErrorCode::Cancelled ? back.status()
                                                                 : onMirror(back.status());
-        if (back.value().sha256 != want || back.value().size != copied) {
+        if (back.value().sha256 != want || back.value().bytes != copied) {
             ::unlink(tmp.c_str());
             return onMirror(
                 Status(ErrorCode::Io, tmp + ": the copy of " + rel +

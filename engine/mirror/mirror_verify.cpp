@@ -1,7 +1,7 @@
 #include "mirror/mirror_verify.h"
 
+#include "convert/file_digest.h"
 #include "core/regular_file.h"
-#include "mirror/file_hash.h"
 
 #include <chrono>
 #include <filesystem>
@@ -81,8 +81,8 @@ Result<VerifyReport> verifyMirror(const std::string& modelDir, const std::string
                 std::to_string(f.size) + " (truncated or altered)");
             continue;
         }
-        auto d = hashFile(
-            copy,
+        auto d = convert::hashFile(
+            copy, convert::DigestRequest{},
             [&](uint64_t n) {
                 p.bytesDone += n;
                 rep.bytesHashed += n;

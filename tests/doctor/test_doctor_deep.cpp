@@ -1,6 +1,6 @@
 // coli doctor --deep against a download receipt (colibri-download.json): LFS files by SHA-256,
 // the others by git blob SHA-1; and the digests themselves against known values.
-#include "doctor/file_hash.h"
+#include "convert/file_digest.h"
 #include "doctor_test_util.h"
 #include "hub/download_receipt.h"
 
@@ -18,20 +18,20 @@ TEST(DoctorHash, KnownDigests) {
     st_test::TempDir t;
     writeAll(t.path() / "hello", "hello\n");
     writeAll(t.path() / "empty", "");
-    auto h = coli::doctor::hashFile(t.file("hello"), true, true);
+    auto h = coli::convert::hashFile(t.file("hello"), {true, true});
     ASSERT_TRUE(h.isOk()) << h.status().toString();
     EXPECT_EQ(h->sha256, "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
     EXPECT_EQ(h->gitBlobSha1, "ce013625030ba8dba906f756967f9e9ca394464a");
     EXPECT_EQ(h->bytes, 6u);
-    h = coli::doctor::hashFile(t.file("empty"), true, true);
+    h = coli::convert::hashFile(t.file("empty"), {true, true});
     ASSERT_TRUE(h.isOk());
     EXPECT_EQ(h->sha256, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
     EXPECT_EQ(h->gitBlobSha1, "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
-    h = coli::doctor::hashFile(t.file("hello"), false, true);
+    h = coli::convert::hashFile(t.file("hello"), {false, true});
     ASSERT_TRUE(h.isOk());
     EXPECT_EQ(h->sha256, "");
     EXPECT_EQ(h->gitBlobSha1, "ce013625030ba8dba906f756967f9e9ca394464a");
-    EXPECT_EQ(coli::doctor::hashFile(t.file("absent"), true, false).status().code(),
+    EXPECT_EQ(coli::convert::hashFile(t.file("absent"), {true, false}).status().code(),
               ErrorCode::NotFound);
 }
 
@@ -49,7 +49,7 @@ fs::path downloaded(const st_test::TempDir& t, const std::string& family) {
     rec.completedMs = 1764633600000;
     for (const auto& e : fs::directory_iterator(d)) {
         const std::string name = e.path().filename().string();
-        auto h = coli::doctor::hashFile(e.path().string(), true, true);
+        auto h = coli::convert::hashFile(e.path().string(), {true, true});
         EXPECT_TRUE(h.isOk());
         coli::hub::RepoFile f;
         f.path = name;

@@ -1,4 +1,4 @@
-#include "doctor/file_hash.h"
+#include "convert/file_digest.h"
 
 #include "core/regular_file.h"
 
@@ -6,11 +6,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <memory>
 #include <unistd.h>
 #include <vector>
 
-namespace coli::doctor {
+namespace coli::convert {
 namespace {
 
 struct MdCtxFree {
@@ -44,13 +45,16 @@ struct FdCloser {
 
 } // namespace
 
-Result<FileDigests> hashFile(const std::string& path, bool sha256, bool gitBlobSha1,
+Result<FileDigests> hashFile(const std::string& path, const DigestRequest& what,
                              const std::function<void(uint64_t)>& onBytes,
                              const std::atomic<bool>* cancel) {
+    const bool sha256 = what.sha256, gitBlobSha1 = what.gitBlobSha1;
     uint64_t size = 0;
     Result<int> opened = openRegularFile(path, &size);
     if (!opened) return opened.status();
     FdCloser closer{opened.value()};
+    // Clean pages only: the caller fsync'ed what it wrote, so all of them go.
+    if (what.dropCache) ::posix_fadvise(closer.fd, 0, 0, POSIX_FADV_DONTNEED);
     MdCtx s256, s1;
     if (sha256 && !(s256 = newContext(EVP_sha256())))
         return Status(ErrorCode::Internal, path + ": cannot start SHA-256 (libcrypto)");
@@ -87,4 +91,4 @@ Result<FileDigests> hashFile(const std::string& path, bool sha256, bool gitBlobS
     return out;
 }
 
-} // namespace coli::doctor
+} // namespace coli::convert

@@ -34,7 +34,7 @@ struct TierStatus {
     // recomputed at load, budget change, learned usage and after each answer.
     PlanFigures plan;
     double lastDecodeTokensPerSecond = -1; // the last answer's decode tok/s; -1 before one
-    tiers::MirrorStatus mirror;     // the mirror on a second disk (docs/mirror.md), if any
+    tiers::MirrorStatus mirror;            // the mirror on a second disk (docs/mirror.md), if any
 };
 
 } // namespace coli::app

@@ -280,10 +280,26 @@ ApplicationWindow {
                 return true
         return controller !== null && controller.loadState !== "empty" && controller.loadState !== "error"
     }
+    // The wizard opened by itself steps aside when a model starts loading from elsewhere (the
+    // command line, a script, the Models list) before the user has begun it.
+    property bool wizardOpenedAtStart: false
+    Connections {
+        target: win.controller
+        function onLoadStateChanged() {
+            const loading = win.controller.loadState === "loading" || win.controller.loadState === "ready"
+            if (win.wizardOpenedAtStart && loading && stack.currentName === "wizard"
+                    && win.wizard.page === 0 && !win.wizard.busy)
+                win.showView("chat")
+            if (loading)
+                win.wizardOpenedAtStart = false
+        }
+    }
     Component.onCompleted: {
-        if (wizard && !knowsAModel())
+        if (wizard && !knowsAModel()) {
+            wizardOpenedAtStart = true
             showView("wizard")
-        else
+        } else {
             chatPage.focusInput()
+        }
     }
 }

@@ -169,7 +169,10 @@ Page {
                         }
                         DiskReads {
                             Layout.fillWidth: true
-                            visible: live
+                            // Only with a mirror: one disk's bytes are the tiles' "read" figures,
+                            // and the line would push the budget below a 600-pixel window.
+                            visible: live && view.tiers !== null
+                                     && (view.tiers.mirrorDir !== "" || view.tiers.mirrorProblem !== "")
                             tiers: view.tiers
                             formatBytes: view.mib
                             primaryColor: view.tierColor("disk")

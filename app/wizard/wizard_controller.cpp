@@ -155,6 +155,7 @@ void WizardController::restart() {
     ++m_spaceGeneration;
     ++m_hubGeneration;
     m_page = 0;
+    m_searchText.clear();
     m_searchResults.clear();
     m_repoPlan.clear();
     m_repoBytes = 0;

@@ -56,6 +56,8 @@ class WizardController : public QObject {
     Q_PROPERTY(bool hubAvailable READ hubAvailable CONSTANT)
     // What the last search or repo look-up said ("" while nothing is wrong): errors in words.
     Q_PROPERTY(QString hubStatus READ hubStatus NOTIFY stateChanged)
+    // The text of the last search (the search field shows it).
+    Q_PROPERTY(QString searchText READ searchText NOTIFY stateChanged)
     // The last search's results, most downloaded first: [{repo, architecture, parameters,
     // downloads, supported (bool), support (words), note, gated}].
     Q_PROPERTY(QVariantList searchResults READ searchResults NOTIFY stateChanged)
@@ -134,6 +136,7 @@ public:
     QString repoId() const { return m_repoId; }
     void setRepoId(const QString& id);
     static bool hubAvailable() { return true; }
+    QString searchText() const { return m_searchText; }
     QVariantList searchResults() const { return m_searchResults; }
     QVariantMap repoPlan() const { return m_repoPlan; }
     QString downloadDir() const;
@@ -230,7 +233,7 @@ private:
     };
     struct DownloadSnap {
         double fraction = 0, fileFraction = 0;
-        QString file, text;
+        QString file, text, doneText; // doneText: "12.0 MiB of 24.5 MiB"
         bool any = false;
     };
     void refreshSpace();
@@ -250,6 +253,7 @@ private:
     int m_jobs = 0;
     QString m_sourceKind = QStringLiteral("local");
     QString m_repoId, m_hubStatus;
+    QString m_searchText;
     QVariantList m_searchResults;
     QVariantMap m_repoPlan;
     quint64 m_repoBytes = 0;         // the chosen repo's files to download, in bytes

@@ -67,6 +67,7 @@ void WizardController::search(const QString& textIn) {
     const QString text = textIn.trimmed();
     if (text.isEmpty()) return;
     if (m_sourceKind != QStringLiteral("hub")) setSourceKind(QStringLiteral("hub"));
+    m_searchText = text;
     m_hubStatus.clear();
     m_searchResults.clear();
     const uint64_t generation = ++m_searchGeneration;
@@ -300,11 +301,12 @@ void WizardController::startDownload() {
             s.fileFraction =
                 p.file.bytesTotal ? double(p.file.bytesDone) / double(p.file.bytesTotal) : 0.0;
             s.file = tr("%1 (%2 of %3)").arg(qs(p.file.path)).arg(p.fileIndex + 1).arg(p.fileCount);
+            s.doneText = tr("%1 of %2").arg(bytes(p.bytesDone), bytes(p.bytesTotal));
             s.text = p.bytesPerSecond > 0
                          ? tr("%1 of %2, %3/s, %4 left")
                                .arg(bytes(p.bytesDone), bytes(p.bytesTotal),
                                     bytes(uint64_t(p.bytesPerSecond)), clockText(p.etaSeconds))
-                         : tr("%1 of %2").arg(bytes(p.bytesDone), bytes(p.bytesTotal));
+                         : s.doneText;
             m_downloadSlot.publish(s);
         };
         auto r = std::make_shared<Result<hub::RepoDownloadResult>>(hub::downloadRepo(api, opt));
@@ -332,7 +334,10 @@ void WizardController::startDownload() {
                     m_downloadState =
                         discarded ? QStringLiteral("cancelled") : QStringLiteral("paused");
                     m_download.text = discarded ? tr("Cancelled: the partial files are deleted.")
-                                                : tr("Paused: Resume fetches only the rest.");
+                                      : m_download.doneText.isEmpty()
+                                          ? tr("Paused: Resume fetches only the rest.")
+                                          : tr("Paused at %1: Resume fetches only the rest.")
+                                                .arg(m_download.doneText);
                 } else {
                     m_downloadState = QStringLiteral("failed");
                     m_downloadError = qs(r->status().message());

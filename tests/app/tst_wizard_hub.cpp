@@ -113,6 +113,7 @@ void TstWizardHub::searchFlagsSupportedAndUnsupported() {
     w.search(QStringLiteral("colibri"));
     QVERIFY(done.wait(30000));
     QVERIFY2(w.hubStatus().isEmpty(), qPrintable(w.hubStatus()));
+    QCOMPARE(w.searchText(), QStringLiteral("colibri"));
     const QVariantList rows = w.searchResults();
     QCOMPARE(rows.size(), 2);
     const QVariantMap tiny = rows[0].toMap(), dense = rows[1].toMap(); // most downloaded first

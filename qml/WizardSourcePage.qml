@@ -17,6 +17,28 @@ WizardPage {
     title: qsTr("Choose a model")
     subtitle: qsTr("A Mixture-of-Experts model this app runs: a folder already on this computer, or a repo on the Hugging Face Hub.")
 
+    // A download an earlier run left unfinished: offered for resuming.
+    RowLayout {
+        objectName: "wizardUnfinished"
+        readonly property var rec: page.wizard ? page.wizard.unfinishedDownload : ({})
+        visible: rec.repo !== undefined
+        Layout.fillWidth: true
+        spacing: Theme.padding
+        ErrorBanner {
+            Layout.fillWidth: true
+            kind: "info"
+            dismissible: false
+            message: parent.rec.repo !== undefined
+                     ? qsTr("The download of %1 into %2 is unfinished (%3).").arg(parent.rec.repo).arg(parent.rec.dir).arg(parent.rec.state)
+                     : ""
+        }
+        AppButton {
+            objectName: "wizardResumeUnfinished"
+            text: qsTr("Resume it")
+            primary: true
+            onClicked: page.wizard.resumeUnfinished()
+        }
+    }
     RowLayout {
         spacing: Theme.padding
         RadioButton {

@@ -55,6 +55,7 @@ WizardController::WizardController(EngineController* engine, AppSettings* settin
                 &WizardController::stateChanged);
         connect(m_engine, &EngineController::modelChanged, this, &WizardController::stateChanged);
     }
+    findUnfinished();
 }
 
 WizardController::~WizardController() {
@@ -156,6 +157,8 @@ void WizardController::restart() {
     ++m_hubGeneration;
     m_page = 0;
     m_searchText.clear();
+    m_downloadDirOverride.clear();
+    m_toDownloadPage = false;
     m_searchResults.clear();
     m_repoPlan.clear();
     m_repoBytes = 0;
@@ -182,6 +185,8 @@ void WizardController::restart() {
     m_checkStatus.clear();
     m_checkReport.clear();
     m_checkedDir.clear();
+    m_unfinished.clear();
+    findUnfinished(); // a download paused just now is offered again
     emit stateChanged();
     emit progressChanged();
 }
@@ -312,6 +317,7 @@ QString WizardController::targetDir() const {
 
 void WizardController::chooseTargetParent(const QString& dir) {
     m_targetParent = QDir::cleanPath(dir);
+    m_downloadDirOverride.clear(); // a place chosen: the repo goes there
     if (m_convertState != QStringLiteral("running")) {
         m_convertState = QStringLiteral("idle");
         m_convertError.clear();

@@ -79,6 +79,10 @@ class WizardController : public QObject {
     // neededText, error, note (the destination exists already, ...).
     Q_PROPERTY(QVariantMap space READ space NOTIFY stateChanged)
 
+    // A download an earlier run left unfinished (the newest active or paused record of the app's
+    // database), looked up on the worker thread at start: repo, dir, state, message; empty when
+    // there is none.
+    Q_PROPERTY(QVariantMap unfinishedDownload READ unfinishedDownload NOTIFY stateChanged)
     // ---- download (a Hub source) ----
     // idle | running | paused | done | failed | cancelled
     Q_PROPERTY(QString downloadState READ downloadState NOTIFY stateChanged)
@@ -137,6 +141,7 @@ public:
     void setRepoId(const QString& id);
     static bool hubAvailable() { return true; }
     QString searchText() const { return m_searchText; }
+    QVariantMap unfinishedDownload() const { return m_unfinished; }
     QVariantList searchResults() const { return m_searchResults; }
     QVariantMap repoPlan() const { return m_repoPlan; }
     QString downloadDir() const;
@@ -191,6 +196,9 @@ public:
     // or failed one: only the missing bytes are fetched). Pause keeps the .part files and the
     // record; Cancel deletes the .parts (installed files stay).
     Q_INVOKABLE void startDownload();
+    // Chooses the unfinished download's repo into its own folder and goes to the Download page
+    // once the repo is planned (Resume there fetches only the rest).
+    Q_INVOKABLE void resumeUnfinished();
     Q_INVOKABLE void pauseDownload();
     Q_INVOKABLE void cancelDownload();
     // A folder on this computer as the source: inspected on the worker thread (source, space).
@@ -239,6 +247,7 @@ private:
     void refreshSpace();
     void refreshHubSpace(uint64_t generation);
     void inspectFolder(const QString& dir);
+    void findUnfinished();
     void sampleProgress();
     void setPage(int p);
     void post(wizard::WizardWorker::Job job);
@@ -254,6 +263,9 @@ private:
     QString m_sourceKind = QStringLiteral("local");
     QString m_repoId, m_hubStatus;
     QString m_searchText;
+    QVariantMap m_unfinished;
+    QString m_downloadDirOverride, m_overrideRepo; // an unfinished download's own folder, repo
+    bool m_toDownloadPage = false; // resumeUnfinished: go there once the repo is planned
     QVariantList m_searchResults;
     QVariantMap m_repoPlan;
     quint64 m_repoBytes = 0;         // the chosen repo's files to download, in bytes

@@ -11,9 +11,11 @@
 #include "hub/repo_plan.h"
 #include "hub_token.h"
 #include "storage/database.h"
+#include "storage/downloads.h"
 #include "storage/location.h"
 
 #include <QDir>
+#include <QFileInfo>
 #include <QRegularExpression>
 
 namespace coli::app {
@@ -58,6 +60,8 @@ static Result<hub::HubEndpoint> wizardEndpoint(const HubToken* token) {
 }
 
 QString WizardController::downloadDir() const {
+    if (m_sourceKind == QStringLiteral("hub") && !m_downloadDirOverride.isEmpty())
+        return m_downloadDirOverride;
     if (m_sourceKind != QStringLiteral("hub") || m_repoId.isEmpty() || m_targetParent.isEmpty())
         return {};
     return QDir(m_targetParent).filePath(qs(storage::modelFolderName(m_repoId.toStdString())));
@@ -123,6 +127,10 @@ void WizardController::chooseRepo(const QString& repoIn) {
     if (m_sourceKind != QStringLiteral("hub")) setSourceKind(QStringLiteral("hub"));
     const uint64_t generation = ++m_hubGeneration;
     ++m_spaceGeneration;
+    if (repo != m_overrideRepo) { // another repo than the unfinished download's
+        m_downloadDirOverride.clear();
+        m_toDownloadPage = false;
+    }
     m_repoId = repo;
     m_repoPlan.clear();
     m_repoBytes = 0;
@@ -206,12 +214,55 @@ void WizardController::chooseRepo(const QString& repoIn) {
                     p[QStringLiteral("error")] = qs(plan->status().message());
                 }
                 m_repoPlan = p;
+                if (m_toDownloadPage && m_sourceSupported) {
+                    m_toDownloadPage = false;
+                    m_page = int(pageNames().indexOf(QStringLiteral("download")));
+                }
                 emit stateChanged();
                 emit sourceInspected();
                 refreshSpace();
             },
             Qt::QueuedConnection);
     });
+}
+
+void WizardController::findUnfinished() {
+    auto path = storage::defaultDatabasePath();
+    // Only an existing database: opening one would create it.
+    if (!path.isOk() || !QFileInfo::exists(qs(path.value()))) return;
+    // Not a job of a page (busy() stays false): only a banner depends on it.
+    m_worker->post([this, p = path.value()](const std::atomic<bool>&) {
+        auto db = storage::Storage::open(p);
+        if (!db.isOk()) return;
+        storage::DownloadStore store(*db.value());
+        auto list = store.list(true);
+        if (!list.isOk() || list.value().empty()) return;
+        const storage::DownloadRecord& r = list.value().front(); // the newest
+        QVariantMap m{{QStringLiteral("repo"), qs(r.repo)},
+                      {QStringLiteral("dir"), qs(r.dir)},
+                      {QStringLiteral("state"), qs(storage::downloadStateName(r.state))},
+                      {QStringLiteral("message"), qs(r.message)}};
+        QMetaObject::invokeMethod(
+            this,
+            [this, m] {
+                m_unfinished = m;
+                emit stateChanged();
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+void WizardController::resumeUnfinished() {
+    if (m_unfinished.isEmpty() || m_downloadState == QStringLiteral("running")) return;
+    const QString dir = m_unfinished.value(QStringLiteral("dir")).toString();
+    const QString repo = m_unfinished.value(QStringLiteral("repo")).toString();
+    m_unfinished.clear();
+    m_page = 0;
+    m_targetParent = QFileInfo(dir).absolutePath();
+    m_downloadDirOverride = dir;
+    m_overrideRepo = repo;
+    m_toDownloadPage = true;
+    chooseRepo(repo);
 }
 
 void WizardController::refreshHubSpace(uint64_t generation) {

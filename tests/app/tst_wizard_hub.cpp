@@ -41,6 +41,7 @@ private slots:
     void downloadRunsToTheEndAndGoesOnToCheck();
     void pauseAndResumeFetchOnlyTheRest();
     void cancelDeletesThePartialFiles();
+    void anUnfinishedDownloadIsOfferedAtStart();
 
 private:
     QJsonObject stats();
@@ -242,6 +243,37 @@ void TstWizardHub::cancelDeletesThePartialFiles() {
     QCOMPARE(finished.takeFirst().at(0).toString(), QStringLiteral("cancelled"));
     QVERIFY(!QFile::exists(w.downloadDir() + "/model.safetensors.part"));
     QVERIFY(!w.canNext());
+}
+
+void TstWizardHub::anUnfinishedDownloadIsOfferedAtStart() {
+    QTemporaryDir parent;
+    QString dir;
+    {
+        WizardController w(nullptr, nullptr);
+        QVERIFY(toDownloadPage(w, parent.path()));
+        QSignalSpy finished(&w, &WizardController::downloadFinished);
+        w.startDownload();
+        QVERIFY(waitFor([&] { return w.downloadProgress() > 0.2; }));
+        w.pauseDownload();
+        QVERIFY(finished.wait(30000));
+        dir = w.downloadDir();
+    }                                     // the app closes with the download paused
+    WizardController w(nullptr, nullptr); // the next start
+    QVERIFY(waitFor([&] { return !w.unfinishedDownload().isEmpty(); }));
+    QCOMPARE(w.unfinishedDownload().value("repo").toString(), QString::fromLatin1(kTiny));
+    QCOMPARE(w.unfinishedDownload().value("dir").toString(), dir);
+    QCOMPARE(w.unfinishedDownload().value("state").toString(), QStringLiteral("paused"));
+    QSignalSpy inspected(&w, &WizardController::sourceInspected);
+    w.resumeUnfinished();
+    QVERIFY(inspected.wait(30000));
+    QCOMPARE(w.pageName(), QStringLiteral("download"));
+    QCOMPARE(w.downloadDir(), dir);
+    QVERIFY(!w.repoPlan().value("presentText").toString().isEmpty()); // the .part counts
+    QSignalSpy finished(&w, &WizardController::downloadFinished);
+    w.startDownload();
+    QVERIFY(finished.wait(60000));
+    QCOMPARE(w.downloadState(), QStringLiteral("done"));
+    QVERIFY(QFile::exists(dir + "/model.safetensors"));
 }
 
 QTEST_GUILESS_MAIN(TstWizardHub)

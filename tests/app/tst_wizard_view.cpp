@@ -292,6 +292,14 @@ void TstWizardView::walksFromTheHub() {
     QVERIFY(finished.count() > 0 || finished.wait(30000));
     QCOMPARE(w->downloadState(), QStringLiteral("paused"));
     shoot(app, QStringLiteral("hub-3-download-paused"));
+    // Start over: the paused download is offered on the first page, as at the next start.
+    click(app.window, app.item("wizardRestart"));
+    QTRY_VERIFY(app.item("wizardResumeUnfinished") &&
+                app.item("wizardResumeUnfinished")->isVisible());
+    shoot(app, QStringLiteral("hub-0-unfinished"));
+    click(app.window, app.item("wizardResumeUnfinished"));
+    QTRY_COMPARE(w->pageName(), QStringLiteral("download"));
+    QTRY_VERIFY(!w->busy());
     finished.clear();
     click(app.window, app.item("wizardDownloadButton")); // Resume
     QVERIFY(finished.wait(60000));

@@ -59,6 +59,8 @@ WizardController::WizardController(EngineController* engine, AppSettings* settin
 }
 
 WizardController::~WizardController() {
+    // A download also stops while it waits between retries (no progress call to see the flag).
+    if (m_downloadStop) m_downloadStop->store(true); // paused: the record keeps it
     m_worker->shutdown(); // cancels a conversion (it stops between tensors) and joins
 }
 

@@ -12,10 +12,33 @@ WizardPage {
     property QtObject appSettings
     readonly property var src: wizard ? wizard.source : ({})
     readonly property bool hasCard: src.name !== undefined
+    readonly property var plan: wizard ? wizard.repoPlan : ({})
 
     title: qsTr("Choose a model")
     subtitle: qsTr("A Mixture-of-Experts model this app runs: a folder already on this computer, or a repo on the Hugging Face Hub.")
 
+    // A download an earlier run left unfinished: offered for resuming.
+    RowLayout {
+        objectName: "wizardUnfinished"
+        readonly property var rec: page.wizard ? page.wizard.unfinishedDownload : ({})
+        visible: rec.repo !== undefined
+        Layout.fillWidth: true
+        spacing: Theme.padding
+        ErrorBanner {
+            Layout.fillWidth: true
+            kind: "info"
+            dismissible: false
+            message: parent.rec.repo !== undefined
+                     ? qsTr("The download of %1 into %2 is unfinished (%3).").arg(parent.rec.repo).arg(parent.rec.dir).arg(parent.rec.state)
+                     : ""
+        }
+        AppButton {
+            objectName: "wizardResumeUnfinished"
+            text: qsTr("Resume it")
+            primary: true
+            onClicked: page.wizard.resumeUnfinished()
+        }
+    }
     RowLayout {
         spacing: Theme.padding
         RadioButton {
@@ -95,7 +118,8 @@ WizardPage {
                 objectName: "wizardSearchField"
                 Layout.fillWidth: true
                 placeholderText: qsTr("Search, or a repo id such as allenai/OLMoE-1B-7B-0924")
-                text: page.wizard ? page.wizard.repoId : ""
+                text: page.wizard ? page.wizard.searchText : ""
+                enabled: page.wizard !== null && page.wizard.downloadState !== "running"
                 color: Theme.text
                 Accessible.name: qsTr("Search the Hub or enter a repo")
                 onAccepted: page.wizard.search(text)
@@ -109,11 +133,37 @@ WizardPage {
         ErrorBanner {
             objectName: "wizardHubStatus"
             Layout.fillWidth: true
-            kind: "info"
             dismissible: false
-            message: page.wizard ? (page.wizard.hubStatus !== "" ? page.wizard.hubStatus
-                      : page.wizard.hubAvailable ? "" : qsTr("Searching and downloading in the wizard are not available in this build yet: “coli search TEXT” and “coli download REPO --dir DIR” do it; then choose that folder under On this computer."))
-                                 : ""
+            message: page.wizard ? page.wizard.hubStatus : ""
+        }
+        WizardSearchResults {
+            Layout.fillWidth: true
+            wizard: page.wizard
+        }
+        BusyIndicator {
+            visible: running
+            running: page.wizard !== null && page.wizard.busy
+            Layout.preferredHeight: 32
+            Layout.preferredWidth: 32
+        }
+        ErrorBanner {
+            objectName: "wizardRepoError"
+            Layout.fillWidth: true
+            message: page.wizard ? page.wizard.sourceError : ""
+            dismissible: false
+        }
+        WizardFigures {
+            objectName: "wizardRepoCard"
+            visible: page.hasCard
+            accentBorder: page.src.supported ? Theme.border : Theme.errorBorder
+            rows: [
+                [qsTr("Repo"), page.src.name || ""],
+                [qsTr("Architecture"), page.src.architecture || ""],
+                [qsTr("Parameters"), page.src.parameters || ""],
+                [qsTr("Files"), page.plan.fileCount ? qsTr("%1 files, %2").arg(page.plan.fileCount).arg(page.plan.totalText) : ""],
+                [qsTr("Already here"), page.plan.presentText || ""],
+                [qsTr("Runs here"), page.src.supported ? qsTr("✓ yes") : qsTr("✗ no: %1").arg(page.src.note || "")]
+            ]
         }
         WizardTokenField {
             Layout.fillWidth: true

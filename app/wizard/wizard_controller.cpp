@@ -55,9 +55,12 @@ WizardController::WizardController(EngineController* engine, AppSettings* settin
                 &WizardController::stateChanged);
         connect(m_engine, &EngineController::modelChanged, this, &WizardController::stateChanged);
     }
+    findUnfinished();
 }
 
 WizardController::~WizardController() {
+    // A download also stops while it waits between retries (no progress call to see the flag).
+    if (m_downloadStop) m_downloadStop->store(true); // paused: the record keeps it
     m_worker->shutdown(); // cancels a conversion (it stops between tensors) and joins
 }
 
@@ -79,11 +82,14 @@ QString WizardController::nextHint() const {
     const QString name = pageName();
     const bool local = m_sourceKind == QStringLiteral("local");
     if (name == QStringLiteral("search")) {
-        if (!local)
-            return tr("The wizard cannot search or download from the Hub yet: choose a folder on "
-                      "this computer.");
-        if (busy()) return tr("Reading the folder…");
-        if (m_localDir.isEmpty()) return tr("Choose a model folder on this computer.");
+        if (!local) {
+            if (busy()) return tr("Asking the Hub…");
+            if (m_repoPlan.isEmpty() && m_sourceError.isEmpty())
+                return tr("Search the Hub and choose a repo.");
+        } else {
+            if (busy()) return tr("Reading the folder…");
+            if (m_localDir.isEmpty()) return tr("Choose a model folder on this computer.");
+        }
         if (!m_sourceError.isEmpty()) return m_sourceError;
         if (!m_sourceSupported)
             return tr("This app cannot run this model: %1")
@@ -102,8 +108,13 @@ QString WizardController::nextHint() const {
                      m_space.value(QStringLiteral("freeText")).toString());
         return {};
     }
-    if (name == QStringLiteral("download"))
-        return local ? QString() : tr("The wizard cannot download from the Hub yet.");
+    if (name == QStringLiteral("download")) {
+        if (local) return {};
+        if (m_downloadState == QStringLiteral("running")) return tr("Downloading…");
+        if (m_downloadState != QStringLiteral("done")) return tr("Download the model first.");
+        if (busy()) return tr("Reading the downloaded folder…");
+        return {};
+    }
     if (name == QStringLiteral("check")) {
         if (m_checkState == QStringLiteral("running")) return tr("Checking the model…");
         if (m_checkState != QStringLiteral("done"))
@@ -143,8 +154,19 @@ void WizardController::back() {
 
 void WizardController::restart() {
     m_worker->cancelAll();
+    if (m_downloadStop) m_downloadStop->store(true); // paused: the record keeps it for later
     ++m_spaceGeneration;
+    ++m_hubGeneration;
     m_page = 0;
+    m_searchText.clear();
+    m_downloadDirOverride.clear();
+    m_toDownloadPage = false;
+    m_searchResults.clear();
+    m_repoPlan.clear();
+    m_repoBytes = 0;
+    m_downloadState = QStringLiteral("idle");
+    m_downloadError.clear();
+    m_download = {};
     m_localDir.clear();
     m_source.clear();
     m_sourceError.clear();
@@ -165,6 +187,8 @@ void WizardController::restart() {
     m_checkStatus.clear();
     m_checkReport.clear();
     m_checkedDir.clear();
+    m_unfinished.clear();
+    findUnfinished(); // a download paused just now is offered again
     emit stateChanged();
     emit progressChanged();
 }
@@ -180,16 +204,6 @@ void WizardController::setSourceKind(const QString& kind) {
 void WizardController::setRepoId(const QString& id) {
     if (id == m_repoId) return;
     m_repoId = id.trimmed();
-    emit stateChanged();
-}
-
-void WizardController::search(const QString& text) {
-    m_repoId = text.trimmed();
-    // No results are made up: the Hub client is not part of this build yet.
-    m_hubStatus =
-        tr("The wizard cannot search the Hub yet (it is not available in the wizard in "
-           "this build). “coli search TEXT” searches it and “coli download REPO --dir DIR” "
-           "downloads a repo; then choose that folder here, under On this computer.");
     emit stateChanged();
 }
 
@@ -224,6 +238,13 @@ void WizardController::chooseLocalFolder(const QString& dirIn) {
     const QString dir = QDir::cleanPath(dirIn);
     m_worker->cancelAll(); // an older inspection or conversion is of no use now
     m_sourceKind = QStringLiteral("local");
+    ++m_hubGeneration; // a repo look-up still on its way is of no use now
+    m_repoPlan.clear();
+    m_repoBytes = 0;
+    if (m_downloadStop) m_downloadStop->store(true);
+    m_downloadState = QStringLiteral("idle");
+    m_downloadError.clear();
+    m_download = {};
     m_localDir = dir;
     m_source.clear();
     m_sourceError.clear();
@@ -237,6 +258,10 @@ void WizardController::chooseLocalFolder(const QString& dirIn) {
     m_fits = false;
     m_targetParent = QFileInfo(dir).absolutePath(); // next to it, until the user chooses
     emit stateChanged();
+    inspectFolder(dir);
+}
+
+void WizardController::inspectFolder(const QString& dir) {
     const std::string d = dir.toStdString();
     const convert::PlanOptions plan = planOptions();
     post([this, d, plan, dir](const std::atomic<bool>&) {
@@ -253,7 +278,9 @@ void WizardController::chooseLocalFolder(const QString& dirIn) {
                     m_sourceIsContainer = m.isContainer;
                     m_containerBytes = m.containerBytes;
                     QVariantMap s;
-                    s[QStringLiteral("name")] = QFileInfo(dir).fileName();
+                    s[QStringLiteral("name")] = m_sourceKind == QStringLiteral("hub")
+                                                    ? m_repoId
+                                                    : QFileInfo(dir).fileName();
                     s[QStringLiteral("path")] = dir;
                     s[QStringLiteral("architecture")] = qs(m.architecture);
                     s[QStringLiteral("parameters")] =
@@ -292,6 +319,7 @@ QString WizardController::targetDir() const {
 
 void WizardController::chooseTargetParent(const QString& dir) {
     m_targetParent = QDir::cleanPath(dir);
+    m_downloadDirOverride.clear(); // a place chosen: the repo goes there
     if (m_convertState != QStringLiteral("running")) {
         m_convertState = QStringLiteral("idle");
         m_convertError.clear();
@@ -337,6 +365,11 @@ void WizardController::refreshSpace() {
     const uint64_t generation = ++m_spaceGeneration;
     m_space.clear();
     m_fits = false;
+    if (m_sourceKind == QStringLiteral("hub") && m_localDir.isEmpty() && m_sourceSupported &&
+        !m_targetParent.isEmpty()) {
+        refreshHubSpace(generation); // not downloaded yet: the repo's bytes count too
+        return;
+    }
     if (m_localDir.isEmpty() || !m_sourceSupported) {
         emit stateChanged();
         return;
@@ -574,6 +607,14 @@ void WizardController::cancelCheck() {
 }
 
 void WizardController::sampleProgress() {
+    if (m_downloadState == QStringLiteral("running")) {
+        const DownloadSnap d = m_downloadSlot.sample();
+        if (d.any && (d.fraction != m_download.fraction || d.text != m_download.text ||
+                      d.file != m_download.file)) {
+            m_download = d;
+            emit progressChanged();
+        }
+    }
     if (m_checkState == QStringLiteral("running")) {
         const QString line = m_checkSlot.sample();
         if (!line.isEmpty() && line != m_checkStatus) {

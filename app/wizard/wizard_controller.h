@@ -8,11 +8,11 @@
 // and cancel. Results come back to the GUI thread as values; the converter's progress is
 // published latest-wins and sampled at 10 Hz while it runs (threading contract, rule 4).
 //
-// What the wizard cannot do yet says so instead of pretending: searching the Hub and downloading
-// (engine/hub is in the build, `coli search` and `coli download` use it, the wizard does not yet),
-// plan and doctor, and mirror staging are reported as not available (hubAvailable,
-// checksAvailable, mirrorAvailable are false) and give no results. A folder already on this
-// computer (e.g. one `coli download` filled) goes through every page.
+// A repo on the Hub (HF_ENDPOINT, token from HubToken) is searched (HubApi::search), planned
+// (planRepoDownload: files, config.json judged, free space) and downloaded (downloadRepo, with
+// the download record, pause, resume and cancel) on the worker thread (wizard_hub.cpp); the
+// downloaded folder then goes on like a folder on this computer. Mirror staging is reported as
+// not available (mirrorAvailable is false).
 //
 // Thread-safety: GUI thread only (QObject affinity). The destructor cancels and joins the worker.
 #include "wizard/wizard_worker.h"
@@ -54,7 +54,18 @@ class WizardController : public QObject {
     Q_PROPERTY(QString sourceKind READ sourceKind WRITE setSourceKind NOTIFY stateChanged)
     Q_PROPERTY(QString repoId READ repoId WRITE setRepoId NOTIFY stateChanged)
     Q_PROPERTY(bool hubAvailable READ hubAvailable CONSTANT)
+    // What the last search or repo look-up said ("" while nothing is wrong): errors in words.
     Q_PROPERTY(QString hubStatus READ hubStatus NOTIFY stateChanged)
+    // The text of the last search (the search field shows it).
+    Q_PROPERTY(QString searchText READ searchText NOTIFY stateChanged)
+    // The last search's results, most downloaded first: [{repo, architecture, parameters,
+    // downloads, supported (bool), support (words), note, gated}].
+    Q_PROPERTY(QVariantList searchResults READ searchResults NOTIFY stateChanged)
+    // The chosen repo's download plan: checked, repo, commit, fileCount, totalBytes, totalText,
+    // presentText, error. Empty until a repo is chosen.
+    Q_PROPERTY(QVariantMap repoPlan READ repoPlan NOTIFY stateChanged)
+    // The folder the repo downloads into: targetParent/owner--name ("" for a local source).
+    Q_PROPERTY(QString downloadDir READ downloadDir NOTIFY stateChanged)
     Q_PROPERTY(QString localDir READ localDir NOTIFY stateChanged)
     // The card: name, architecture, parameters, experts, sizeText, supported, note, isContainer,
     // formats, containerText. Empty until a source is inspected.
@@ -67,6 +78,20 @@ class WizardController : public QObject {
     // checked, fits, writesNothing, freeText, downloadText, containerText, marginText,
     // neededText, error, note (the destination exists already, ...).
     Q_PROPERTY(QVariantMap space READ space NOTIFY stateChanged)
+
+    // A download an earlier run left unfinished (the newest active or paused record of the app's
+    // database), looked up on the worker thread at start: repo, dir, state, message; empty when
+    // there is none.
+    Q_PROPERTY(QVariantMap unfinishedDownload READ unfinishedDownload NOTIFY stateChanged)
+    // ---- download (a Hub source) ----
+    // idle | running | paused | done | failed | cancelled
+    Q_PROPERTY(QString downloadState READ downloadState NOTIFY stateChanged)
+    Q_PROPERTY(double downloadProgress READ downloadProgress NOTIFY progressChanged) // 0..1, total
+    Q_PROPERTY(double fileProgress READ fileProgress NOTIFY progressChanged) // the current file
+    // "config.json (1 of 6)"; "12.0 MiB of 24.5 MiB, 3.1 MiB/s, 0:04 left"
+    Q_PROPERTY(QString downloadFile READ downloadFile NOTIFY progressChanged)
+    Q_PROPERTY(QString downloadStatus READ downloadStatus NOTIFY progressChanged)
+    Q_PROPERTY(QString downloadError READ downloadError NOTIFY stateChanged)
 
     // ---- convert ----
     Q_PROPERTY(bool convertWanted READ convertWanted WRITE setConvertWanted NOTIFY stateChanged)
@@ -114,7 +139,18 @@ public:
     void setSourceKind(const QString& kind);
     QString repoId() const { return m_repoId; }
     void setRepoId(const QString& id);
-    static bool hubAvailable() { return false; }
+    static bool hubAvailable() { return true; }
+    QString searchText() const { return m_searchText; }
+    QVariantMap unfinishedDownload() const { return m_unfinished; }
+    QVariantList searchResults() const { return m_searchResults; }
+    QVariantMap repoPlan() const { return m_repoPlan; }
+    QString downloadDir() const;
+    QString downloadState() const { return m_downloadState; }
+    double downloadProgress() const { return m_download.fraction; }
+    double fileProgress() const { return m_download.fileFraction; }
+    QString downloadFile() const { return m_download.file; }
+    QString downloadStatus() const { return m_download.text; }
+    QString downloadError() const { return m_downloadError; }
     QString hubStatus() const { return m_hubStatus; }
     QString localDir() const { return m_localDir; }
     QVariantMap source() const { return m_source; }
@@ -150,8 +186,21 @@ public:
     Q_INVOKABLE void back();
     // Back to the first page with nothing chosen (a running conversion is cancelled).
     Q_INVOKABLE void restart();
-    // Searching the Hub: says it is not available in this build (no results are made up).
+    // Searches the Hub for `text` on the worker thread (searchResults, searchFinished); text of
+    // the form owner/name is also chosen as the repo.
     Q_INVOKABLE void search(const QString& text);
+    // A repo as the source: its info and download plan on the worker thread (source, repoPlan,
+    // sourceInspected); an unsupported architecture is refused by name.
+    Q_INVOKABLE void chooseRepo(const QString& repo);
+    // Downloads the chosen repo into downloadDir on the worker thread (also resumes a paused
+    // or failed one: only the missing bytes are fetched). Pause keeps the .part files and the
+    // record; Cancel deletes the .parts (installed files stay).
+    Q_INVOKABLE void startDownload();
+    // Chooses the unfinished download's repo into its own folder and goes to the Download page
+    // once the repo is planned (Resume there fetches only the rest).
+    Q_INVOKABLE void resumeUnfinished();
+    Q_INVOKABLE void pauseDownload();
+    Q_INVOKABLE void cancelDownload();
     // A folder on this computer as the source: inspected on the worker thread (source, space).
     Q_INVOKABLE void chooseLocalFolder(const QString& dir);
     // Where the container goes (its parent folder); free space is asked on the worker thread.
@@ -180,6 +229,9 @@ signals:
     // A job that fills `source` or `space` answered.
     void sourceInspected();
     void spaceChecked();
+    void searchFinished();
+    // A download ended: state is done, paused, failed or cancelled.
+    void downloadFinished(const QString& state);
 
 private:
     struct ConvertSnap {
@@ -187,7 +239,15 @@ private:
         QString text;
         bool any = false;
     };
+    struct DownloadSnap {
+        double fraction = 0, fileFraction = 0;
+        QString file, text, doneText; // doneText: "12.0 MiB of 24.5 MiB"
+        bool any = false;
+    };
     void refreshSpace();
+    void refreshHubSpace(uint64_t generation);
+    void inspectFolder(const QString& dir);
+    void findUnfinished();
     void sampleProgress();
     void setPage(int p);
     void post(wizard::WizardWorker::Job job);
@@ -202,6 +262,20 @@ private:
     int m_jobs = 0;
     QString m_sourceKind = QStringLiteral("local");
     QString m_repoId, m_hubStatus;
+    QString m_searchText;
+    QVariantMap m_unfinished;
+    QString m_downloadDirOverride, m_overrideRepo; // an unfinished download's own folder, repo
+    bool m_toDownloadPage = false; // resumeUnfinished: go there once the repo is planned
+    QVariantList m_searchResults;
+    QVariantMap m_repoPlan;
+    quint64 m_repoBytes = 0;         // the chosen repo's files to download, in bytes
+    uint64_t m_hubGeneration = 0;    // a newer repo replaces an older answer
+    uint64_t m_searchGeneration = 0; // a newer search replaces an older answer
+    QString m_downloadState = QStringLiteral("idle");
+    QString m_downloadError;
+    DownloadSnap m_download;
+    wizard::WizardWorker::Cancel m_downloadStop, m_downloadDiscard;
+    LatestWins<DownloadSnap> m_downloadSlot;
     QString m_localDir, m_sourceError;
     QVariantMap m_source;
     bool m_sourceSupported = false, m_sourceIsContainer = false;

@@ -1,5 +1,7 @@
 #include "wizard/wizard_space.h"
 
+#include "hub/repo_plan.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -10,8 +12,7 @@
 namespace coli::app::wizard {
 
 uint64_t spaceMargin(uint64_t diskBytes) {
-    const uint64_t fivePercent = diskBytes / 20 + (diskBytes % 20 != 0 ? 1 : 0);
-    return fivePercent > kMinMarginBytes ? fivePercent : kMinMarginBytes;
+    return hub::defaultSpaceMargin(diskBytes); // the same margin `coli download` keeps
 }
 
 SpaceNeed spaceNeeded(uint64_t downloadBytes, uint64_t containerBytes, uint64_t diskBytes) {

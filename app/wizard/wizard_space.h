@@ -12,9 +12,7 @@
 
 namespace coli::app::wizard {
 
-constexpr uint64_t kMinMarginBytes = uint64_t(1) << 30; // 1 GiB
-
-// max(1 GiB, 5 % of `diskBytes`), rounded up.
+// max(1 GiB, 5 % of `diskBytes`): hub::defaultSpaceMargin, the margin `coli download` keeps.
 uint64_t spaceMargin(uint64_t diskBytes);
 
 struct SpaceNeed {

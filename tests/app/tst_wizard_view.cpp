@@ -12,6 +12,8 @@
 #include "gui_test_support.h"
 #include "wizard/wizard_controller.h"
 
+#include "hub_test_server.h"
+
 #include "convert/manifest.h"
 
 #include <QApplication>
@@ -28,6 +30,7 @@
 
 using namespace coli;
 using namespace coli::app;
+namespace fs = std::filesystem;
 
 namespace {
 const QString kCheckpoint = QStringLiteral(COLI_FIXTURE_DIR "/qwen3moe");
@@ -75,6 +78,13 @@ struct App {
     }
 };
 
+// A delegate (a ListView's row) by object name: delegates are found through the item tree only.
+QQuickItem* delegateItem(const App& app, const QString& name) {
+    QList<QQuickItem*> found;
+    collectItems(app.window->contentItem(), name, &found);
+    return found.isEmpty() ? nullptr : found.first();
+}
+
 void click(QQuickWindow* w, QQuickItem* item) {
     QVERIFY(item);
     QVERIFY2(item->isVisible() && item->isEnabled(), qPrintable(item->objectName()));
@@ -112,6 +122,7 @@ private slots:
     void initTestCase();
     void init() { g_warnings.clear(); }
     void walksThePagesToAChat();
+    void walksFromTheHub();
 };
 
 void TstWizardView::initTestCase() {
@@ -214,6 +225,108 @@ void TstWizardView::walksThePagesToAChat() {
     click(app.window, app.item("getModelButton"));
     QTRY_COMPARE(app.viewShown(), QStringLiteral("wizard"));
     shoot(app, QStringLiteral("8-reopened"));
+
+    for (const QString& warning : g_warnings)
+        QVERIFY2(!warning.contains(QStringLiteral("qml"), Qt::CaseInsensitive),
+                 qPrintable(warning));
+}
+
+void TstWizardView::walksFromTheHub() {
+    hub_test::TempDir repos;
+    const fs::path tiny = repos.path() / "tiny";
+    fs::copy(COLI_SOURCE_DIR "/resources/models/colibri-moe-tiny", tiny,
+             fs::copy_options::recursive);
+    // Slow enough to pause in the middle of the weights.
+    hub_test::writeBytes(tiny / "_hub.json",
+                         R"({"downloads": 1234, "behaviour": {"throttle": 4000000}})");
+    hub_test::HubServerOptions o;
+    o.repos = {{"test-org/colibri-moe-tiny", tiny.string()}};
+    std::string error;
+    auto server = hub_test::HubServer::start(o, &error);
+    QVERIFY2(server, error.c_str());
+    QTemporaryDir home, target;
+    qputenv("HF_ENDPOINT", QByteArray::fromStdString(server->endpoint()));
+    qputenv("HF_HOME", (home.path() + "/hf").toUtf8());
+    qputenv("XDG_DATA_HOME", (home.path() + "/data").toUtf8());
+    qunsetenv("HF_TOKEN");
+    qputenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/colibri-test-bus");
+
+    App app;
+    QVERIFY(app.window);
+    QVERIFY(QTest::qWaitForWindowExposed(app.window));
+    WizardController* w = app.wizard();
+    QVERIFY(w);
+    click(app.window, app.item("wizardSourceHub"));
+    QTRY_COMPARE(w->sourceKind(), QStringLiteral("hub"));
+    QSignalSpy searched(w, &WizardController::searchFinished);
+    app.item("wizardSearchField")->setProperty("text", QStringLiteral("colibri"));
+    click(app.window, app.item("wizardSearchButton"));
+    QVERIFY(searched.count() > 0 || searched.wait(30000));
+    QVERIFY2(w->searchResults().size() == 1, qPrintable(w->hubStatus()));
+    QTRY_VERIFY(delegateItem(app, QStringLiteral("wizardSearchRow0")) != nullptr);
+    QCOMPARE(delegateItem(app, QStringLiteral("wizardSearchFlag0"))->property("text").toString(),
+             QStringLiteral("✓ runs here"));
+    shoot(app, QStringLiteral("hub-1-search"));
+    QSignalSpy inspected(w, &WizardController::sourceInspected);
+    click(app.window, delegateItem(app, QStringLiteral("wizardSearchRow0")));
+    QVERIFY(inspected.count() > 0 || inspected.wait(30000));
+    QTRY_VERIFY(!w->busy());
+    QTRY_VERIFY(app.item("wizardNext")->isEnabled());
+    shoot(app, QStringLiteral("hub-1-chosen"));
+    click(app.window, app.item("wizardNext"));
+    QTRY_COMPARE(w->pageName(), QStringLiteral("place"));
+    QSignalSpy checked(w, &WizardController::spaceChecked);
+    w->chooseTargetParent(target.path());
+    QVERIFY(checked.wait(30000));
+    QTRY_VERIFY(app.item("wizardNext")->isEnabled());
+    shoot(app, QStringLiteral("hub-2-place"));
+    click(app.window, app.item("wizardNext"));
+    QTRY_COMPARE(w->pageName(), QStringLiteral("download"));
+    QVERIFY(!app.item("wizardNext")->isEnabled());
+    shoot(app, QStringLiteral("hub-3-download-ready"));
+
+    QSignalSpy finished(w, &WizardController::downloadFinished);
+    click(app.window, app.item("wizardDownloadButton"));
+    QTRY_VERIFY_WITH_TIMEOUT(w->downloadProgress() > 0.3, 30000);
+    click(app.window, app.item("wizardPauseDownload"));
+    QVERIFY(finished.count() > 0 || finished.wait(30000));
+    QCOMPARE(w->downloadState(), QStringLiteral("paused"));
+    shoot(app, QStringLiteral("hub-3-download-paused"));
+    // Start over: the paused download is offered on the first page, as at the next start.
+    click(app.window, app.item("wizardRestart"));
+    QTRY_VERIFY(app.item("wizardResumeUnfinished") &&
+                app.item("wizardResumeUnfinished")->isVisible());
+    shoot(app, QStringLiteral("hub-0-unfinished"));
+    click(app.window, app.item("wizardResumeUnfinished"));
+    QTRY_COMPARE(w->pageName(), QStringLiteral("download"));
+    QTRY_VERIFY(!w->busy());
+    finished.clear();
+    click(app.window, app.item("wizardDownloadButton")); // Resume
+    QVERIFY(finished.wait(60000));
+    QCOMPARE(w->downloadState(), QStringLiteral("done"));
+    QTRY_VERIFY(app.item("wizardNext")->isEnabled());
+    shoot(app, QStringLiteral("hub-3-download-done"));
+
+    click(app.window, app.item("wizardNext"));
+    QTRY_COMPARE(w->pageName(), QStringLiteral("convert"));
+    click(app.window, app.item("wizardConvertNo")); // run as published
+    QTRY_VERIFY(app.item("wizardNext")->isEnabled());
+    QSignalSpy doctorDone(w, &WizardController::checkFinished);
+    click(app.window, app.item("wizardNext"));
+    QTRY_COMPARE(w->pageName(), QStringLiteral("check"));
+    QVERIFY(doctorDone.count() > 0 || doctorDone.wait(60000));
+    QCOMPARE(w->checkState(), QStringLiteral("done"));
+    shoot(app, QStringLiteral("hub-5-check"));
+    const QString dir = target.path() + "/test-org--colibri-moe-tiny";
+    QCOMPARE(w->modelDir(), dir);
+    QVERIFY2(w->checkReport().value("ready").toBool(), qPrintable(w->nextHint()));
+    click(app.window, app.item("wizardNext"));
+    QTRY_COMPARE(w->pageName(), QStringLiteral("mirror"));
+    click(app.window, app.item("wizardNext"));
+    QTRY_COMPARE(w->pageName(), QStringLiteral("open"));
+    click(app.window, app.item("wizardOpenButton"));
+    QTRY_VERIFY_WITH_TIMEOUT(w->openState() == QStringLiteral("ready"), 60000);
+    QCOMPARE(app.controller->modelDir(), dir);
 
     for (const QString& warning : g_warnings)
         QVERIFY2(!warning.contains(QStringLiteral("qml"), Qt::CaseInsensitive),

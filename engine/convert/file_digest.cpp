@@ -1,6 +1,7 @@
 #include "convert/file_digest.h"
 
 #include "core/regular_file.h"
+#include "core/strings.h"
 
 #include <openssl/evp.h>
 
@@ -29,13 +30,7 @@ std::string finishHex(EVP_MD_CTX* c) {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     EVP_DigestFinal_ex(c, md, &len);
-    static const char* kHex = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < len; ++i) {
-        out += kHex[md[i] >> 4];
-        out += kHex[md[i] & 15];
-    }
-    return out;
+    return hexLower(md, len);
 }
 
 struct FdCloser {

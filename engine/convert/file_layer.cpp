@@ -156,4 +156,14 @@ Result<uint64_t> FaultyFileSystem::freeBytes(const std::string& dir) {
     return m_base.freeBytes(dir);
 }
 
+Status writeFileAtomically(const std::string& path, const std::string& bytes, FileSystem& fs) {
+    const std::string tmp = path + ".tmp";
+    auto file = fs.create(tmp);
+    if (!file) return file.status();
+    COLI_RETURN_IF_ERROR(file.value()->write(bytes.data(), bytes.size()));
+    COLI_RETURN_IF_ERROR(file.value()->sync());
+    COLI_RETURN_IF_ERROR(file.value()->close());
+    return fs.rename(tmp, path);
+}
+
 } // namespace coli::convert

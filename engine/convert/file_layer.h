@@ -44,6 +44,12 @@ public:
 // The real file system (POSIX calls).
 FileSystem& posixFileSystem();
 
+// Writes `bytes` to `path` so that a crash leaves either the old file or the whole new one:
+// path + ".tmp" written, fsync'ed and closed, then renamed over `path` (rename fsyncs the folder).
+// For small files written last (receipts). Errors: NoSpace, Io naming the file.
+Status writeFileAtomically(const std::string& path, const std::string& bytes,
+                           FileSystem& fs = posixFileSystem());
+
 // For tests: forwards to `base`, but once `failAfterBytes` bytes have been written in total
 // (over all files, created or appended), a write fails like a full disk ("disk full writing
 // <path>"), writing only the bytes that still fit. freeBytes() returns `reportedFree` when set.

@@ -1,6 +1,7 @@
 #include "convert/sha256.h"
 
 #include "core/regular_file.h"
+#include "core/strings.h"
 
 #include <openssl/evp.h>
 
@@ -33,13 +34,7 @@ std::string Sha256::finishHex() {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     EVP_DigestFinal_ex(m_impl->ctx, md, &len);
-    static const char* kHex = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < len; ++i) {
-        out += kHex[md[i] >> 4];
-        out += kHex[md[i] & 15];
-    }
-    return out;
+    return hexLower(md, len);
 }
 
 Result<std::string> sha256File(const std::string& path, void (*onBytes)(void*, size_t), void* ctx) {

@@ -41,4 +41,28 @@ std::string mibString(uint64_t bytes, int decimals) {
     return buf;
 }
 
+std::string asciiLower(std::string s) {
+    for (char& c : s)
+        if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+    return s;
+}
+
+std::string trimAscii(std::string_view s) {
+    const auto b = s.find_first_not_of(" \t\r\n");
+    if (b == std::string_view::npos) return {};
+    const auto e = s.find_last_not_of(" \t\r\n");
+    return std::string(s.substr(b, e - b + 1));
+}
+
+std::string hexLower(const unsigned char* data, size_t n) {
+    static const char* kHex = "0123456789abcdef";
+    std::string out;
+    out.reserve(2 * n);
+    for (size_t i = 0; i < n; ++i) {
+        out += kHex[data[i] >> 4];
+        out += kHex[data[i] & 15];
+    }
+    return out;
+}
+
 } // namespace coli

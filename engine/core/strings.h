@@ -17,4 +17,11 @@ void appendUtf8(std::string& out, char32_t cp);
 // bytes in mebibytes for messages: "3.0 MiB" (decimals 1) or "3.38 MiB" (decimals 2).
 std::string mibString(uint64_t bytes, int decimals = 1);
 
+// ASCII letters lowered (other bytes unchanged): HTTP header names, URL schemes and hosts, hex.
+std::string asciiLower(std::string s);
+// s without leading and trailing spaces, tabs, CR and LF.
+std::string trimAscii(std::string_view s);
+// n bytes as 2n lower-case hex digits (digests).
+std::string hexLower(const unsigned char* data, size_t n);
+
 } // namespace coli

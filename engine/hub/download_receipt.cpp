@@ -82,14 +82,7 @@ Status writeDownloadReceipt(const std::string& dir, const DownloadReceipt& r) {
                     {"revision", r.revision},        {"commit", r.commit},
                     {"completed_ms", r.completedMs}, {"files", files}};
     const std::string text = j.dump(1) + "\n";
-    const std::string path = dir + "/" + kDownloadReceiptName, tmp = path + ".tmp";
-    convert::FileSystem& fs = convert::posixFileSystem();
-    auto file = fs.create(tmp);
-    if (!file) return file.status();
-    COLI_RETURN_IF_ERROR(file.value()->write(text.data(), text.size()));
-    COLI_RETURN_IF_ERROR(file.value()->sync());
-    COLI_RETURN_IF_ERROR(file.value()->close());
-    return fs.rename(tmp, path);
+    return convert::writeFileAtomically(dir + "/" + kDownloadReceiptName, text);
 }
 
 } // namespace coli::hub

@@ -1,5 +1,7 @@
 #include "hub/file_download.h"
 
+#include "core/strings.h"
+
 #include "convert/sha256.h"
 
 #include <algorithm>
@@ -52,12 +54,6 @@ std::string encodePath(const std::string& p) {
 
 bool isLowerHex(const std::string& s, size_t n) {
     return s.size() == n && s.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
-std::string lowered(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(),
-                   [](unsigned char c) { return char(std::tolower(c)); });
-    return s;
 }
 
 // Size of `path`, or -1 when it does not exist.
@@ -183,8 +179,8 @@ void Downloader::discardPart() {
 }
 
 Status Downloader::checkHashInputs() const {
-    if (m_file.isLfs() ? !isLowerHex(lowered(m_file.lfsSha256), 64)
-                       : !isLowerHex(lowered(m_file.blobId), 40))
+    if (m_file.isLfs() ? !isLowerHex(asciiLower(m_file.lfsSha256), 64)
+                       : !isLowerHex(asciiLower(m_file.blobId), 40))
         return {ErrorCode::InvalidArgument, m_name + ": the file tree gives no usable " +
                                                 (m_file.isLfs() ? "LFS SHA-256" : "git blob id") +
                                                 " to check it against"};
@@ -195,7 +191,7 @@ Result<bool> Downloader::hashMatches(const std::string& path, std::string* got) 
     auto h = m_file.isLfs() ? convert::sha256File(path) : gitBlobSha1(path);
     if (!h) return h.status();
     *got = h.value();
-    return h.value() == lowered(m_file.isLfs() ? m_file.lfsSha256 : m_file.blobId);
+    return h.value() == asciiLower(m_file.isLfs() ? m_file.lfsSha256 : m_file.blobId);
 }
 
 Attempt Downloader::fetch(uint64_t have) {
@@ -230,7 +226,7 @@ Attempt Downloader::fetch(uint64_t have) {
         m_out.bytesTransferred += n;
         if (!decided) {
             decided = true;
-            const std::string enc = lowered(head.header("content-encoding"));
+            const std::string enc = asciiLower(head.header("content-encoding"));
             if (!enc.empty() && enc != "identity") { // offsets would not be the file's
                 m_client.setAbortReason(
                     Status(ErrorCode::Unsupported,
@@ -381,8 +377,8 @@ Status Downloader::verifyAndInstall() {
         discardPart();
         return {ErrorCode::Malformed,
                 m_name + ": hash mismatch: the Hub lists " +
-                    (m_file.isLfs() ? "SHA-256 " + lowered(m_file.lfsSha256)
-                                    : "git blob " + lowered(m_file.blobId)) +
+                    (m_file.isLfs() ? "SHA-256 " + asciiLower(m_file.lfsSha256)
+                                    : "git blob " + asciiLower(m_file.blobId)) +
                     ", the downloaded bytes have " + got +
                     "; the partial file was removed and nothing was installed"};
     }

@@ -2,6 +2,8 @@
 
 #include <curl/curl.h>
 
+#include "core/strings.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -15,19 +17,6 @@ namespace {
 std::once_flag g_curlInit;
 
 constexpr const char* kCertificateFailure = "TLS: the server's certificate could not be verified (";
-
-std::string lower(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(),
-                   [](unsigned char c) { return char(std::tolower(c)); });
-    return s;
-}
-
-std::string trim(const std::string& s) {
-    const auto b = s.find_first_not_of(" \t\r\n");
-    if (b == std::string::npos) return {};
-    const auto e = s.find_last_not_of(" \t\r\n");
-    return s.substr(b, e - b + 1);
-}
 
 bool isRedirect(long status) {
     return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
@@ -54,7 +43,8 @@ size_t onHeader(char* data, size_t size, size_t n, void* user) {
     }
     const auto colon = line.find(':');
     if (colon != std::string::npos)
-        hop->head.headers[lower(trim(line.substr(0, colon)))] = trim(line.substr(colon + 1));
+        hop->head.headers[asciiLower(trimAscii(line.substr(0, colon)))] =
+            trimAscii(line.substr(colon + 1));
     return size * n;
 }
 
@@ -210,7 +200,7 @@ bool isCertificateFailure(const Status& s) {
 }
 
 double parseRetryAfter(const std::string& value, double nowUnix) {
-    const std::string v = trim(value);
+    const std::string v = trimAscii(value);
     if (v.empty()) return -1;
     if (std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); }))
         return v.size() > 9 ? -1 : double(std::atol(v.c_str()));

@@ -1,5 +1,7 @@
 #include "hub/hub_endpoint.h"
 
+#include "core/strings.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -9,19 +11,6 @@
 namespace coli::hub {
 
 namespace {
-
-std::string lower(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(),
-                   [](unsigned char c) { return char(std::tolower(c)); });
-    return s;
-}
-
-std::string trim(const std::string& s) {
-    const auto b = s.find_first_not_of(" \t\r\n");
-    if (b == std::string::npos) return {};
-    const auto e = s.find_last_not_of(" \t\r\n");
-    return s.substr(b, e - b + 1);
-}
 
 std::string env(const char* name) {
     const char* v = std::getenv(name);
@@ -37,7 +26,7 @@ Result<UrlParts> parseUrl(const std::string& url) {
     const auto colon = url.find("://");
     if (colon == std::string::npos) return bad("not an absolute URL");
     UrlParts u;
-    u.scheme = lower(url.substr(0, colon));
+    u.scheme = asciiLower(url.substr(0, colon));
     if (u.scheme != "http" && u.scheme != "https") return bad("the scheme must be http or https");
     const auto rest = url.substr(colon + 3);
     const auto slash = rest.find_first_of("/?#");
@@ -60,7 +49,7 @@ Result<UrlParts> parseUrl(const std::string& url) {
         u.host = authority.substr(0, c);
         if (c != std::string::npos) portText = authority.substr(c + 1);
     }
-    u.host = lower(u.host);
+    u.host = asciiLower(u.host);
     if (u.host.empty()) return bad("no host");
     if (!portText.empty()) {
         if (portText.size() > 5 || !std::all_of(portText.begin(), portText.end(),
@@ -81,7 +70,7 @@ std::string originOf(const UrlParts& u) {
 }
 
 bool isLoopbackHost(const std::string& host) {
-    const std::string h = lower(host);
+    const std::string h = asciiLower(host);
     return h == "localhost" || h == "::1" || h.rfind("127.", 0) == 0;
 }
 
@@ -105,13 +94,13 @@ std::string tokenFilePath() {
 
 Result<HubEndpoint> endpointFromEnvironment() {
     HubEndpoint e;
-    e.base = trim(env("HF_ENDPOINT"));
+    e.base = trimAscii(env("HF_ENDPOINT"));
     if (e.base.empty()) e.base = kDefaultEndpoint;
     while (!e.base.empty() && e.base.back() == '/')
         e.base.pop_back();
     if (Status s = checkUrlPolicy(e.base); !s.isOk())
         return Status(s.code(), "HF_ENDPOINT: " + s.message());
-    e.token = trim(env("HF_TOKEN"));
+    e.token = trimAscii(env("HF_TOKEN"));
     if (!e.token.empty()) {
         e.tokenSource = "HF_TOKEN";
     } else {
@@ -120,7 +109,7 @@ Result<HubEndpoint> endpointFromEnvironment() {
         if (in) {
             std::stringstream ss;
             ss << in.rdbuf();
-            e.token = trim(ss.str());
+            e.token = trimAscii(ss.str());
             if (!e.token.empty()) e.tokenSource = path;
         }
     }

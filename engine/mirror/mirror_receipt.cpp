@@ -62,14 +62,7 @@ Status writeMirrorReceipt(const std::string& mirrorDir, const MirrorReceipt& r) 
                     {"created_ms", r.createdMs},
                     {"files", files}};
     const std::string text = j.dump(1) + "\n";
-    const std::string path = mirrorDir + "/" + kMirrorReceiptName, tmp = path + ".tmp";
-    convert::FileSystem& fs = convert::posixFileSystem();
-    auto file = fs.create(tmp);
-    if (!file) return file.status();
-    COLI_RETURN_IF_ERROR(file.value()->write(text.data(), text.size()));
-    COLI_RETURN_IF_ERROR(file.value()->sync());
-    COLI_RETURN_IF_ERROR(file.value()->close());
-    return fs.rename(tmp, path);
+    return convert::writeFileAtomically(mirrorDir + "/" + kMirrorReceiptName, text);
 }
 
 } // namespace coli::mirror

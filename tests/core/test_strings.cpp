@@ -43,3 +43,21 @@ TEST(AppendUtf8, BoundaryCodePoints) {
     appendUtf8(out, 0x10FFFF);
     EXPECT_EQ(out, "\x7f\xc2\x80\xdf\xbf\xe0\xa0\x80\xef\xbf\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf");
 }
+
+TEST(AsciiLower, LowersAsciiLettersOnly) {
+    EXPECT_EQ(asciiLower("Content-Range: BYTES"), "content-range: bytes");
+    EXPECT_EQ(asciiLower("\xC3\x84pfel"), "\xC3\x84pfel"); // UTF-8 bytes untouched
+    EXPECT_EQ(asciiLower(""), "");
+}
+
+TEST(TrimAscii, DropsSpacesTabsAndLineEndsAtBothEnds) {
+    EXPECT_EQ(trimAscii(" \t\"etag\"\r\n"), "\"etag\"");
+    EXPECT_EQ(trimAscii("a b"), "a b");
+    EXPECT_EQ(trimAscii(" \r\n\t "), "");
+}
+
+TEST(HexLower, TwoLowerCaseDigitsPerByte) {
+    const unsigned char bytes[] = {0x00, 0x0f, 0xa5, 0xff};
+    EXPECT_EQ(hexLower(bytes, 4), "000fa5ff");
+    EXPECT_EQ(hexLower(bytes, 0), "");
+}

@@ -190,4 +190,23 @@ private:
     std::string m_endpoint, m_cdn;
 };
 
+inline std::unique_ptr<HubServer> startHub(const std::vector<std::string>& args,
+                                           std::string* error) {
+    HubServerOptions o;
+    o.extraArgs = args;
+    return HubServer::start(o, error);
+}
+
+inline bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
+
+#ifdef COLI_SOURCE_DIR
+// The shipped tiny model's config.json (a supported MixtralForCausalLM).
+inline std::string supportedConfig() {
+    return readBytes(std::string(COLI_SOURCE_DIR) +
+                     "/resources/models/colibri-moe-tiny/config.json");
+}
+#endif
+
 } // namespace coli::hub_test

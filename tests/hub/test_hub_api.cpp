@@ -11,28 +11,15 @@
 
 using namespace coli::hub;
 using coli::ErrorCode;
+using coli::hub_test::contains;
 using coli::hub_test::HubServer;
+using coli::hub_test::startHub;
+using coli::hub_test::supportedConfig;
 using coli::hub_test::TempDir;
 
 namespace hub_test = coli::hub_test;
 
 namespace {
-
-// The shipped tiny model's config.json (a supported MixtralForCausalLM).
-std::string supportedConfig() {
-    return hub_test::readBytes(std::string(COLI_SOURCE_DIR) +
-                               "/resources/models/colibri-moe-tiny/config.json");
-}
-
-std::unique_ptr<HubServer> startHub(const std::vector<std::string>& args, std::string* error) {
-    hub_test::HubServerOptions o;
-    o.extraArgs = args;
-    return HubServer::start(o, error);
-}
-
-bool contains(const std::string& s, const std::string& part) {
-    return s.find(part) != std::string::npos;
-}
 
 std::string configWith(const std::string& arch) {
     auto j = nlohmann::json::parse(supportedConfig());

@@ -18,12 +18,9 @@ using coli::hub_test::TempDir;
 namespace hub_test = coli::hub_test;
 namespace fsys = std::filesystem;
 
-namespace {
+using coli::hub_test::supportedConfig;
 
-std::string supportedConfig() {
-    return hub_test::readBytes(std::string(COLI_SOURCE_DIR) +
-                               "/resources/models/colibri-moe-tiny/config.json");
-}
+namespace {
 
 // A repo of ~3.3 MiB: config.json, a tokenizer, two LFS shards of 1.5 and 1.75 MiB.
 struct Fixture {

@@ -6,15 +6,9 @@
 #include "options.h"
 #include "signals.h"
 
-#include "diskbench/disk_bandwidth.h"
-#include "placement/memory_bandwidth.h"
-#include "placement/placement_plan.h"
-#include "placement/plan_inputs.h"
+#include "placement/model_plan.h"
 #include "placement/routing_recorder.h"
 #include "runtime/expert_budget.h"
-#include "storage/database.h"
-#include "storage/location.h"
-#include "storage/model_identity.h"
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -36,42 +30,6 @@ struct PlanOptions {
     uint64_t diskReadBytes = 256ull << 20;   // bytes the disk measurement reads at most
 };
 
-// The learned heat of the model in the usage database, as a hit rate at `capacity`; nullopt when
-// the database has no heat for the model (or cannot be read: a warning).
-std::optional<double> heatHitRate(const PlanOptions& o, int capacity, std::string* dbPath) {
-    Result<std::string> path = o.model.usageDb.empty() ? storage::defaultDatabasePath()
-                                                       : Result<std::string>(o.model.usageDb);
-    if (!path) {
-        printWarning("usage database: " + path.status().message() + "; heat not used");
-        return std::nullopt;
-    }
-    *dbPath = *path;
-    auto db = storage::Storage::open(*path);
-    if (!db) {
-        printWarning("usage database: " + db.status().message() + "; heat not used");
-        return std::nullopt;
-    }
-    auto identity = storage::modelIdentity(o.model.dir, db.value().get());
-    if (!identity) {
-        printWarning(identity.status().message() + "; heat not used");
-        return std::nullopt;
-    }
-    auto id = db.value()->findModel(*identity);
-    if (!id || !id.value()) return std::nullopt;
-    auto heat = db.value()->loadHeat(**id);
-    auto clock = db.value()->tokenClock(**id);
-    if (!heat || !clock) {
-        printWarning("usage database: " + (heat ? clock.status() : heat.status()).message() +
-                     "; heat not used");
-        return std::nullopt;
-    }
-    bool any = false;
-    for (const auto& r : *heat)
-        any = any || r.heat > 0;
-    if (!any) return std::nullopt;
-    return placement::heatHitRate(*heat, capacity, *clock, storage::kDefaultHalfLifeTokens);
-}
-
 std::string gbps(double bytesPerSecond) {
     return fmt::format("{:.2f} GB/s", bytesPerSecond / 1e9);
 }
@@ -81,120 +39,39 @@ int runPlan(const PlanOptions& o) {
     int code = kExitOk;
     auto lm = loadModel(o.model, code);
     if (!lm) return code;
-    auto shape = placement::planShape(lm->model());
-    if (!shape) {
-        printError(shape.status().message());
-        return kExitUsage;
+    placement::ModelPlanOptions po;
+    po.traceFile = o.trace;
+    po.useHeat = !o.model.noLearn;
+    po.usageDb = o.model.usageDb;
+    if (o.memGBps) po.memBytesPerSecond = *o.memGBps * 1e9;
+    if (o.diskGBps) po.diskBytesPerSecond = *o.diskGBps * 1e9;
+    po.diskReadBytes = o.diskReadBytes;
+    po.cancel = &interruptFlag();
+    placement::PlanStep failedAt = placement::PlanStep::None;
+    auto report = placement::planLoadedModel(*lm, o.model.dir, po, &failedAt);
+    if (!report) {
+        printError(report.status().message());
+        switch (failedAt) {
+        case placement::PlanStep::Shape:
+        case placement::PlanStep::Trace: return kExitUsage;
+        case placement::PlanStep::Record:
+            return report.status().code() == ErrorCode::Cancelled ? kExitInterrupted
+                                                                  : kExitGeneration;
+        case placement::PlanStep::Disk: return kExitModel;
+        default: return kExitInternal;
+        }
     }
-    const uint64_t budget = lm->model().expertCache()->budget();
-    const int capacity =
-        expertsThatFit(budget, shape->slotBytes, shape->workingSlots, shape->totalExperts());
-
-    // Hit rate: a given trace, else learned heat, else a trace recorded from the built-in prompt.
-    double hitRate = 0;
-    placement::HitRateSource source = placement::HitRateSource::None;
-    std::string sourceDetail;
+    for (const std::string& w : report->warnings)
+        printWarning(w);
+    const std::string& sourceDetail = report->hitRateDetail;
+    std::string memFrom = o.memGBps ? "given (--mem-bandwidth)" : report->memFrom;
+    std::string diskFrom = o.diskGBps ? "given (--disk-bandwidth)" : report->diskFrom;
     nlohmann::ordered_json recorded; // the recorded trace's prompt and length (JSON only)
-    const bool needHitRate = capacity > 0 && capacity < shape->totalExperts();
-    // A given trace is always read and checked against the model, even when the budget alone
-    // decides the hit rate (every expert fits, or none).
-    if (!o.trace.empty()) {
-        auto t = cachesim::readRoutingTrace(o.trace);
-        if (!t) {
-            printError("--trace: " + t.status().message());
-            return kExitUsage;
-        }
-        auto h = placement::traceHitRate({&t.value(), 1}, *shape, capacity);
-        if (!h) {
-            printError("--trace: " + h.status().message());
-            return kExitUsage;
-        }
-        hitRate = *h;
-        source = placement::HitRateSource::Trace;
-        sourceDetail =
-            fmt::format("cache simulator (lfru) over {} ({} tokens)", o.trace, t->nTokens());
-    }
-    if (needHitRate && source == placement::HitRateSource::None && !o.model.noLearn) {
-        std::string dbPath;
-        if (auto h = heatHitRate(o, capacity, &dbPath)) {
-            hitRate = *h;
-            source = placement::HitRateSource::Heat;
-            sourceDetail = fmt::format("share of learned heat in the hottest {} experts ({})",
-                                       capacity, dbPath);
-        }
-    }
-    if (needHitRate && source == placement::HitRateSource::None) {
-        auto t = placement::recordRoutingTrace(*lm, placement::builtinPlanPrompt(),
-                                               placement::kBuiltinPlanNewTokens, &interruptFlag(),
-                                               "the built-in prompt");
-        if (!t) {
-            printError(t.status().message());
-            return t.status().code() == ErrorCode::Cancelled ? kExitInterrupted : kExitGeneration;
-        }
-        auto h = placement::traceHitRate({&t.value(), 1}, *shape, capacity);
-        if (!h) {
-            printError(h.status().message());
-            return kExitInternal;
-        }
-        hitRate = *h;
-        source = placement::HitRateSource::Recorded;
+    if (report->plan.hitRateSource == placement::HitRateSource::Recorded)
         recorded = {{"prompt", placement::builtinPlanPrompt()},
                     {"new_tokens", placement::kBuiltinPlanNewTokens},
-                    {"tokens", t->nTokens()}};
-        sourceDetail = fmt::format("cache simulator (lfru) over the built-in prompt ({} tokens "
-                                   "recorded)",
-                                   t->nTokens());
-    }
-
-    // Rates: given, else measured.
-    double memRate = 0, diskRate = 0;
-    std::string memFrom, diskFrom;
-    if (o.memGBps) {
-        memRate = *o.memGBps * 1e9;
-        memFrom = "given (--mem-bandwidth)";
-    } else {
-        auto m = placement::measureMemoryReadBandwidth();
-        if (!m) {
-            printError("memory bandwidth: " + m.status().message());
-            return kExitInternal;
-        }
-        memRate = m->bytesPerSecond;
-        memFrom = fmt::format("measured: streaming read of {} MiB, median of {}, {} threads",
-                              m->bufferBytes >> 20, m->repetitions, m->threads);
-    }
-    if (o.diskGBps) {
-        diskRate = *o.diskGBps * 1e9;
-        diskFrom = "given (--disk-bandwidth)";
-    } else {
-        auto files = placement::modelWeightFiles(o.model.dir);
-        if (!files) {
-            printError(files.status().message());
-            return kExitModel;
-        }
-        diskbench::BandwidthOptions bo;
-        bo.totalBytes = o.diskReadBytes;
-        auto d = diskbench::measureReadBandwidth(*files, bo);
-        if (!d) {
-            printError("disk bandwidth: " + d.status().message());
-            return kExitModel;
-        }
-        diskRate = d->bytesPerSecond;
-        diskFrom = fmt::format("measured: {} MiB of random reads over {} weight file{}, {}",
-                               d->bytes >> 20, files->size(), files->size() == 1 ? "" : "s",
-                               d->directIo ? "O_DIRECT"
-                                           : "buffered (no O_DIRECT: may be the "
-                                             "page cache's speed)");
-    }
-
-    auto plan = placement::makePlan(*shape, budget, hitRate, source, memRate, diskRate);
-    if (!plan) {
-        printError(plan.status().message());
-        return kExitInternal;
-    }
-    const placement::PlacementPlan& p = *plan;
-    if (p.hitRateSource == placement::HitRateSource::None)
-        sourceDetail = p.expertsThatFit == 0 ? "no expert fits beside the working set"
-                                             : "every expert fits in the budget";
+                    {"tokens", report->recordedTokens}};
+    const placement::PlacementPlan& p = report->plan;
 
     if (o.json) {
         nlohmann::ordered_json j = {

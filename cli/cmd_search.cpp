@@ -1,4 +1,4 @@
-// coli search TEXT [--limit N]: models on the Hugging Face Hub (engine/hub/hub_api.h), most
+// coli search TEXT [--limit N] [--retries N]: models on the Hugging Face Hub (engine/hub/hub_api.h), most
 // downloaded first, with what this app can run flagged (docs/cli.md "coli search").
 #include "commands.h"
 #include "exit_codes.h"
@@ -17,6 +17,7 @@ namespace {
 struct SearchCliOptions {
     std::string text;
     int limit = 20;
+    int retries = 6; // as coli download's: per request, on 429/5xx/drops, backoff from 1 s
 };
 
 // 1234 -> "1.2K", 7e9 -> "7.0B"; 0 (unknown) -> "-".
@@ -39,7 +40,7 @@ int runSearch(const SearchCliOptions& o) {
         printError(endpoint.status().message());
         return kExitUsage;
     }
-    hub::HubApi api(endpoint.value());
+    hub::HubApi api(endpoint.value(), hub::ApiRetry{o.retries, 1, 30});
     auto found = api.search(o.text, o.limit);
     if (!found) {
         printError(fmt::format("cannot search the Hub ({}): {}", endpoint.value().base,
@@ -80,6 +81,10 @@ Command addSearchCommand(CLI::App& root) {
     cmd->add_option("--limit", o->limit, "How many results (1-100, default 20)")
         ->type_name("N")
         ->check(integerIn(1, 100));
+    cmd->add_option("--retries", o->retries,
+                    "Retries per request on 429, 5xx and dropped connections (default 6)")
+        ->type_name("N")
+        ->check(integerIn(0, 100));
     return {cmd, [o] { return runSearch(*o); }};
 }
 

@@ -20,7 +20,9 @@ WizardPage {
             [qsTr("Model folder"), page.wizard ? page.wizard.modelDir : ""],
             [qsTr("Stored as"), page.wizard ? (page.wizard.source.isContainer ? qsTr("colibri container")
                                               : page.wizard.convertWanted ? qsTr("colibri container (%1 experts)").arg(page.wizard.expertFormat)
-                                              : qsTr("Hugging Face checkpoint, as published")) : ""]
+                                              : qsTr("Hugging Face checkpoint, as published")) : ""],
+            [qsTr("Mirror"), page.wizard && page.wizard.mirrorState === "done"
+                 ? qsTr("%1 (expert reads shared with the model's disk)").arg(page.wizard.mirrorDir) : ""]
         ]
     }
     RowLayout {

@@ -94,7 +94,7 @@ Page {
             WizardDownloadPage { objectName: "wizardPage_download"; wizard: view.wizard }
             WizardConvertPage { objectName: "wizardPage_convert"; wizard: view.wizard }
             WizardCheckPage { objectName: "wizardPage_check"; wizard: view.wizard }
-            WizardMirrorPage { objectName: "wizardPage_mirror"; wizard: view.wizard }
+            WizardMirrorPage { objectName: "wizardPage_mirror"; wizard: view.wizard; appSettings: view.appSettings }
             WizardOpenPage {
                 objectName: "wizardPage_open"
                 wizard: view.wizard

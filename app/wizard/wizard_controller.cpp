@@ -2,10 +2,10 @@
 
 #include "wizard/wizard_source.h"
 #include "wizard/wizard_space.h"
+#include "wizard/wizard_text.h"
 
 #include "app_settings.h"
 #include "convert/converter.h"
-#include "doctor/doctor.h"
 #include "engine_controller.h"
 #include "hub_token.h"
 
@@ -16,18 +16,11 @@
 
 namespace coli::app {
 
+using wizard::bytes;
+using wizard::countText;
+using wizard::qs;
+
 namespace {
-QString qs(const std::string& s) {
-    return QString::fromStdString(s);
-}
-QString bytes(uint64_t n) {
-    return qs(wizard::bytesText(n));
-}
-QString countText(int64_t n) {
-    if (n >= 1000000000) return QString::number(double(n) / 1e9, 'f', 2) + QStringLiteral(" B");
-    if (n >= 1000000) return QString::number(double(n) / 1e6, 'f', 1) + QStringLiteral(" M");
-    return QString::number(n);
-}
 bool oneOf(const QString& v, std::initializer_list<const char*> allowed) {
     for (const char* a : allowed)
         if (v == QLatin1String(a)) return true;
@@ -125,6 +118,12 @@ QString WizardController::nextHint() const {
             return tr("The model is not ready: fix the errors listed, then check again.");
         return {};
     }
+    if (name == QStringLiteral("mirror")) {
+        if (m_mirrorState == QStringLiteral("running"))
+            return tr("Staging the mirror… (Cancel keeps what is copied)");
+        if (busy()) return tr("Planning the mirror…");
+        return {};
+    }
     if (name == QStringLiteral("convert")) {
         if (m_convertState == QStringLiteral("running")) return tr("Converting…");
         if (convertWanted() && m_convertState != QStringLiteral("done"))
@@ -136,6 +135,8 @@ QString WizardController::nextHint() const {
 
 void WizardController::setPage(int p) {
     if (p < 0 || p >= pageNames().size() || p == m_page) return;
+    if (pageName() == QStringLiteral("check") && m_planState == QStringLiteral("running"))
+        cancelPlan(); // it holds the model in RAM and the worker: the next pages need neither
     m_page = p;
     emit stateChanged();
     // The check runs on arriving, and again when the model to open has changed since.
@@ -187,6 +188,17 @@ void WizardController::restart() {
     m_checkStatus.clear();
     m_checkReport.clear();
     m_checkedDir.clear();
+    m_planState = QStringLiteral("idle");
+    m_planStatus.clear();
+    m_planReport.clear();
+    m_plannedDir.clear();
+    ++m_mirrorGeneration;
+    m_mirrorDir.clear();
+    m_mirrorPlan.clear();
+    m_mirrorState = QStringLiteral("idle");
+    m_mirrorProgress = 0;
+    m_mirrorStatus.clear();
+    m_mirrorError.clear();
     m_unfinished.clear();
     findUnfinished(); // a download paused just now is offered again
     emit stateChanged();
@@ -521,91 +533,6 @@ void WizardController::cancelConvert() {
     if (m_convertCancel) m_convertCancel->store(true);
 }
 
-void WizardController::startCheck() {
-    const QString dir = modelDir();
-    if (dir.isEmpty() || m_checkState == QStringLiteral("running")) return;
-    m_checkState = QStringLiteral("running");
-    m_checkedDir = dir;
-    m_checkReport.clear();
-    m_checkStatus = tr("Checking…");
-    m_checkSlot.publish(QString());
-    emit stateChanged();
-    emit progressChanged();
-    doctor::DoctorOptions opt;
-    opt.requireChatTemplate = true; // the wizard opens the model for chat
-    const std::string d = dir.toStdString();
-    ++m_jobs;
-    m_checkCancel = m_worker->post([this, d, opt, dir](const std::atomic<bool>& cancel) {
-        auto progress = [this](const doctor::DoctorProgress& p) {
-            QString line = p.stage == "hashing"
-                               ? tr("Hashing %1 (%2 of %3)")
-                                     .arg(qs(p.file), bytes(p.bytesDone), bytes(p.bytesTotal))
-                           : p.stage == "measuring" ? tr("Measuring the disk's read speed…")
-                                                    : tr("Checking %1").arg(qs(p.file));
-            m_checkSlot.publish(line);
-        };
-        auto r = std::make_shared<Result<doctor::DoctorReport>>(
-            doctor::diagnoseModel(d, opt, progress, &cancel));
-        QMetaObject::invokeMethod(
-            this,
-            [this, r, dir] {
-                --m_jobs;
-                m_progressTimer.stop();
-                if (dir != m_checkedDir) { // another model meanwhile: this answer is stale
-                    emit stateChanged();
-                    return;
-                }
-                QVariantMap rep;
-                if (r->isOk()) {
-                    const doctor::DoctorReport& d = r->value();
-                    m_checkState = QStringLiteral("done");
-                    rep[QStringLiteral("ready")] = d.ready;
-                    rep[QStringLiteral("kind")] =
-                        QString::fromLatin1(doctor::modelKindName(d.kind));
-                    rep[QStringLiteral("architecture")] = qs(d.architecture);
-                    rep[QStringLiteral("weightFiles")] = d.weightFiles;
-                    rep[QStringLiteral("filesChecked")] = d.filesChecked;
-                    rep[QStringLiteral("chatTemplate")] = d.chatTemplate;
-                    rep[QStringLiteral("errors")] = int(d.count(doctor::Severity::Error));
-                    rep[QStringLiteral("warnings")] = int(d.count(doctor::Severity::Warning));
-                    if (d.bandwidth)
-                        rep[QStringLiteral("bandwidthText")] =
-                            tr("%1/s (%2)")
-                                .arg(bytes(uint64_t(d.bandwidth->bytesPerSecond)),
-                                     d.bandwidth->directIo ? tr("direct reads")
-                                                           : tr("buffered reads"));
-                    QVariantList findings;
-                    for (const doctor::Finding& f : d.findings)
-                        findings << QVariantMap{
-                            {QStringLiteral("severity"),
-                             QString::fromLatin1(doctor::severityName(f.severity))},
-                            {QStringLiteral("file"), qs(f.file)},
-                            {QStringLiteral("problem"), qs(f.problem)},
-                            {QStringLiteral("action"), qs(f.action)}};
-                    rep[QStringLiteral("findings")] = findings;
-                    m_checkStatus = d.ready ? tr("Ready to run.") : tr("Not ready.");
-                } else if (r->status().code() == ErrorCode::Cancelled) {
-                    m_checkState = QStringLiteral("cancelled");
-                    m_checkStatus = tr("Check cancelled.");
-                } else {
-                    m_checkState = QStringLiteral("failed");
-                    rep[QStringLiteral("error")] = qs(r->status().message());
-                    m_checkStatus.clear();
-                }
-                m_checkReport = rep;
-                emit stateChanged();
-                emit progressChanged();
-                emit checkFinished(m_checkState);
-            },
-            Qt::QueuedConnection);
-    });
-    m_progressTimer.start();
-}
-
-void WizardController::cancelCheck() {
-    if (m_checkCancel) m_checkCancel->store(true);
-}
-
 void WizardController::sampleProgress() {
     if (m_downloadState == QStringLiteral("running")) {
         const DownloadSnap d = m_downloadSlot.sample();
@@ -619,6 +546,21 @@ void WizardController::sampleProgress() {
         const QString line = m_checkSlot.sample();
         if (!line.isEmpty() && line != m_checkStatus) {
             m_checkStatus = line;
+            emit progressChanged();
+        }
+    }
+    if (m_planState == QStringLiteral("running")) {
+        const QString line = m_planSlot.sample();
+        if (!line.isEmpty() && line != m_planStatus) {
+            m_planStatus = line;
+            emit progressChanged();
+        }
+    }
+    if (m_mirrorState == QStringLiteral("running")) {
+        const MirrorSnap m = m_mirrorSlot.sample();
+        if (m.any && (m.fraction != m_mirrorProgress || m.text != m_mirrorStatus)) {
+            m_mirrorProgress = m.fraction;
+            m_mirrorStatus = m.text;
             emit progressChanged();
         }
     }

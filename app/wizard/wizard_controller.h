@@ -11,8 +11,11 @@
 // A repo on the Hub (HF_ENDPOINT, token from HubToken) is searched (HubApi::search), planned
 // (planRepoDownload: files, config.json judged, free space) and downloaded (downloadRepo, with
 // the download record, pause, resume and cancel) on the worker thread (wizard_hub.cpp); the
-// downloaded folder then goes on like a folder on this computer. Mirror staging is reported as
-// not available (mirrorAvailable is false).
+// downloaded folder then goes on like a folder on this computer. The check page runs the doctor
+// then the placement plan (engine/placement/model_plan.h: the model loaded on the worker thread
+// with streamed experts, at the app's RAM budget), wizard_check.cpp; the mirror page plans and
+// stages a mirror on another disk (engine/mirror), wizard_mirror.cpp, and a staged mirror becomes
+// the app's mirror folder for the load.
 //
 // Thread-safety: GUI thread only (QObject affinity). The destructor cancels and joins the worker.
 #include "wizard/wizard_worker.h"
@@ -114,7 +117,25 @@ class WizardController : public QObject {
     // ready, kind, architecture, weightFiles, filesChecked, chatTemplate, bandwidthText, errors,
     // warnings, findings: [{severity, file, problem, action}], error (the doctor could not run)
     Q_PROPERTY(QVariantMap checkReport READ checkReport NOTIFY stateChanged)
+    // The placement plan at the app's RAM budget, after a ready check: idle | running | done |
+    // failed | cancelled; planStatus says the step ("Running a short prompt…").
+    Q_PROPERTY(QString planState READ planState NOTIFY stateChanged)
+    Q_PROPERTY(QString planStatus READ planStatus NOTIFY progressChanged)
+    // budgetText, denseText, expertsText, fitText, hitRateText, hitSource, memoryPerTokenText,
+    // diskPerTokenText, memoryRateText, diskRateText, speedText, tokensPerSecond (number), error
+    Q_PROPERTY(QVariantMap planReport READ planReport NOTIFY stateChanged)
     Q_PROPERTY(bool mirrorAvailable READ mirrorAvailable CONSTANT)
+    // ---- mirror (optional) ----
+    Q_PROPERTY(QString mirrorDir READ mirrorDir NOTIFY stateChanged)
+    // The mirror plan for mirrorDir (`coli mirror plan`): checked, error, sameDisk, freeText,
+    // reserveText, roomText, rankingText, fileCount, mirrorText, copyText, coveredText, staged
+    // (every chosen file is already there), files: [{path, sizeText, experts, choice}].
+    Q_PROPERTY(QVariantMap mirrorPlan READ mirrorPlan NOTIFY stateChanged)
+    // idle | running | done | failed | cancelled
+    Q_PROPERTY(QString mirrorState READ mirrorState NOTIFY stateChanged)
+    Q_PROPERTY(double mirrorProgress READ mirrorProgress NOTIFY progressChanged) // 0..1
+    Q_PROPERTY(QString mirrorStatus READ mirrorStatus NOTIFY progressChanged)
+    Q_PROPERTY(QString mirrorError READ mirrorError NOTIFY stateChanged)
 
     // ---- open ----
     Q_PROPERTY(QString modelDir READ modelDir NOTIFY stateChanged) // the folder Open loads
@@ -177,7 +198,16 @@ public:
     QString checkState() const { return m_checkState; }
     QString checkStatus() const { return m_checkStatus; }
     QVariantMap checkReport() const { return m_checkReport; }
-    static bool mirrorAvailable() { return false; }
+    QString planState() const { return m_planState; }
+    QString planStatus() const { return m_planStatus; }
+    QVariantMap planReport() const { return m_planReport; }
+    static bool mirrorAvailable() { return true; }
+    QString mirrorDir() const { return m_mirrorDir; }
+    QVariantMap mirrorPlan() const { return m_mirrorPlan; }
+    QString mirrorState() const { return m_mirrorState; }
+    double mirrorProgress() const { return m_mirrorProgress; }
+    QString mirrorStatus() const { return m_mirrorStatus; }
+    QString mirrorError() const { return m_mirrorError; }
 
     QString modelDir() const;
     QString openState() const;
@@ -211,6 +241,17 @@ public:
     // bandwidth) on the worker thread; also started on entering the check page.
     Q_INVOKABLE void startCheck();
     Q_INVOKABLE void cancelCheck();
+    // The placement plan of modelDir (loads it on the worker thread with streamed experts at the
+    // Settings' RAM budget, else the default from free memory; may run a short prompt for the
+    // hit rate); also started when a check finds the model ready. Leaving the page cancels it.
+    Q_INVOKABLE void startPlan();
+    Q_INVOKABLE void cancelPlan();
+    // A folder on another disk for the mirror: planned on the worker thread (mirrorPlan).
+    Q_INVOKABLE void chooseMirrorFolder(const QString& dir);
+    // Stages the plan's files into mirrorDir (copy, fsync, hash, atomic rename, receipt last;
+    // resumable); when it is done the folder becomes the Settings' mirror folder, used by Open.
+    Q_INVOKABLE void startMirror();
+    Q_INVOKABLE void cancelMirror();
     // Loads modelDir through the engine (as the Models view does: it joins the list once loaded).
     Q_INVOKABLE void openModel();
 
@@ -232,6 +273,11 @@ signals:
     void searchFinished();
     // A download ended: state is done, paused, failed or cancelled.
     void downloadFinished(const QString& state);
+    // A placement plan ended: done, failed or cancelled.
+    void planFinished(const QString& state);
+    // A mirror plan answered (mirrorPlan), a staging ended (done, failed or cancelled).
+    void mirrorPlanned();
+    void mirrorFinished(const QString& state);
 
 private:
     struct ConvertSnap {
@@ -302,6 +348,26 @@ private:
     QVariantMap m_checkReport;
     wizard::WizardWorker::Cancel m_checkCancel;
     LatestWins<QString> m_checkSlot;
+
+    QString m_planState = QStringLiteral("idle");
+    QString m_planStatus, m_plannedDir;
+    QVariantMap m_planReport;
+    wizard::WizardWorker::Cancel m_planCancel;
+    LatestWins<QString> m_planSlot;
+
+    QString m_mirrorDir;
+    QVariantMap m_mirrorPlan;
+    uint64_t m_mirrorGeneration = 0; // a newer folder replaces an older answer
+    QString m_mirrorState = QStringLiteral("idle");
+    double m_mirrorProgress = 0;
+    QString m_mirrorStatus, m_mirrorError;
+    wizard::WizardWorker::Cancel m_mirrorCancel;
+    struct MirrorSnap {
+        double fraction = 0;
+        QString text;
+        bool any = false;
+    };
+    LatestWins<MirrorSnap> m_mirrorSlot;
 
     bool m_openAsked = false;
 

@@ -4,6 +4,7 @@
 #include "wizard/wizard_controller.h"
 
 #include "wizard/wizard_space.h"
+#include "wizard/wizard_text.h"
 
 #include "hub/hub_api.h"
 #include "hub/hub_endpoint.h"
@@ -20,18 +21,11 @@
 
 namespace coli::app {
 
+using wizard::bytes;
+using wizard::countText;
+using wizard::qs;
+
 namespace {
-QString qs(const std::string& s) {
-    return QString::fromStdString(s);
-}
-QString bytes(uint64_t n) {
-    return qs(wizard::bytesText(n));
-}
-QString countText(int64_t n) {
-    if (n >= 1000000000) return QString::number(double(n) / 1e9, 'f', 2) + QStringLiteral(" B");
-    if (n >= 1000000) return QString::number(double(n) / 1e6, 'f', 1) + QStringLiteral(" M");
-    return QString::number(n);
-}
 QString clockText(double seconds) {
     if (seconds < 0) return QStringLiteral("--:--");
     const auto s = qint64(seconds + 0.5);

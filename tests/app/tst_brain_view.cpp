@@ -85,6 +85,36 @@ QPoint centre(BrainItem* item, int layer, int expert) {
     return item->mapToScene(r.center()).toPoint();
 }
 
+// Waits until the window has rendered at `size` and the sheet's place in it has stopped moving
+// (the same in two frames in a row): a resize reaches the layout and the renderer
+// asynchronously, and on a loaded machine a grab or a cell position read too early belongs to
+// the previous size.
+bool settleAt(Window& w, BrainItem* cells, QSize size) {
+    QRectF last;
+    for (int i = 0; i < 100; ++i) {
+        QSignalSpy swapped(w.window, &QQuickWindow::frameSwapped);
+        cells->update();
+        if (!swapped.wait(500)) continue;
+        const QRectF sheet = cells->mapRectToScene(cells->sheetRect());
+        const bool inside = w.window->size() == size &&
+                            QRectF(QPointF(0, 0), QSizeF(size)).contains(sheet) && !sheet.isEmpty();
+        if (inside && sheet == last) return true;
+        last = sheet;
+    }
+    return false;
+}
+
+// Moves the mouse onto `at` until the hover panel shows. Alternates between `at` and the pixel
+// beside it: Qt drops a move to the position the mouse already has, and a hover computed before
+// the layout settled may have hidden the panel with the mouse already there.
+bool hoverUntilShown(Window& w, QPoint at, const char* panel) {
+    for (int i = 0; i < 50; ++i) {
+        QTest::mouseMove(w.window, at + QPoint(i % 2, 0));
+        if (QTest::qWaitFor([&] { return w.item(panel)->isVisible(); }, 100)) return true;
+    }
+    return false;
+}
+
 // Pixels inside the cells item that are not the sheet's background, and how many distinct hues
 // (30-degree buckets of saturated pixels) they have.
 std::pair<int, int> drawnPixels(const QImage& shot, BrainItem* item) {
@@ -312,17 +342,11 @@ private slots:
             w.setTheme(theme);
             for (const QSize size : {QSize(1280, 800), QSize(900, 600)}) {
                 w.window->resize(size);
-                // The resize reaches the layout asynchronously: grab only once the sheet lies
-                // inside the resized window (a grab before that reads past the image's edge).
-                QTRY_COMPARE(w.window->size(), size);
-                QTRY_VERIFY(QRectF(QPointF(0, 0), QSizeF(size))
-                                .contains(cells->mapRectToScene(cells->sheetRect())));
+                QVERIFY(settleAt(w, cells, size));
                 for (const QString& mode : {QStringLiteral("cumulative"), QStringLiteral("turn")}) {
                     brain->setMode(mode);
                     // Hover a cell: the details panel shows.
-                    const QPoint at = centre(cells, 30, 100);
-                    QTest::mouseMove(w.window, at);
-                    QTRY_VERIFY(w.item("brainHover")->isVisible());
+                    QVERIFY(hoverUntilShown(w, centre(cells, 30, 100), "brainHover"));
                     const QImage shot = w.grab();
                     QCOMPARE(shot.size(), size);
                     QVERIFY(save(shot, QString("brain-synthetic-%1-%2-%3x%4.png")

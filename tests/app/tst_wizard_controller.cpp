@@ -17,6 +17,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSignalSpy>
@@ -109,6 +110,8 @@ private slots:
     void startOverDuringAConversion();
     void checkFindsAModelThatIsNotReady();
     void openLoadsTheModelAndListsIt();
+    void planFollowsAReadyCheckAtTheSettingsBudget();
+    void mirrorIsPlannedStagedAndChosen();
 
 private:
     QTemporaryDir m_config;
@@ -118,6 +121,8 @@ void TstWizardController::initTestCase() {
     QVERIFY2(QFile::exists(kCheckpoint + "/config.json"),
              "fixtures missing: run the fixtures_generate test of the main build");
     qputenv("XDG_CONFIG_HOME", m_config.path().toUtf8());
+    // The plan and the mirror plan read the usage database: this run's own.
+    qputenv("XDG_DATA_HOME", m_config.path().toUtf8());
     QCoreApplication::setOrganizationName(QStringLiteral("Colibri"));
     QCoreApplication::setApplicationName(QStringLiteral("Colibri Desktop"));
 }
@@ -436,6 +441,108 @@ void TstWizardController::openLoadsTheModelAndListsIt() {
         listed = listed || row.toMap().value("path").toString() == dir;
     QVERIFY2(listed, "the opened model is not in the Models list");
     engine.shutdown();
+}
+
+// Runs the fixture as published up to the Check page and waits for the doctor.
+bool reachCheckedModel(WizardController& w) {
+    if (!chooseFixture(w)) return false;
+    w.setConvertWanted(false);
+    if (!waitFor([&] { return !w.busy(); })) return false;
+    QSignalSpy checked(&w, &WizardController::checkFinished);
+    for (int i = 0; i < 4; ++i)
+        w.next();
+    return w.pageName() == QStringLiteral("check") && (checked.count() > 0 || checked.wait(60000)) &&
+           w.checkReport().value("ready").toBool();
+}
+
+void TstWizardController::planFollowsAReadyCheckAtTheSettingsBudget() {
+    // A RAM budget below the working set: clamped up to it, so no expert fits beside it.
+    AppSettings settings{QString()};
+    settings.setRamBudgetMiB(1);
+    {
+        WizardController w(nullptr, &settings);
+        QSignalSpy planned(&w, &WizardController::planFinished);
+        QVERIFY(reachCheckedModel(w));
+        QVERIFY(planned.count() > 0 || planned.wait(120000));
+        QVERIFY2(w.planState() == QStringLiteral("done"),
+                 qPrintable(w.planReport().value("error").toString()));
+        const QVariantMap p = w.planReport();
+        QVERIFY2(p.value("fitText").toString().startsWith(QStringLiteral("0 of ")),
+                 qPrintable(p.value("fitText").toString()));
+        QVERIFY2(p.value("hitRateText").toString().contains(QStringLiteral("no expert fits")),
+                 qPrintable(p.value("hitRateText").toString()));
+        QVERIFY(p.value("tokensPerSecond").toDouble() > 0);
+        QVERIFY(p.value("expertsText").toString().contains(QStringLiteral("layers")));
+        QVERIFY(p.value("speedText").toString().contains(QStringLiteral("tokens/s")));
+        // Leaving the page cancels a running plan; coming back plans again.
+        w.startPlan();
+        QCOMPARE(w.planState(), QStringLiteral("running"));
+        planned.clear();
+        w.next();
+        QCOMPARE(w.pageName(), QStringLiteral("mirror"));
+        QVERIFY(planned.wait(120000));
+        QVERIFY(w.planState() == QStringLiteral("cancelled") ||
+                w.planState() == QStringLiteral("done")); // it may have ended first
+    }
+    // The default budget (from free memory): every expert of the tiny fixture fits.
+    settings.setRamBudgetMiB(0);
+    WizardController w(nullptr, &settings);
+    QSignalSpy planned(&w, &WizardController::planFinished);
+    QVERIFY(reachCheckedModel(w));
+    QVERIFY(planned.count() > 0 || planned.wait(120000));
+    QCOMPARE(w.planState(), QStringLiteral("done"));
+    QVERIFY2(w.planReport().value("hitRateText").toString().startsWith(QStringLiteral("100.0 %")),
+             qPrintable(w.planReport().value("hitRateText").toString()));
+}
+
+void TstWizardController::mirrorIsPlannedStagedAndChosen() {
+    AppSettings settings{QString()};
+    WizardController w(nullptr, &settings);
+    QVERIFY(reachCheckedModel(w));
+    w.next();
+    QCOMPARE(w.pageName(), QStringLiteral("mirror"));
+    QVERIFY(w.canNext()); // optional
+
+    // A folder that does not exist: the plan says so, nothing is created.
+    QTemporaryDir parent;
+    const QString missing = parent.path() + "/no-such-folder";
+    QSignalSpy planned(&w, &WizardController::mirrorPlanned);
+    w.chooseMirrorFolder(missing);
+    QVERIFY(planned.wait(30000));
+    QVERIFY2(!w.mirrorPlan().value("error").toString().isEmpty(), "no error for a missing folder");
+    QVERIFY(!QFileInfo::exists(missing));
+
+    QTemporaryDir mirrorDir;
+    planned.clear();
+    w.chooseMirrorFolder(mirrorDir.path());
+    QVERIFY(planned.wait(30000));
+    QVERIFY(waitFor([&] { return !w.busy(); }));
+    const QVariantMap plan = w.mirrorPlan();
+    QVERIFY2(plan.value("error").toString().isEmpty(), qPrintable(plan.value("error").toString()));
+    const int files = plan.value("fileCount").toInt();
+    QVERIFY(files > 0);
+    QCOMPARE(plan.value("sameDisk").toBool(), true); // both under the same temporary folder
+    QVERIFY(plan.value("rankingText").toString().contains(QStringLiteral("no usage history")));
+
+    QSignalSpy staged(&w, &WizardController::mirrorFinished);
+    w.startMirror();
+    QCOMPARE(w.mirrorState(), QStringLiteral("running"));
+    QVERIFY(!w.canNext() && !w.canBack()); // staging: the page waits
+    QVERIFY(staged.wait(60000));
+    QVERIFY2(w.mirrorState() == QStringLiteral("done"), qPrintable(w.mirrorError()));
+    QVERIFY(QFile::exists(mirrorDir.path() + "/colibri-mirror.json"));
+    QCOMPARE(settings.mirrorFolder(), QDir::cleanPath(mirrorDir.path()));
+    QVERIFY(waitFor([&] { return !w.busy(); }));
+    QCOMPARE(w.mirrorPlan().value("staged").toBool(), true); // planned again: all there
+    QCOMPARE(w.mirrorState(), QStringLiteral("done"));
+    QVERIFY(w.canNext());
+    // Staging again keeps every file (checked by hash), copies nothing.
+    staged.clear();
+    w.startMirror();
+    QVERIFY(staged.wait(60000));
+    QCOMPARE(w.mirrorState(), QStringLiteral("done"));
+    QVERIFY2(w.mirrorStatus().contains(QStringLiteral("(0 copied, %1 kept").arg(files)),
+             qPrintable(w.mirrorStatus()));
 }
 
 QTEST_GUILESS_MAIN(TstWizardController)

@@ -2,10 +2,12 @@
 // model known the window opens on it; the Models view's "Get a model…" reaches it; the pages are
 // walked with real clicks on Next and Back, from a fixture checkpoint on this computer through
 // the conversion (progress bar, cancel) to Open, which loads the container and lists it, and
-// Start chatting, which shows the chat with the model ready. A PNG of every page in the light and
-// dark themes at 960 x 600 and 1600 x 1000 goes to build/release/screenshots/wizard-*.png. The
-// pages of what this build cannot do yet (Hub search and download, plan and doctor, mirror)
-// are shown saying so.
+// Start chatting, which shows the chat with the model ready and answering a message typed into
+// the composer. On the way: the doctor and the placement plan on the Check page (figures shown),
+// a mirror planned and staged into a second folder on the Mirror page (it becomes the Settings'
+// mirror folder and Open loads the model with it). The Hub walk searches, downloads with a pause
+// and a resume, runs the model as published and answers too. A PNG of every page in the light
+// and dark themes at 960 x 600 and 1600 x 1000 goes to build/release/screenshots/wizard-*.png.
 #include "app_settings.h"
 #include "app_window.h"
 #include "engine_controller.h"
@@ -14,7 +16,9 @@
 
 #include "hub_test_server.h"
 
+#include "chat_model.h"
 #include "convert/manifest.h"
+#include "mirror/mirror_receipt.h"
 
 #include <QApplication>
 #include <QDir>
@@ -26,6 +30,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <memory>
 
 using namespace coli;
@@ -85,11 +90,49 @@ QQuickItem* delegateItem(const App& app, const QString& name) {
     return found.isEmpty() ? nullptr : found.first();
 }
 
+// Scrolls the page (the Flickable) holding `item` until the item is inside the window, as a
+// user would with the wheel on a short window.
+void scrollIntoView(QQuickWindow* w, QQuickItem* item) {
+    for (QQuickItem* p = item->parentItem(); p; p = p->parentItem()) {
+        if (!p->inherits("QQuickFlickable")) continue;
+        const QRectF r = item->mapRectToScene(QRectF(0, 0, item->width(), item->height()));
+        const QRectF view = p->mapRectToScene(QRectF(0, 0, p->width(), p->height()))
+                                .intersected(QRectF(0, 0, w->width(), w->height()));
+        double dy = 0;
+        if (r.bottom() > view.bottom()) dy = r.bottom() - view.bottom() + 12;
+        if (r.top() - dy < view.top()) dy = r.top() - view.top() - 12;
+        if (dy != 0) {
+            const double most =
+                std::max(0.0, p->property("contentHeight").toDouble() - p->height());
+            p->setProperty("contentY",
+                           std::clamp(p->property("contentY").toDouble() + dy, 0.0, most));
+            QTest::qWait(50);
+        }
+        return;
+    }
+}
+
 void click(QQuickWindow* w, QQuickItem* item) {
     QVERIFY(item);
     QVERIFY2(item->isVisible() && item->isEnabled(), qPrintable(item->objectName()));
+    scrollIntoView(w, item);
     const QPointF c = item->mapToScene(QPointF(item->width() / 2, item->height() / 2));
     QTest::mouseClick(w, Qt::LeftButton, {}, c.toPoint());
+}
+
+// Types `text` into the chat's composer, presses Send and waits for the answer; returns the
+// answer's text ("" when none came).
+QString askInTheChat(App& app, const QString& text) {
+    QQuickItem* input = app.item("composerInput");
+    if (!input) return {};
+    input->setProperty("text", text);
+    QSignalSpy done(app.controller.get(), &EngineController::answerFinished);
+    click(app.window, app.item("sendButton"));
+    if (!done.wait(120000)) return {};
+    ChatModel* chat = app.controller->chatModel();
+    const QModelIndex last = chat->index(chat->rowCount() - 1);
+    if (chat->data(last, ChatModel::RoleRole).toString() != QStringLiteral("assistant")) return {};
+    return chat->data(last, ChatModel::TextRole).toString();
 }
 
 // The page in both themes at both sizes; leaves the window light and small.
@@ -132,7 +175,9 @@ void TstWizardView::initTestCase() {
 }
 
 void TstWizardView::walksThePagesToAChat() {
-    QTemporaryDir target;
+    QTemporaryDir target, mirrorDir, data;
+    // The usage database of this run only (the plan and the mirror plan read learned heat).
+    qputenv("XDG_DATA_HOME", data.path().toUtf8());
     App app;
     QVERIFY(app.window);
     QVERIFY(QTest::qWaitForWindowExposed(app.window));
@@ -193,10 +238,39 @@ void TstWizardView::walksThePagesToAChat() {
     QVERIFY(doctorDone.count() > 0 || doctorDone.wait(60000));
     QVERIFY2(w->checkReport().value("ready").toBool(), qPrintable(w->nextHint()));
     QTRY_VERIFY(app.item("wizardNext")->isEnabled());
+    // The placement plan follows a ready check: its figures on the page.
+    QTRY_VERIFY_WITH_TIMEOUT(w->planState() != QStringLiteral("running"), 120000);
+    QVERIFY2(w->planState() == QStringLiteral("done"),
+             qPrintable(w->planReport().value("error").toString()));
+    QVERIFY(w->planReport().value("tokensPerSecond").toDouble() > 0);
+    QVERIFY(w->planReport().value("fitText").toString().contains(QStringLiteral(" of ")));
+    QTRY_VERIFY(app.item("wizardPlanFigures")->isVisible());
+    QVERIFY(app.item("wizardPlanSpeed")->property("text").toString().contains("tokens/s"));
     shoot(app, QStringLiteral("5-check"));
     click(app.window, app.item("wizardNext"));
     QTRY_COMPARE(w->pageName(), QStringLiteral("mirror"));
     shoot(app, QStringLiteral("6-mirror"));
+    // A mirror folder (on this test machine the same disk: the page says a mirror there adds no
+    // speed, and staging works the same).
+    QSignalSpy mirrorPlanned(w, &WizardController::mirrorPlanned);
+    w->chooseMirrorFolder(mirrorDir.path());
+    QVERIFY(mirrorPlanned.count() > 0 || mirrorPlanned.wait(30000));
+    QTRY_VERIFY(!w->busy());
+    QVERIFY2(w->mirrorPlan().value("error").toString().isEmpty(),
+             qPrintable(w->mirrorPlan().value("error").toString()));
+    QVERIFY(w->mirrorPlan().value("fileCount").toInt() > 0);
+    QTRY_VERIFY(app.item("wizardMirrorPlan")->isVisible());
+    QVERIFY(app.item("wizardMirrorSameDisk")->isVisible());
+    shoot(app, QStringLiteral("6-mirror-plan"));
+    QSignalSpy staged(w, &WizardController::mirrorFinished);
+    click(app.window, app.item("wizardStageMirror"));
+    QVERIFY(staged.count() > 0 || staged.wait(60000));
+    QVERIFY2(w->mirrorState() == QStringLiteral("done"), qPrintable(w->mirrorError()));
+    QVERIFY(QFile::exists(mirrorDir.path() + "/" + QString::fromLatin1(mirror::kMirrorReceiptName)));
+    QCOMPARE(app.settings->mirrorFolder(), QDir::cleanPath(mirrorDir.path()));
+    QTRY_VERIFY(!w->busy());
+    QTRY_COMPARE(app.item("wizardMirrorProgress")->property("value").toDouble(), 1.0);
+    shoot(app, QStringLiteral("6-mirror-staged"));
     click(app.window, app.item("wizardNext"));
     QTRY_COMPARE(w->pageName(), QStringLiteral("open"));
     QVERIFY(!app.item("wizardNext")->isVisible());
@@ -217,6 +291,9 @@ void TstWizardView::walksThePagesToAChat() {
     click(app.window, app.item("wizardStartChat"));
     QTRY_COMPARE(app.viewShown(), QStringLiteral("chat"));
     QCOMPARE(app.controller->loadState(), QStringLiteral("ready"));
+    // The model answers (loaded with the staged mirror: no load warning about it).
+    QVERIFY(!askInTheChat(app, QStringLiteral("Hello")).isEmpty());
+    shoot(app, QStringLiteral("9-chat"));
 
     // The Models view reaches the wizard again.
     QMetaObject::invokeMethod(app.window, "showView", Q_ARG(QVariant, QStringLiteral("models")));
@@ -327,6 +404,10 @@ void TstWizardView::walksFromTheHub() {
     click(app.window, app.item("wizardOpenButton"));
     QTRY_VERIFY_WITH_TIMEOUT(w->openState() == QStringLiteral("ready"), 60000);
     QCOMPARE(app.controller->modelDir(), dir);
+    click(app.window, app.item("wizardStartChat"));
+    QTRY_COMPARE(app.viewShown(), QStringLiteral("chat"));
+    QVERIFY(!askInTheChat(app, QStringLiteral("Tell me a fortune.")).isEmpty());
+    shoot(app, QStringLiteral("hub-9-chat"));
 
     for (const QString& warning : g_warnings)
         QVERIFY2(!warning.contains(QStringLiteral("qml"), Qt::CaseInsensitive),

@@ -14,8 +14,10 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import time
 import unittest
 
 from hub_cli_util import (TINY, Hub, coli_env, make_repo, part_bytes, run_coli, sha256_file,
@@ -67,6 +69,18 @@ class Search(unittest.TestCase):
             self.assertIn("no models match", r.stdout.decode())
             r = run_coli(ARGS.coli, ["search", "moe", "--limit", "0"], env)
             self.assertEqual(r.returncode, 2, r.stderr)
+            r = run_coli(ARGS.coli, ["search", "moe", "--retries", "101"], env)
+            self.assertEqual(r.returncode, 2, r.stderr)
+        # A Hub that is not there: with --retries 0 the search fails at once with exit 6.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            closed = "http://127.0.0.1:%d" % s.getsockname()[1]
+        env = coli_env(w, closed)
+        t0 = time.monotonic()
+        r = run_coli(ARGS.coli, ["search", "moe", "--retries", "0"], env)
+        self.assertEqual(r.returncode, 6, r.stderr)
+        self.assertIn("cannot search the Hub", r.stderr.decode())
+        self.assertLess(time.monotonic() - t0, 20)
 
 
 class Download(unittest.TestCase):

@@ -150,7 +150,7 @@ WizardPage {
         color: Theme.text
         font.pixelSize: Theme.titleFontSize
         text: page.plan.tokensPerSecond > 0
-              ? qsTr("≈ %1 tokens/s").arg(page.plan.tokensPerSecond.toFixed(page.plan.tokensPerSecond < 10 ? 2 : 1))
+              ? qsTr("≈ %1 tokens/s").arg(page.plan.tokensPerSecond.toFixed(page.plan.tokensPerSecond < 10 ? 2 : page.plan.tokensPerSecond < 100 ? 1 : 0))
               : qsTr("Speed unknown")
     }
     WizardFigures {

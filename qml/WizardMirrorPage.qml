@@ -61,12 +61,11 @@ WizardPage {
         visible: page.planned
         labelWidth: 170
         rows: [
-            [qsTr("Free there"), page.plan.freeText || ""],
-            [qsTr("Kept free"), page.plan.reserveText || ""],
-            [qsTr("Room for the mirror"), page.plan.roomText || ""],
+            [qsTr("Room for the mirror"), page.plan.roomText
+                 ? qsTr("%1 (%2; %3 kept free)").arg(page.plan.roomText).arg(page.plan.freeText).arg(page.plan.reserveText) : ""],
             [qsTr("Ranked"), page.plan.rankingText || ""],
-            [qsTr("Mirror"), page.plan.mirrorText || ""],
-            [qsTr("To copy"), page.plan.copyText || ""],
+            [qsTr("Mirror"), page.plan.mirrorText
+                 ? qsTr("%1 (%2 to copy)").arg(page.plan.mirrorText).arg(page.plan.copyText) : ""],
             [qsTr("Covers"), page.plan.coveredText || ""]
         ]
     }
@@ -77,7 +76,7 @@ WizardPage {
         spacing: Theme.padding
         AppButton {
             objectName: "wizardStageMirror"
-            text: page.staging ? qsTr("Cancel") : page.plan.staged ? qsTr("Check again") : qsTr("Stage the mirror")
+            text: page.staging ? qsTr("Cancel") : page.plan.staged ? qsTr("Check the copies") : qsTr("Stage the mirror")
             enabled: page.staging || (page.plan.fileCount || 0) > 0
             onClicked: page.staging ? page.wizard.cancelMirror() : page.wizard.startMirror()
         }

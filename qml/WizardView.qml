@@ -128,7 +128,8 @@ Page {
             AppButton {
                 objectName: "wizardNext"
                 visible: view.page < view.titles.length - 1
-                text: view.wizard && view.wizard.pageName === "mirror" ? qsTr("Skip →") : qsTr("Next →")
+                text: view.wizard && view.wizard.pageName === "mirror" && view.wizard.mirrorState !== "done"
+                      ? qsTr("Skip →") : qsTr("Next →")
                 primary: true
                 enabled: view.wizard !== null && view.wizard.canNext
                 onClicked: view.wizard.next()

@@ -145,8 +145,8 @@ QVariantMap planFigures(const placement::ModelPlanReport& r) {
     m[QStringLiteral("speedText")] =
         p.tokensPerSecond > 0
             ? QObject::tr("%1 tokens/s (%2 ms per token: memory %3 + disk %4)")
-                  .arg(p.tokensPerSecond, 0, 'f', p.tokensPerSecond < 10 ? 2 : 1)
-                  .arg(1e3 * p.secondsPerToken, 0, 'f', 1)
+                  .arg(p.tokensPerSecond, 0, 'f', p.tokensPerSecond < 10 ? 2 : p.tokensPerSecond < 100 ? 1 : 0)
+                  .arg(1e3 * p.secondsPerToken, 0, 'f', p.secondsPerToken < 0.01 ? 2 : 1)
                   .arg(p.memBytesPerSecond > 0 ? 1e3 * p.memBytesPerToken / p.memBytesPerSecond
                                                : 0.0,
                        0, 'f', 1)

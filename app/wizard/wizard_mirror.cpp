@@ -180,9 +180,10 @@ void WizardController::startMirror() {
                     m_mirrorState = QStringLiteral("done");
                     m_mirrorProgress = 1.0;
                     m_mirrorStatus =
-                        tr("Mirror staged: %1 files (%2 copied, %3 kept from before), %4 in %5 s. "
+                        tr("Mirror staged: %1 (%2 copied, %3 kept from before), %4 in %5 s. "
                            "The model reads from both disks from the next load.")
-                            .arg(rep.files.size())
+                            .arg(rep.files.size() == 1 ? tr("1 file")
+                                                       : tr("%1 files").arg(rep.files.size()))
                             .arg(rep.copied)
                             .arg(rep.kept)
                             .arg(bytes(rep.bytesCopied))

@@ -321,7 +321,7 @@ void TstWizardView::walksFromTheHub() {
     std::string error;
     auto server = hub_test::HubServer::start(o, &error);
     QVERIFY2(server, error.c_str());
-    QTemporaryDir home, target;
+    QTemporaryDir home, target, mirrorDir;
     qputenv("HF_ENDPOINT", QByteArray::fromStdString(server->endpoint()));
     qputenv("HF_HOME", (home.path() + "/hf").toUtf8());
     qputenv("XDG_DATA_HOME", (home.path() + "/data").toUtf8());
@@ -388,6 +388,7 @@ void TstWizardView::walksFromTheHub() {
     QTRY_COMPARE(w->pageName(), QStringLiteral("convert"));
     click(app.window, app.item("wizardConvertNo")); // run as published
     QTRY_VERIFY(app.item("wizardNext")->isEnabled());
+    shoot(app, QStringLiteral("hub-4-convert"));
     QSignalSpy doctorDone(w, &WizardController::checkFinished);
     click(app.window, app.item("wizardNext"));
     QTRY_COMPARE(w->pageName(), QStringLiteral("check"));
@@ -397,13 +398,28 @@ void TstWizardView::walksFromTheHub() {
     const QString dir = target.path() + "/test-org--colibri-moe-tiny";
     QCOMPARE(w->modelDir(), dir);
     QVERIFY2(w->checkReport().value("ready").toBool(), qPrintable(w->nextHint()));
+    QTRY_VERIFY_WITH_TIMEOUT(w->planState() != QStringLiteral("running"), 120000);
+    QCOMPARE(w->planState(), QStringLiteral("done"));
     click(app.window, app.item("wizardNext"));
     QTRY_COMPARE(w->pageName(), QStringLiteral("mirror"));
+    // The downloaded checkpoint's expert file mirrored into a second folder.
+    QSignalSpy mirrorPlanned(w, &WizardController::mirrorPlanned);
+    w->chooseMirrorFolder(mirrorDir.path());
+    QVERIFY(mirrorPlanned.count() > 0 || mirrorPlanned.wait(30000));
+    QTRY_VERIFY(!w->busy());
+    QVERIFY(w->mirrorPlan().value("fileCount").toInt() > 0);
+    QSignalSpy staged(w, &WizardController::mirrorFinished);
+    click(app.window, app.item("wizardStageMirror"));
+    QVERIFY(staged.count() > 0 || staged.wait(60000));
+    QVERIFY2(w->mirrorState() == QStringLiteral("done"), qPrintable(w->mirrorError()));
+    QTRY_VERIFY(!w->busy());
+    shoot(app, QStringLiteral("hub-6-mirror"));
     click(app.window, app.item("wizardNext"));
     QTRY_COMPARE(w->pageName(), QStringLiteral("open"));
     click(app.window, app.item("wizardOpenButton"));
     QTRY_VERIFY_WITH_TIMEOUT(w->openState() == QStringLiteral("ready"), 60000);
     QCOMPARE(app.controller->modelDir(), dir);
+    shoot(app, QStringLiteral("hub-7-open"));
     click(app.window, app.item("wizardStartChat"));
     QTRY_COMPARE(app.viewShown(), QStringLiteral("chat"));
     QVERIFY(!askInTheChat(app, QStringLiteral("Tell me a fortune.")).isEmpty());

@@ -53,12 +53,15 @@ int runPlan(const PlanOptions& o) {
         printError(report.status().message());
         switch (failedAt) {
         case placement::PlanStep::Shape:
-        case placement::PlanStep::Trace: return kExitUsage;
+        case placement::PlanStep::Trace:
+            return kExitUsage;
         case placement::PlanStep::Record:
             return report.status().code() == ErrorCode::Cancelled ? kExitInterrupted
                                                                   : kExitGeneration;
-        case placement::PlanStep::Disk: return kExitModel;
-        default: return kExitInternal;
+        case placement::PlanStep::Disk:
+            return kExitModel;
+        default:
+            return kExitInternal;
         }
     }
     for (const std::string& w : report->warnings)

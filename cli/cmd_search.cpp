@@ -1,5 +1,6 @@
-// coli search TEXT [--limit N] [--retries N]: models on the Hugging Face Hub (engine/hub/hub_api.h), most
-// downloaded first, with what this app can run flagged (docs/cli.md "coli search").
+// coli search TEXT [--limit N] [--retries N]: models on the Hugging Face Hub
+// (engine/hub/hub_api.h), most downloaded first, with what this app can run flagged (docs/cli.md
+// "coli search").
 #include "commands.h"
 #include "exit_codes.h"
 #include "options.h"

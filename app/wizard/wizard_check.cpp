@@ -97,7 +97,8 @@ void WizardController::startCheck() {
                 emit progressChanged();
                 emit checkFinished(m_checkState);
                 // A ready model gets its placement plan (the check is the page's first half).
-                if (m_checkState == QStringLiteral("done") && m_checkReport.value(QStringLiteral("ready")).toBool() &&
+                if (m_checkState == QStringLiteral("done") &&
+                    m_checkReport.value(QStringLiteral("ready")).toBool() &&
                     (m_planState != QStringLiteral("done") || m_plannedDir != dir))
                     startPlan();
             },
@@ -117,15 +118,17 @@ QVariantMap planFigures(const placement::ModelPlanReport& r) {
     const placement::PlacementPlan& p = r.plan;
     const placement::PlanShape& s = p.shape;
     QVariantMap m;
-    m[QStringLiteral("budgetText")] = QObject::tr("%1 for routed experts (%2 of it the working set)")
-                                          .arg(bytes(p.budgetBytes), bytes(p.workingSetBytes));
+    m[QStringLiteral("budgetText")] =
+        QObject::tr("%1 for routed experts (%2 of it the working set)")
+            .arg(bytes(p.budgetBytes), bytes(p.workingSetBytes));
     m[QStringLiteral("denseText")] = QObject::tr("%1, always in RAM").arg(bytes(s.denseBytes));
-    m[QStringLiteral("expertsText")] = QObject::tr("%1 (%2 layers × %3, top-%4), %5 each, %6 in all")
-                                           .arg(s.totalExperts())
-                                           .arg(s.moeLayers)
-                                           .arg(s.expertsPerLayer)
-                                           .arg(s.topK)
-                                           .arg(bytes(s.bytesPerExpert), bytes(s.expertBytes()));
+    m[QStringLiteral("expertsText")] =
+        QObject::tr("%1 (%2 layers × %3, top-%4), %5 each, %6 in all")
+            .arg(s.totalExperts())
+            .arg(s.moeLayers)
+            .arg(s.expertsPerLayer)
+            .arg(s.topK)
+            .arg(bytes(s.bytesPerExpert), bytes(s.expertBytes()));
     const double total = std::max(1, s.totalExperts());
     m[QStringLiteral("fitText")] = QObject::tr("%1 of %2 experts (%3 %)")
                                        .arg(p.expertsThatFit)
@@ -133,19 +136,22 @@ QVariantMap planFigures(const placement::ModelPlanReport& r) {
                                        .arg(100.0 * p.expertsThatFit / total, 0, 'f', 1);
     const char* source = placement::hitRateSourceName(p.hitRateSource);
     m[QStringLiteral("hitSource")] = QString::fromLatin1(source);
-    m[QStringLiteral("hitRateText")] = QObject::tr("%1 % (%2)")
-                                           .arg(100.0 * p.hitRate, 0, 'f', 1)
-                                           .arg(qs(r.hitRateDetail));
+    m[QStringLiteral("hitRateText")] =
+        QObject::tr("%1 % (%2)").arg(100.0 * p.hitRate, 0, 'f', 1).arg(qs(r.hitRateDetail));
     m[QStringLiteral("memoryPerTokenText")] = bytes(uint64_t(p.memBytesPerToken));
     m[QStringLiteral("diskPerTokenText")] = bytes(uint64_t(p.diskBytesPerToken));
     m[QStringLiteral("memoryRateText")] =
         QObject::tr("%1/s").arg(bytes(uint64_t(p.memBytesPerSecond)));
-    m[QStringLiteral("diskRateText")] = QObject::tr("%1/s").arg(bytes(uint64_t(p.diskBytesPerSecond)));
+    m[QStringLiteral("diskRateText")] =
+        QObject::tr("%1/s").arg(bytes(uint64_t(p.diskBytesPerSecond)));
     m[QStringLiteral("tokensPerSecond")] = p.tokensPerSecond;
     m[QStringLiteral("speedText")] =
         p.tokensPerSecond > 0
             ? QObject::tr("%1 tokens/s (%2 ms per token: memory %3 + disk %4)")
-                  .arg(p.tokensPerSecond, 0, 'f', p.tokensPerSecond < 10 ? 2 : p.tokensPerSecond < 100 ? 1 : 0)
+                  .arg(p.tokensPerSecond, 0, 'f',
+                       p.tokensPerSecond < 10    ? 2
+                       : p.tokensPerSecond < 100 ? 1
+                                                 : 0)
                   .arg(1e3 * p.secondsPerToken, 0, 'f', p.secondsPerToken < 0.01 ? 2 : 1)
                   .arg(p.memBytesPerSecond > 0 ? 1e3 * p.memBytesPerToken / p.memBytesPerSecond
                                                : 0.0,
@@ -169,7 +175,8 @@ void WizardController::startPlan() {
     m_planSlot.publish(QString());
     emit stateChanged();
     emit progressChanged();
-    // The Settings' RAM budget for experts, as the engine applies it at load; 0 = from MemAvailable.
+    // The Settings' RAM budget for experts, as the engine applies it at load; 0 = from
+    // MemAvailable.
     const uint64_t wanted = m_settings ? uint64_t(m_settings->ramBudgetMiB()) << 20 : 0;
     const std::string d = dir.toStdString();
     // Not counted in m_jobs: Back stays possible and leaving the page cancels the plan.
@@ -182,9 +189,9 @@ void WizardController::startPlan() {
         if (!lm) {
             *r = lm.status();
         } else if (tiers::ExpertCache* cache = lm.value()->model().expertCache()) {
-            const uint64_t most = cache->minimumBudget() +
-                                  uint64_t(cache->telemetry().residency.totalExperts) *
-                                      cache->slotBytes();
+            const uint64_t most =
+                cache->minimumBudget() +
+                uint64_t(cache->telemetry().residency.totalExperts) * cache->slotBytes();
             uint64_t budget = wanted;
             if (budget == 0) {
                 Result<uint64_t> avail = memAvailableBytes();
@@ -196,8 +203,8 @@ void WizardController::startPlan() {
             po.progress = [this](const std::string& step) {
                 m_planSlot.publish(step == "recording" ? tr("Running a short prompt to estimate "
                                                             "the hit rate…")
-                                   : step == "memory" ? tr("Measuring the memory's read speed…")
-                                                      : tr("Measuring the disk's read speed…"));
+                                   : step == "memory"  ? tr("Measuring the memory's read speed…")
+                                                       : tr("Measuring the disk's read speed…"));
             };
             *r = placement::planLoadedModel(*lm.value(), d, po);
         } else {

@@ -65,8 +65,8 @@ QVariantMap planFigures(const MirrorAnswer& a, const QString& mirrorDir, const Q
     const mirror::MirrorPlan& p = a.plan.value();
     m[QStringLiteral("sameDisk")] =
         mirror::sameFileSystem(modelDir.toStdString(), mirrorDir.toStdString());
-    m[QStringLiteral("freeText")] = QObject::tr("%1 free of %2")
-                                        .arg(bytes(p.space.freeBytes), bytes(p.space.totalBytes));
+    m[QStringLiteral("freeText")] =
+        QObject::tr("%1 free of %2").arg(bytes(p.space.freeBytes), bytes(p.space.totalBytes));
     m[QStringLiteral("reserveText")] = bytes(p.reserveBytes);
     m[QStringLiteral("roomText")] = bytes(p.usableBytes);
     m[QStringLiteral("rankingText")] = a.ranking;
@@ -75,18 +75,21 @@ QVariantMap planFigures(const MirrorAnswer& a, const QString& mirrorDir, const Q
     for (const mirror::PlannedFile& f : p.files) {
         chosen += f.choice == mirror::FileChoice::Chosen;
         staged += f.choice == mirror::FileChoice::Staged;
-        files << QVariantMap{{QStringLiteral("path"), qs(f.path)},
-                             {QStringLiteral("sizeText"), bytes(f.size)},
-                             {QStringLiteral("experts"), f.experts},
-                             {QStringLiteral("choice"),
-                              QString::fromLatin1(mirror::fileChoiceName(f.choice)) +
-                                  (f.note.empty() ? QString() : QStringLiteral(" (%1)").arg(qs(f.note)))}};
+        files << QVariantMap{
+            {QStringLiteral("path"), qs(f.path)},
+            {QStringLiteral("sizeText"), bytes(f.size)},
+            {QStringLiteral("experts"), f.experts},
+            {QStringLiteral("choice"),
+             QString::fromLatin1(mirror::fileChoiceName(f.choice)) +
+                 (f.note.empty() ? QString() : QStringLiteral(" (%1)").arg(qs(f.note)))}};
     }
     m[QStringLiteral("files")] = files;
     m[QStringLiteral("fileCount")] = chosen + staged;
     m[QStringLiteral("staged")] = chosen == 0 && staged > 0;
-    m[QStringLiteral("mirrorText")] =
-        QObject::tr("%1 of %2 expert files, %3").arg(chosen + staged).arg(p.files.size()).arg(bytes(p.mirrorBytes));
+    m[QStringLiteral("mirrorText")] = QObject::tr("%1 of %2 expert files, %3")
+                                          .arg(chosen + staged)
+                                          .arg(p.files.size())
+                                          .arg(bytes(p.mirrorBytes));
     m[QStringLiteral("copyText")] = bytes(p.copyBytes);
     m[QStringLiteral("coveredText")] =
         QObject::tr("%1 % of the %2")
@@ -119,8 +122,7 @@ void WizardController::chooseMirrorFolder(const QString& dir) {
             this,
             [this, a, generation, model, target] {
                 --m_jobs;
-                if (generation == m_mirrorGeneration)
-                    m_mirrorPlan = planFigures(*a, target, model);
+                if (generation == m_mirrorGeneration) m_mirrorPlan = planFigures(*a, target, model);
                 emit stateChanged();
                 if (generation == m_mirrorGeneration) emit mirrorPlanned();
             },

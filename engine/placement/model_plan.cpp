@@ -46,8 +46,8 @@ std::optional<double> learnedHitRate(const std::string& modelDir, const ModelPla
     for (const auto& r : *heat)
         any = any || r.heat > 0;
     if (!any) return std::nullopt;
-    report.hitRateDetail = fmt::format("share of learned heat in the hottest {} experts ({})",
-                                       capacity, *path);
+    report.hitRateDetail =
+        fmt::format("share of learned heat in the hottest {} experts ({})", capacity, *path);
     return heatHitRate(*heat, capacity, *clock, storage::kDefaultHalfLifeTokens);
 }
 
@@ -80,8 +80,8 @@ Result<ModelPlanReport> planLoadedModel(const LoadedModel& lm, const std::string
                           Status(h.status().code(), "--trace: " + h.status().message()));
         hitRate = *h;
         source = HitRateSource::Trace;
-        report.hitRateDetail = fmt::format("cache simulator (lfru) over {} ({} tokens)",
-                                           o.traceFile, t->nTokens());
+        report.hitRateDetail =
+            fmt::format("cache simulator (lfru) over {} ({} tokens)", o.traceFile, t->nTokens());
     }
     if (needHitRate && source == HitRateSource::None && o.useHeat) {
         if (auto h = learnedHitRate(modelDir, o, capacity, report)) {
@@ -131,11 +131,10 @@ Result<ModelPlanReport> planLoadedModel(const LoadedModel& lm, const std::string
             return failed(PlanStep::Disk, failedAt,
                           Status(d.status().code(), "disk bandwidth: " + d.status().message()));
         diskRate = d->bytesPerSecond;
-        report.diskFrom =
-            fmt::format("measured: {} MiB of random reads over {} weight file{}, {}",
-                        d->bytes >> 20, files->size(), files->size() == 1 ? "" : "s",
-                        d->directIo ? "O_DIRECT"
-                                    : "buffered (no O_DIRECT: may be the page cache's speed)");
+        report.diskFrom = fmt::format(
+            "measured: {} MiB of random reads over {} weight file{}, {}", d->bytes >> 20,
+            files->size(), files->size() == 1 ? "" : "s",
+            d->directIo ? "O_DIRECT" : "buffered (no O_DIRECT: may be the page cache's speed)");
     }
 
     auto plan = makePlan(*shape, budget, hitRate, source, memRate, diskRate);

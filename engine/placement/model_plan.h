@@ -28,12 +28,12 @@
 namespace coli::placement {
 
 struct ModelPlanOptions {
-    std::string traceFile;   // a `coli trace` JSON-lines file; "" = none
-    bool useHeat = true;     // false: never read the usage database (`--no-learn`)
-    std::string usageDb;     // the usage database; "" = storage::defaultDatabasePath()
-    std::optional<double> memBytesPerSecond;  // given R_mem (bytes/s) instead of measuring it
-    std::optional<double> diskBytesPerSecond; // given R_disk (bytes/s) instead of measuring it
-    uint64_t diskReadBytes = 256ull << 20;    // bytes the disk measurement reads at most
+    std::string traceFile; // a `coli trace` JSON-lines file; "" = none
+    bool useHeat = true;   // false: never read the usage database (`--no-learn`)
+    std::string usageDb;   // the usage database; "" = storage::defaultDatabasePath()
+    std::optional<double> memBytesPerSecond;   // given R_mem (bytes/s) instead of measuring it
+    std::optional<double> diskBytesPerSecond;  // given R_disk (bytes/s) instead of measuring it
+    uint64_t diskReadBytes = 256ull << 20;     // bytes the disk measurement reads at most
     const std::atomic<bool>* cancel = nullptr; // checked while recording the built-in prompt
     // Called before each long step: "recording" (running the built-in prompt), "memory"
     // (measuring R_mem, about a second), "disk" (measuring R_disk).

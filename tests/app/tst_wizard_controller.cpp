@@ -451,8 +451,8 @@ bool reachCheckedModel(WizardController& w) {
     QSignalSpy checked(&w, &WizardController::checkFinished);
     for (int i = 0; i < 4; ++i)
         w.next();
-    return w.pageName() == QStringLiteral("check") && (checked.count() > 0 || checked.wait(60000)) &&
-           w.checkReport().value("ready").toBool();
+    return w.pageName() == QStringLiteral("check") &&
+           (checked.count() > 0 || checked.wait(60000)) && w.checkReport().value("ready").toBool();
 }
 
 void TstWizardController::planFollowsAReadyCheckAtTheSettingsBudget() {

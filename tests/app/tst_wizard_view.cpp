@@ -266,7 +266,8 @@ void TstWizardView::walksThePagesToAChat() {
     click(app.window, app.item("wizardStageMirror"));
     QVERIFY(staged.count() > 0 || staged.wait(60000));
     QVERIFY2(w->mirrorState() == QStringLiteral("done"), qPrintable(w->mirrorError()));
-    QVERIFY(QFile::exists(mirrorDir.path() + "/" + QString::fromLatin1(mirror::kMirrorReceiptName)));
+    QVERIFY(
+        QFile::exists(mirrorDir.path() + "/" + QString::fromLatin1(mirror::kMirrorReceiptName)));
     QCOMPARE(app.settings->mirrorFolder(), QDir::cleanPath(mirrorDir.path()));
     QTRY_VERIFY(!w->busy());
     QTRY_COMPARE(app.item("wizardMirrorProgress")->property("value").toDouble(), 1.0);

@@ -180,7 +180,8 @@ void WizardController::startPlan() {
     const uint64_t wanted = m_settings ? uint64_t(m_settings->ramBudgetMiB()) << 20 : 0;
     const std::string d = dir.toStdString();
     // Not counted in m_jobs: Back stays possible and leaving the page cancels the plan.
-    m_planCancel = m_worker->post([this, d, dir, wanted](const std::atomic<bool>& cancel) {
+    m_planCancel = m_worker->post([this, d, dir, wanted,
+                                   db = databasePath()](const std::atomic<bool>& cancel) {
         auto r = std::make_shared<Result<placement::ModelPlanReport>>(
             Status(ErrorCode::Cancelled, "cancelled"));
         ModelLoadOptions lo;
@@ -200,6 +201,7 @@ void WizardController::startPlan() {
             (void)cache->setBudget(std::clamp(budget, cache->minimumBudget(), most));
             placement::ModelPlanOptions po;
             po.cancel = &cancel;
+            po.usageDb = db;
             po.progress = [this](const std::string& step) {
                 m_planSlot.publish(step == "recording" ? tr("Running a short prompt to estimate "
                                                             "the hit rate…")

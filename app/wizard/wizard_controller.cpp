@@ -8,6 +8,7 @@
 #include "convert/converter.h"
 #include "engine_controller.h"
 #include "hub_token.h"
+#include "storage/location.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -571,6 +572,12 @@ void WizardController::sampleProgress() {
     m_convertProgress = s.fraction;
     m_convertStatus = s.text;
     emit progressChanged();
+}
+
+std::string WizardController::databasePath() const {
+    if (m_settings) return m_settings->effectiveUsageDatabase().toStdString();
+    const Result<std::string> p = storage::defaultDatabasePath();
+    return p.isOk() ? p.value() : std::string();
 }
 
 QString WizardController::modelDir() const {

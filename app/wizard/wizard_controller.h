@@ -297,6 +297,9 @@ private:
     void sampleProgress();
     void setPage(int p);
     void post(wizard::WizardWorker::Job job);
+    // The usage database the wizard's jobs read and record in: the Settings' choice, else the
+    // default location ("" when there is no home folder).
+    std::string databasePath() const;
     void jobDone();
 
     EngineController* m_engine = nullptr;

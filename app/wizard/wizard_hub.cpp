@@ -221,11 +221,11 @@ void WizardController::chooseRepo(const QString& repoIn) {
 }
 
 void WizardController::findUnfinished() {
-    auto path = storage::defaultDatabasePath();
+    const std::string path = databasePath();
     // Only an existing database: opening one would create it.
-    if (!path.isOk() || !QFileInfo::exists(qs(path.value()))) return;
+    if (path.empty() || !QFileInfo::exists(qs(path))) return;
     // Not a job of a page (busy() stays false): only a banner depends on it.
-    m_worker->post([this, p = path.value()](const std::atomic<bool>&) {
+    m_worker->post([this, p = path](const std::atomic<bool>&) {
         auto db = storage::Storage::open(p);
         if (!db.isOk()) return;
         storage::DownloadStore store(*db.value());
@@ -325,16 +325,15 @@ void WizardController::startDownload() {
     opt.request.containerBytes = convertWanted() ? m_repoBytes : 0;
     opt.fs = m_fs;
     ++m_jobs;
-    m_worker->post([this, ep = ep.value(), opt, stop = m_downloadStop,
+    m_worker->post([this, ep = ep.value(), opt, stop = m_downloadStop, dbPath = databasePath(),
                     discard = m_downloadDiscard](const std::atomic<bool>& cancel) mutable {
         hub::HubApi api(ep);
         api.setCancel(stop.get());
         // The record lets a paused or killed download resume at its commit with its ETags; it is
         // opened here because a Storage is used on the thread that opened it.
         std::unique_ptr<storage::Storage> db;
-        if (auto path = storage::defaultDatabasePath(); path.isOk())
-            if (auto st = storage::Storage::open(path.value()); st.isOk())
-                db = std::move(st.value());
+        if (!dbPath.empty())
+            if (auto st = storage::Storage::open(dbPath); st.isOk()) db = std::move(st.value());
         opt.record = db.get();
         opt.stop = stop.get();
         opt.discard = discard.get();

@@ -33,7 +33,8 @@ struct MirrorAnswer {
 
 // `coli mirror plan`'s steps: the model's expert files, its learned heat (none: ranked by expert
 // bytes), the plan for the folder. Runs on the worker thread.
-MirrorAnswer planFor(const std::string& model, const std::string& mirrorDir) {
+MirrorAnswer planFor(const std::string& model, const std::string& mirrorDir,
+                     const std::string& db) {
     MirrorAnswer a;
     auto files = mirror::findExpertFiles(model);
     if (!files) {
@@ -43,7 +44,7 @@ MirrorAnswer planFor(const std::string& model, const std::string& mirrorDir) {
     }
     a.container = files.value().container;
     mirror::ExpertHeatMap heat;
-    auto learned = mirror::loadModelHeat(model);
+    auto learned = mirror::loadModelHeat(model, db);
     if (learned && learned.value().known) {
         heat = learned.value().heat;
         a.ranking = QObject::tr("by learned heat per byte (the experts this model routes most)");
@@ -116,8 +117,10 @@ void WizardController::chooseMirrorFolder(const QString& dir) {
     const QString model = modelDir(), target = m_mirrorDir;
     ++m_jobs;
     emit stateChanged();
-    m_worker->post([this, generation, model, target](const std::atomic<bool>&) {
-        auto a = std::make_shared<MirrorAnswer>(planFor(model.toStdString(), target.toStdString()));
+    m_worker->post([this, generation, model, target,
+                    db = databasePath()](const std::atomic<bool>&) {
+        auto a =
+            std::make_shared<MirrorAnswer>(planFor(model.toStdString(), target.toStdString(), db));
         QMetaObject::invokeMethod(
             this,
             [this, a, generation, model, target] {
@@ -144,10 +147,10 @@ void WizardController::startMirror() {
     ++m_jobs;
     emit stateChanged();
     emit progressChanged();
-    m_mirrorCancel = m_worker->post([this, model, target,
-                                     generation](const std::atomic<bool>& cancel) {
+    m_mirrorCancel = m_worker->post([this, model, target, generation,
+                                     db = databasePath()](const std::atomic<bool>& cancel) {
         // Planned again here, as `coli mirror stage` does: the disk may have changed meanwhile.
-        MirrorAnswer a = planFor(model.toStdString(), target.toStdString());
+        MirrorAnswer a = planFor(model.toStdString(), target.toStdString(), db);
         auto r = std::make_shared<Result<mirror::StageReport>>(a.plan.status());
         if (a.plan) {
             mirror::StageOptions so;

@@ -4,6 +4,7 @@
 // choosing a repo plans it (files, size) or refuses it by its architecture; the download runs to
 // the end on the wizard's thread and the flow goes on to Check with the downloaded folder; a
 // paused download resumes fetching only the rest; Cancel deletes the partial files.
+#include "app_settings.h"
 #include "wizard/wizard_controller.h"
 
 #include "hub/http_client.h"
@@ -42,6 +43,7 @@ private slots:
     void pauseAndResumeFetchOnlyTheRest();
     void cancelDeletesThePartialFiles();
     void anUnfinishedDownloadIsOfferedAtStart();
+    void theRecordGoesToTheSettingsDatabase();
 
 private:
     QJsonObject stats();
@@ -274,6 +276,32 @@ void TstWizardHub::anUnfinishedDownloadIsOfferedAtStart() {
     QVERIFY(finished.wait(60000));
     QCOMPARE(w.downloadState(), QStringLiteral("done"));
     QVERIFY(QFile::exists(dir + "/model.safetensors"));
+}
+
+void TstWizardHub::theRecordGoesToTheSettingsDatabase() {
+    // A usage database chosen in Settings: the download record goes there, and the next start
+    // with the same settings offers the paused download from it.
+    QTemporaryDir parent, config;
+    qputenv("XDG_CONFIG_HOME", config.path().toUtf8());
+    AppSettings settings{QString()};
+    const QString db = config.path() + "/elsewhere/usage.sqlite";
+    QVERIFY(QDir().mkpath(config.path() + "/elsewhere"));
+    settings.setUsageDatabase(db);
+    QString dir;
+    {
+        WizardController w(nullptr, &settings);
+        QVERIFY(toDownloadPage(w, parent.path()));
+        QSignalSpy finished(&w, &WizardController::downloadFinished);
+        w.startDownload();
+        QVERIFY(waitFor([&] { return w.downloadProgress() > 0.2; }));
+        w.pauseDownload();
+        QVERIFY(finished.wait(30000));
+        dir = w.downloadDir();
+    }
+    QVERIFY2(QFile::exists(db), "no download record in the Settings' database");
+    WizardController w(nullptr, &settings);
+    QVERIFY(waitFor([&] { return !w.unfinishedDownload().isEmpty(); }));
+    QCOMPARE(w.unfinishedDownload().value("dir").toString(), dir);
 }
 
 QTEST_GUILESS_MAIN(TstWizardHub)

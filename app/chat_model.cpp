@@ -34,6 +34,8 @@ QVariant ChatModel::data(const QModelIndex& index, int role) const {
         return m.hitRate;
     case MibPerTokenRole:
         return m.mibPerToken;
+    case PrefillMibPerTokenRole:
+        return m.prefillMibPerToken;
     case CanContinueRole:
         return m.role == QLatin1String("assistant") && !m.streaming && m.error.isEmpty() &&
                (m.stopReason == QLatin1String("max tokens") ||
@@ -57,6 +59,7 @@ QHash<int, QByteArray> ChatModel::roleNames() const {
             {ErrorRole, "error"},
             {HitRateRole, "hitRate"},
             {MibPerTokenRole, "mibPerToken"},
+            {PrefillMibPerTokenRole, "prefillMibPerToken"},
             {CanContinueRole, "canContinue"},
 
             {BlocksRole, "blocks"}};
@@ -131,11 +134,13 @@ void ChatModel::clear() {
     emit countChanged();
 }
 
-void ChatModel::setTurnStats(int row, double hitRate, double mibPerToken) {
+void ChatModel::setTurnStats(int row, double hitRate, double mibPerToken,
+                             double prefillMibPerToken) {
     if (row < 0 || row >= m_rows.size()) return;
     m_rows[row].hitRate = hitRate;
     m_rows[row].mibPerToken = mibPerToken;
-    changed(row, {HitRateRole, MibPerTokenRole});
+    m_rows[row].prefillMibPerToken = prefillMibPerToken;
+    changed(row, {HitRateRole, MibPerTokenRole, PrefillMibPerTokenRole});
 }
 
 void ChatModel::resume(int row) {

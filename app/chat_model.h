@@ -33,8 +33,9 @@ public:
         ErrorRole,
         StopReasonRole,
         HitRateRole,     // the answer's expert hit rate (RAM), 0..1; -1: not measured
-        MibPerTokenRole, // MiB of experts read per token of the turn; -1: not measured
-        CanContinueRole, // an answer that stopped at the token limit or by Stop
+        MibPerTokenRole, // MiB of experts read per decode step of the answer; -1: not measured
+        PrefillMibPerTokenRole, // MiB read per token of the prompt's prefill; -1: none
+        CanContinueRole,        // an answer that stopped at the token limit or by Stop
         BlocksRole,
     };
     Q_ENUM(Role)
@@ -50,6 +51,7 @@ public:
         QString stopReason; // why an answer ended: "eos", "max tokens", "cancelled", ...
         double hitRate = -1;
         double mibPerToken = -1;
+        double prefillMibPerToken = -1;
         MessageBlocks* blocks = nullptr; // assistant messages; owned by the ChatModel
     };
 
@@ -76,7 +78,9 @@ public:
     void fail(int row, const QString& error);
     void clear();
     // The answer's tier figures (under the statistics line).
-    void setTurnStats(int row, double hitRate, double mibPerToken);
+    // The answer's decode hit rate and MiB read per decode step, and the prompt's MiB read per
+    // token (-1: no prompt tokens ran).
+    void setTurnStats(int row, double hitRate, double mibPerToken, double prefillMibPerToken = -1);
     // "Continue": the answer at `row` streams again, its text kept (pieces are appended).
     void resume(int row);
     // Shows a saved conversation (a session reopened): one reset.

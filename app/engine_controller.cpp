@@ -386,9 +386,17 @@ void EngineController::drainEvents() {
             if (ev.usage && m_hooks.usageSnapshot) m_hooks.usageSnapshot(ev.usage);
             if (ev.id == m_turnId && m_turnRow >= 0) {
                 const GenerateStats& s = ev.stats;
-                if (s.tiers.routed > 0)
-                    m_chat.setTurnStats(m_turnRow, tiers::hitRate(s.tiers),
-                                        tiers::bytesReadPerToken(s.tiers) / (1024.0 * 1024.0));
+                // The answer's figures are its decode steps'; the prompt's read is apart (a
+                // prefill chunk reads each expert once for all its tokens).
+                const tiers::TierCounters& d =
+                    s.tiersDecode.routed > 0 ? s.tiersDecode : s.tiersPrefill;
+                if (d.routed > 0)
+                    m_chat.setTurnStats(m_turnRow, tiers::hitRate(d),
+                                        tiers::bytesReadPerToken(d) / (1024.0 * 1024.0),
+                                        s.tiersPrefill.tokens > 0
+                                            ? tiers::bytesReadPerToken(s.tiersPrefill) /
+                                                  (1024.0 * 1024.0)
+                                            : -1.0);
                 m_contextUsed = s.promptTokens + s.generatedTokens;
                 m_contextDropped = ev.droppedMessages;
                 emit contextChanged();

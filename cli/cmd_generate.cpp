@@ -143,7 +143,9 @@ int runGenerate(GenerateOptions o) {
         return kExitGeneration;
     }
     printStats(r.value(), describeSampling(params->sampler));
-    if (cache) fmt::print(stderr, "{}\n", summariseTiers(before, cache->telemetry(), seconds));
+    if (cache)
+        fmt::print(stderr, "{}\n",
+                   summariseTiers(before, cache->telemetry(), seconds, &r.value().tiersPrefill));
     if (learning) learning->endTurn();
     switch (r.value().stopReason) {
     case StopReason::Cancelled:

@@ -19,7 +19,8 @@ Item {
     required property string stopReason
     required property QtObject blocks // answers: their MessageBlocks model; null for others
     required property double hitRate     // the turn's expert hit rate; -1: not measured
-    required property double mibPerToken // MiB of experts read per token; -1: not measured
+    required property double mibPerToken // MiB of experts read per decode step; -1: not measured
+    required property double prefillMibPerToken // MiB read per prompt token; -1: none
     required property bool canContinue
     property QtObject controller // for the actions (copy, regenerate, continue, edit)
     property bool isLast: false
@@ -58,6 +59,8 @@ Item {
         if (hitRate >= 0)
             line += qsTr(" · hit rate %1 % · %2 MiB/token").arg((100 * hitRate).toFixed(0))
                                                            .arg(mibPerToken.toFixed(2))
+        if (hitRate >= 0 && prefillMibPerToken >= 0)
+            line += qsTr(" (prompt %1)").arg(prefillMibPerToken.toFixed(2))
         return stopReason === "cancelled" ? line + qsTr(" · stopped")
              : stopReason === "context full" ? line + qsTr(" · context full") : line
     }

@@ -86,8 +86,22 @@ std::string describeTiers(const tiers::ExpertCache& cache) {
     return out;
 }
 
+namespace {
+// "2.10 MiB read/token", or with the prefill part given, the prefill's and the decode's apart.
+std::string readPerToken(const tiers::TierCounters& run, const tiers::TierCounters* prefill) {
+    auto per = [](const tiers::TierCounters& c) {
+        return formatBytes(c.tokens > 0 ? uint64_t(double(c.bytesRead) / double(c.tokens)) : 0);
+    };
+    if (!prefill) return per(run) + " read/token";
+    const tiers::TierCounters decode = run - *prefill;
+    return "prefill " + per(*prefill) + " read/token (" + std::to_string(prefill->tokens) +
+           " tokens), decode " + per(decode) + " read/token (" + std::to_string(decode.tokens) +
+           " tokens)";
+}
+} // namespace
+
 std::string summariseTiers(const tiers::TierTelemetry& before, const tiers::TierTelemetry& after,
-                           double wallSeconds) {
+                           double wallSeconds, const tiers::TierCounters* prefill) {
     const tiers::TierCounters& a = before.counters;
     const tiers::TierCounters& b = after.counters;
     const double routed = double(b.routed - a.routed);
@@ -95,7 +109,6 @@ std::string summariseTiers(const tiers::TierTelemetry& before, const tiers::Tier
     const double inFlight = double(b.inFlightHits - a.inFlightHits);
     const double cached = double(b.hitsCache - a.hitsCache) - inFlight; // ready in the cache
     const double misses = double(b.misses - a.misses);
-    const double tokens = double(b.tokens - a.tokens);
     const double wait = b.ioWaitSeconds - a.ioWaitSeconds;
     const double la = double(b.lookaheadRouted - a.lookaheadRouted);
     const double pred = double(b.prefetchPredicted - a.prefetchPredicted);
@@ -104,11 +117,10 @@ std::string summariseTiers(const tiers::TierTelemetry& before, const tiers::Tier
     std::snprintf(
         buf, sizeof buf,
         "experts: hit rate %.1f %% (pinned %.1f %%, cache %.1f %%), prefetch in flight %.1f %%, "
-        "read on demand %.1f %%; %s read/token, I/O wait %.0f %% of %.2f s, prefetch recall %.2f "
+        "read on demand %.1f %%; %s, I/O wait %.0f %% of %.2f s, prefetch recall %.2f "
         "precision %.2f, %llu evictions",
         pct(pinned + cached, routed), pct(pinned, routed), pct(cached, routed),
-        pct(inFlight, routed), pct(misses, routed),
-        formatBytes(tokens > 0 ? uint64_t(double(b.bytesRead - a.bytesRead) / tokens) : 0).c_str(),
+        pct(inFlight, routed), pct(misses, routed), readPerToken(b - a, prefill).c_str(),
         pct(wait, wallSeconds), wallSeconds,
         la > 0 ? double(b.lookaheadRecalled - a.lookaheadRecalled) / la : 0.0,
         pred > 0 ? double(b.prefetchCorrect - a.prefetchCorrect) / pred : 0.0,

@@ -47,7 +47,11 @@ std::string describeTiers(const tiers::ExpertCache& cache);
 // 0.62, 120 evictions". Hit rate: routed experts found ready in RAM; in flight: found being read
 // by an earlier prefetch; on demand: read when routed (the three add up to 100 %). With a mirror:
 // "; read from the primary disk 1.20 MiB, from the mirror 0.80 MiB" (" (mirror switched off)").
+// With `prefill` (the run's prompt part, GenerateStats::tiersPrefill) the read per token is given
+// for the prompt and the decode apart: "prefill 0.80 MiB read/token (30 tokens), decode 2.10 MiB
+// read/token (15 tokens)"; a prefill chunk reads each routed expert once for all its tokens, so
+// the decode figure is the one that sets decode speed.
 std::string summariseTiers(const tiers::TierTelemetry& before, const tiers::TierTelemetry& after,
-                           double wallSeconds);
+                           double wallSeconds, const tiers::TierCounters* prefill = nullptr);
 
 } // namespace coli

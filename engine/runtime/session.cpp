@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 namespace coli {
 namespace {
@@ -94,9 +95,15 @@ Result<GenerateStats> Session::generate(std::span<const int32_t> prompt,
     // `other` is the rest of the wall time.
     ForwardTimes forwardTimes;
     double samplingSeconds = 0;
+    std::optional<tiers::TierCounters> tiersAfterPrefill; // set once the prompt has run
     auto finish = [&] {
         stats.wallSeconds = secondsSince(tStart, Clock::now());
-        if (cache) stats.tiers = cache->counters() - tiersBefore;
+        if (cache) {
+            const tiers::TierCounters now = cache->counters();
+            stats.tiers = now - tiersBefore;
+            stats.tiersPrefill = tiersAfterPrefill.value_or(now) - tiersBefore;
+            stats.tiersDecode = now - tiersAfterPrefill.value_or(now);
+        }
         TimeSplit& t = stats.time;
         t.attention = forwardTimes.attention;
         // The reads are waited for inside the MoE regions (ExpertCache::next).
@@ -141,6 +148,7 @@ Result<GenerateStats> Session::generate(std::span<const int32_t> prompt,
         COLI_RETURN_IF_ERROR(forward(prompt.subspan(pos, n), logits));
     }
     stats.prefillSeconds = secondsSince(tPrefill, Clock::now());
+    if (cache) tiersAfterPrefill = cache->counters();
     const int prefilled = stats.promptTokens - stats.reusedTokens;
     if (stats.prefillSeconds > 0) stats.prefillTokensPerSecond = prefilled / stats.prefillSeconds;
 

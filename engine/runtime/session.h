@@ -130,6 +130,13 @@ struct GenerateStats {
     // the model: the prompt's non-reused ones and every sampled token but the last (which is not
     // run, see Session).
     tiers::TierCounters tiers;
+    // The same split at the end of the prefill (the counters when the last prompt chunk's
+    // forward returned): tiersPrefill covers the prompt's forward passes, tiersDecode the rest
+    // (tiersPrefill + tiersDecode == tiers, field by field). A prompt read per token and a decode
+    // step's read per token differ by the batch: a prefill chunk reads each routed expert once
+    // for all its tokens, so mixing them understates what a decode step reads.
+    tiers::TierCounters tiersPrefill;
+    tiers::TierCounters tiersDecode;
 };
 
 // Called with each piece of text as soon as it is complete UTF-8 and cannot be part of a stop

@@ -113,6 +113,33 @@ TEST(TimeSplit, TierCountersArePerTurn) {
     EXPECT_EQ(a.tiers.tokens + b.tiers.tokens, total.tokens);
 }
 
+// The turn's counters split at the end of the prefill: the prompt's tokens and the decode steps'
+// apart, adding up to the turn's, with the decode's read per token as the per-step figure.
+TEST(TimeSplit, TierCountersSplitIntoPrefillAndDecode) {
+    auto lm = load("qwen3moe", /*stream=*/true);
+    ASSERT_NE(lm, nullptr);
+    tiers::ExpertCache& cache = *lm->model().expertCache();
+    ASSERT_TRUE(cache.setBudget(cache.minimumBudget()).isOk()); // every step reads
+    Session s(*lm);
+    const auto prompt = goldenPrompt("qwen3moe");
+    const GenerateStats st = runAndCheckPartition(s, prompt, 24);
+    ASSERT_GT(st.generatedTokens, 1);
+    EXPECT_EQ(st.tiersPrefill.tokens, uint64_t(prompt.size()));
+    EXPECT_EQ(st.tiersDecode.tokens, uint64_t(st.generatedTokens - 1));
+    EXPECT_EQ(st.tiersPrefill.routed + st.tiersDecode.routed, st.tiers.routed);
+    EXPECT_EQ(st.tiersPrefill.misses + st.tiersDecode.misses, st.tiers.misses);
+    EXPECT_EQ(st.tiersPrefill.bytesRead + st.tiersDecode.bytesRead, st.tiers.bytesRead);
+    EXPECT_GT(st.tiersPrefill.bytesRead, 0u);
+    EXPECT_GT(st.tiersDecode.bytesRead, 0u);
+    // A decode step routes top-k experts per MoE layer on its own: the routed count per decode
+    // token is the model's, while a prefill chunk shares experts between its tokens.
+    const double routedPerDecodeToken =
+        double(st.tiersDecode.routed) / double(st.tiersDecode.tokens);
+    const double routedPerPromptToken =
+        double(st.tiersPrefill.routed) / double(st.tiersPrefill.tokens);
+    EXPECT_GT(routedPerDecodeToken, routedPerPromptToken);
+}
+
 // Resident experts: no waiting, no tier counters; a shared expert and the Reference path are timed.
 TEST(TimeSplit, ResidentExpertsOnBothPaths) {
     for (ForwardPath path : {ForwardPath::Fast, ForwardPath::Reference}) {

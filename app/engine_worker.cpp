@@ -210,6 +210,7 @@ void EngineWorker::doLoad(const Command& c) {
     m_loadId = c.id;
     m_model = std::move(lm.value());
     std::string budget;
+    std::string budgetWarning; // the cgroup files could not be read
     if (tiers::ExpertCache* cache = m_model->model().expertCache()) {
         // Every routed expert plus the working set: more buys nothing (defaultExpertBudget's cap).
         const uint64_t most =
@@ -218,7 +219,9 @@ void EngineWorker::doLoad(const Command& c) {
         // The Settings view's budget (this load's), else the worker's, else one from MemAvailable.
         uint64_t want = c.load.ramBudgetBytes > 0 ? c.load.ramBudgetBytes : m_opt.expertBudgetBytes;
         if (want == 0) {
-            Result<uint64_t> avail = memAvailableBytes();
+            // Within the memory cgroup's room too (issue 14): a container's limit, not the host's.
+            Result<AvailableMemory> avail = availableMemory();
+            if (avail && !avail->warning.empty()) budgetWarning = avail->warning;
             want = avail ? defaultExpertBudget(*cache, *avail) : 0;
         }
         (void)cache->setBudget(std::clamp(want, cache->minimumBudget(), most)); // >= minimum
@@ -269,6 +272,7 @@ void EngineWorker::doLoad(const Command& c) {
     std::string warnings;
     for (const std::string& w : m_model->warnings())
         warnings += (warnings.empty() ? "" : "\n") + w;
+    if (!budgetWarning.empty()) warnings += (warnings.empty() ? "" : "\n") + budgetWarning;
     if (!warnings.empty()) publish(EngineEvent::make(EventKind::Notice, c.id, warnings));
 }
 

@@ -31,8 +31,9 @@ namespace coli::app {
 struct WorkerOptions {
     int threads = 0;            // OpenMP threads for the forward pass; 0 = all cores
     size_t ringCapacity = 1024; // events
-    // RAM budget of the streamed experts at load, bytes; 0 = from MemAvailable
-    // (defaultExpertBudget), clamped to [minimum working set, every expert + working set].
+    // RAM budget of the streamed experts at load, bytes; 0 = from MemAvailable within the memory
+    // cgroup's room (availableMemory, defaultExpertBudget), clamped to [minimum working set, every
+    // expert + working set].
     uint64_t expertBudgetBytes = 0;
     bool prefetch = true; // router-lookahead prefetch at load
     // Tests and the GUI stall benchmark: when set, every Generate is answered by replaying this

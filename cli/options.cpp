@@ -376,19 +376,23 @@ std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode) {
         printWarning(w);
     if (tiers::ExpertCache* cache = lm.value()->model().expertCache()) {
         uint64_t budget = 0;
+        std::string note; // " (memory cgroup limit ...)" when the cgroup decided the budget
         if (o.ramBudget) {
             budget = *o.ramBudget;
         } else {
-            Result<uint64_t> avail = memAvailableBytes();
-            if (!avail) printWarning(avail.status().message() + "; using the minimum budget");
-            budget = avail ? defaultExpertBudget(*cache, *avail) : 0;
+            Result<AvailableMemory> avail = availableMemory();
+            if (!avail)
+                printWarning(avail.status().message() + "; using the minimum budget");
+            else if (!avail->warning.empty())
+                printWarning(avail->warning);
+            budget = avail ? defaultExpertBudget(*cache, *avail, &note) : 0;
         }
         if (Status st = cache->setBudget(budget); !st.isOk()) {
             printError("--ram-budget: " + st.message());
             exitCode = kExitUsage;
             return nullptr;
         }
-        fmt::print(stderr, "{}\n", describeTiers(*cache));
+        fmt::print(stderr, "{}\n", describeTiers(*cache, note));
     } else if (o.placement) {
         fmt::print(stderr, "experts: resident (every expert read at load{})\n",
                    o.resident ? "" : ": --quantise experts=... needs them in RAM");

@@ -195,7 +195,7 @@ void WizardController::startPlan() {
                 uint64_t(cache->telemetry().residency.totalExperts) * cache->slotBytes();
             uint64_t budget = wanted;
             if (budget == 0) {
-                Result<uint64_t> avail = memAvailableBytes();
+                Result<AvailableMemory> avail = availableMemory(); // cgroup too
                 budget = avail ? defaultExpertBudget(*cache, *avail) : 0;
             }
             (void)cache->setBudget(std::clamp(budget, cache->minimumBudget(), most));

@@ -9,9 +9,10 @@
 
 namespace coli {
 
-Result<uint64_t> memAvailableBytes() {
-    std::ifstream f("/proc/meminfo");
-    if (!f) return Status(ErrorCode::NotFound, "/proc/meminfo: cannot open");
+Result<uint64_t> memAvailableBytes(const std::string& procRoot) {
+    const std::string path = procRoot + "/meminfo";
+    std::ifstream f(path);
+    if (!f) return Status(ErrorCode::NotFound, path + ": cannot open");
     std::string line;
     while (std::getline(f, line)) {
         if (line.rfind("MemAvailable:", 0) != 0) continue;
@@ -19,10 +20,27 @@ Result<uint64_t> memAvailableBytes() {
         uint64_t kib = 0;
         std::string unit;
         if (!(in >> kib >> unit) || unit != "kB")
-            return Status(ErrorCode::Malformed, "/proc/meminfo: cannot parse '" + line + "'");
+            return Status(ErrorCode::Malformed, path + ": cannot parse '" + line + "'");
         return kib * 1024;
     }
-    return Status(ErrorCode::Malformed, "/proc/meminfo: no MemAvailable line");
+    return Status(ErrorCode::Malformed, path + ": no MemAvailable line");
+}
+
+Result<AvailableMemory> availableMemory(const CgroupPaths& paths) {
+    Result<uint64_t> avail = memAvailableBytes(paths.procRoot);
+    if (!avail) return avail.status();
+    AvailableMemory m;
+    m.memAvailable = *avail;
+    m.bytes = *avail;
+    Result<CgroupMemory> cg = cgroupMemory(paths);
+    if (!cg) {
+        m.warning = "memory cgroup limit not read (" + cg.status().message() +
+                    "); the RAM budget follows MemAvailable alone";
+        return m;
+    }
+    m.cgroup = *cg;
+    if (m.cgroup.limited) m.bytes = std::min(m.bytes, m.cgroup.roomBytes);
+    return m;
 }
 
 uint64_t budgetSafetyMargin(uint64_t memAvailable) {
@@ -40,6 +58,17 @@ uint64_t defaultExpertBudget(uint64_t minimumBudget, uint64_t slotBytes, int tot
 uint64_t defaultExpertBudget(const tiers::ExpertCache& cache, uint64_t memAvailable) {
     return defaultExpertBudget(cache.minimumBudget(), cache.slotBytes(),
                                cache.telemetry().residency.totalExperts, memAvailable);
+}
+
+uint64_t defaultExpertBudget(const tiers::ExpertCache& cache, const AvailableMemory& mem,
+                             std::string* note) {
+    const uint64_t budget = defaultExpertBudget(cache, mem.bytes);
+    if (note) {
+        note->clear();
+        if (mem.cgroupDecides() && budget < defaultExpertBudget(cache, mem.memAvailable))
+            *note = " (memory cgroup limit " + formatBytes(mem.cgroup.limitBytes) + ")";
+    }
+    return budget;
 }
 
 int expertsThatFit(uint64_t budgetBytes, uint64_t slotBytes, int workingSlots, int totalExperts) {
@@ -63,18 +92,19 @@ std::string formatBytes(uint64_t bytes) {
     return buf;
 }
 
-std::string describeTiers(const tiers::ExpertCache& cache) {
+std::string describeTiers(const tiers::ExpertCache& cache, const std::string& budgetNote) {
     const tiers::TierResidency r = cache.telemetry().residency;
     const uint64_t working = r.slotBytes ? cache.minimumBudget() / r.slotBytes : 0;
     const int fit = expertsThatFit(r.budgetBytes, r.slotBytes, int(working), r.totalExperts);
     char buf[512];
     std::snprintf(buf, sizeof buf,
-                  "experts: streamed from disk (%s, %s, %s); RAM budget %s = %llu of %d experts "
+                  "experts: streamed from disk (%s, %s, %s); RAM budget %s%s = %llu of %d experts "
                   "(working set %llu slots), pinned hot-store up to %d",
                   cache.source().describe().c_str(), aio::ioBackendName(cache.pool().backend()),
                   cache.pool().directIo() ? "O_DIRECT" : "buffered",
-                  formatBytes(r.budgetBytes).c_str(), static_cast<unsigned long long>(fit),
-                  r.totalExperts, static_cast<unsigned long long>(working), cache.pinCapacity());
+                  formatBytes(r.budgetBytes).c_str(), budgetNote.c_str(),
+                  static_cast<unsigned long long>(fit), r.totalExperts,
+                  static_cast<unsigned long long>(working), cache.pinCapacity());
     std::string out = buf;
     const tiers::MirrorStatus m = cache.mirrorStatus();
     if (m.configured) {

@@ -49,6 +49,7 @@ private:
     QJsonObject stats();
     bool chooseRepo(WizardController& w, const QString& repo);
     bool toDownloadPage(WizardController& w, const QString& parent);
+    QString pausedDownload(AppSettings* settings, const QString& parent);
     QTemporaryDir m_home;
     std::unique_ptr<hub_test::TempDir> m_repos;
     std::unique_ptr<hub_test::HubServer> m_server;
@@ -97,6 +98,19 @@ bool TstWizardHub::chooseRepo(WizardController& w, const QString& repo) {
     QSignalSpy inspected(&w, &WizardController::sourceInspected);
     w.chooseRepo(repo);
     return inspected.wait(30000) && waitFor([&] { return !w.busy(); });
+}
+
+// A controller (with `settings`, may be null) that downloads the tiny repo into `parent`, pauses
+// it past a fifth and is closed: the download's folder, "" when a step failed.
+QString TstWizardHub::pausedDownload(AppSettings* settings, const QString& parent) {
+    WizardController w(nullptr, settings);
+    if (!toDownloadPage(w, parent)) return {};
+    QSignalSpy finished(&w, &WizardController::downloadFinished);
+    w.startDownload();
+    if (!waitFor([&] { return w.downloadProgress() > 0.2; })) return {};
+    w.pauseDownload();
+    if (!finished.wait(30000) || w.downloadState() != QStringLiteral("paused")) return {};
+    return w.downloadDir();
 }
 
 bool TstWizardHub::toDownloadPage(WizardController& w, const QString& parent) {
@@ -249,17 +263,8 @@ void TstWizardHub::cancelDeletesThePartialFiles() {
 
 void TstWizardHub::anUnfinishedDownloadIsOfferedAtStart() {
     QTemporaryDir parent;
-    QString dir;
-    {
-        WizardController w(nullptr, nullptr);
-        QVERIFY(toDownloadPage(w, parent.path()));
-        QSignalSpy finished(&w, &WizardController::downloadFinished);
-        w.startDownload();
-        QVERIFY(waitFor([&] { return w.downloadProgress() > 0.2; }));
-        w.pauseDownload();
-        QVERIFY(finished.wait(30000));
-        dir = w.downloadDir();
-    }                                     // the app closes with the download paused
+    const QString dir = pausedDownload(nullptr, parent.path()); // the app closes paused
+    QVERIFY(!dir.isEmpty());
     WizardController w(nullptr, nullptr); // the next start
     QVERIFY(waitFor([&] { return !w.unfinishedDownload().isEmpty(); }));
     QCOMPARE(w.unfinishedDownload().value("repo").toString(), QString::fromLatin1(kTiny));
@@ -287,17 +292,8 @@ void TstWizardHub::theRecordGoesToTheSettingsDatabase() {
     const QString db = config.path() + "/elsewhere/usage.sqlite";
     QVERIFY(QDir().mkpath(config.path() + "/elsewhere"));
     settings.setUsageDatabase(db);
-    QString dir;
-    {
-        WizardController w(nullptr, &settings);
-        QVERIFY(toDownloadPage(w, parent.path()));
-        QSignalSpy finished(&w, &WizardController::downloadFinished);
-        w.startDownload();
-        QVERIFY(waitFor([&] { return w.downloadProgress() > 0.2; }));
-        w.pauseDownload();
-        QVERIFY(finished.wait(30000));
-        dir = w.downloadDir();
-    }
+    const QString dir = pausedDownload(&settings, parent.path());
+    QVERIFY(!dir.isEmpty());
     QVERIFY2(QFile::exists(db), "no download record in the Settings' database");
     WizardController w(nullptr, &settings);
     QVERIFY(waitFor([&] { return !w.unfinishedDownload().isEmpty(); }));

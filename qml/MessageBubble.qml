@@ -60,7 +60,7 @@ Item {
             line += qsTr(" · hit rate %1 % · %2 MiB/token").arg((100 * hitRate).toFixed(0))
                                                            .arg(mibPerToken.toFixed(2))
         if (hitRate >= 0 && prefillMibPerToken >= 0)
-            line += qsTr(" (prompt %1)").arg(prefillMibPerToken.toFixed(2))
+            line += qsTr(" · prompt %1 MiB/token").arg(prefillMibPerToken.toFixed(2))
         return stopReason === "cancelled" ? line + qsTr(" · stopped")
              : stopReason === "context full" ? line + qsTr(" · context full") : line
     }

@@ -212,19 +212,13 @@ void EngineWorker::doLoad(const Command& c) {
     std::string budget;
     std::string budgetWarning; // the cgroup files could not be read
     if (tiers::ExpertCache* cache = m_model->model().expertCache()) {
-        // Every routed expert plus the working set: more buys nothing (defaultExpertBudget's cap).
-        const uint64_t most =
-            cache->minimumBudget() +
-            uint64_t(cache->telemetry().residency.totalExperts) * cache->slotBytes();
-        // The Settings view's budget (this load's), else the worker's, else one from MemAvailable.
-        uint64_t want = c.load.ramBudgetBytes > 0 ? c.load.ramBudgetBytes : m_opt.expertBudgetBytes;
-        if (want == 0) {
-            // Within the memory cgroup's room too (issue 14): a container's limit, not the host's.
-            Result<AvailableMemory> avail = availableMemory();
-            if (avail && !avail->warning.empty()) budgetWarning = avail->warning;
-            want = avail ? defaultExpertBudget(*cache, *avail) : 0;
-        }
-        (void)cache->setBudget(std::clamp(want, cache->minimumBudget(), most)); // >= minimum
+        const uint64_t most = maximumExpertBudget(*cache);
+        // The Settings view's budget (this load's), else the worker's, else the default from
+        // available memory (the memory cgroup's room too: a container's limit, not the host's).
+        const uint64_t want =
+            c.load.ramBudgetBytes > 0 ? c.load.ramBudgetBytes : m_opt.expertBudgetBytes;
+        // Within [minimum, most]: setBudget cannot fail.
+        (void)cache->setBudget(chooseExpertBudget(*cache, want, &budgetWarning));
         cache->setPrefetch(m_opt.prefetch && c.load.prefetch);
         budget = formatBytes(cache->budget());
         m_tierState.minimumBudget = cache->minimumBudget();

@@ -13,7 +13,6 @@
 #include "runtime/session.h"
 #include "tiers/expert_cache.h"
 
-#include <algorithm>
 #include <memory>
 
 namespace coli::app {
@@ -190,15 +189,8 @@ void WizardController::startPlan() {
         if (!lm) {
             *r = lm.status();
         } else if (tiers::ExpertCache* cache = lm.value()->model().expertCache()) {
-            const uint64_t most =
-                cache->minimumBudget() +
-                uint64_t(cache->telemetry().residency.totalExperts) * cache->slotBytes();
-            uint64_t budget = wanted;
-            if (budget == 0) {
-                Result<AvailableMemory> avail = availableMemory(); // cgroup too
-                budget = avail ? defaultExpertBudget(*cache, *avail) : 0;
-            }
-            (void)cache->setBudget(std::clamp(budget, cache->minimumBudget(), most));
+            // As the engine sets it at load, so the plan is the one Open will run.
+            (void)cache->setBudget(chooseExpertBudget(*cache, wanted)); // in range: cannot fail
             placement::ModelPlanOptions po;
             po.cancel = &cancel;
             po.usageDb = db;

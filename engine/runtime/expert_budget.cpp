@@ -71,6 +71,24 @@ uint64_t defaultExpertBudget(const tiers::ExpertCache& cache, const AvailableMem
     return budget;
 }
 
+uint64_t maximumExpertBudget(const tiers::ExpertCache& cache) {
+    return cache.minimumBudget() +
+           uint64_t(std::max(0, cache.telemetry().residency.totalExperts)) * cache.slotBytes();
+}
+
+uint64_t chooseExpertBudget(const tiers::ExpertCache& cache, uint64_t requestedBytes,
+                            std::string* warning) {
+    if (warning) warning->clear();
+    uint64_t want = requestedBytes;
+    if (want == 0) {
+        Result<AvailableMemory> avail = availableMemory();
+        if (warning && avail) *warning = avail->warning;
+        want = avail ? defaultExpertBudget(cache, *avail) : 0;
+    }
+    const uint64_t lo = cache.minimumBudget();
+    return std::clamp(want, lo, std::max(lo, maximumExpertBudget(cache)));
+}
+
 int expertsThatFit(uint64_t budgetBytes, uint64_t slotBytes, int workingSlots, int totalExperts) {
     if (slotBytes == 0) return 0;
     const uint64_t slots = budgetBytes / slotBytes;

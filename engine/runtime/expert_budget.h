@@ -47,6 +47,15 @@ uint64_t defaultExpertBudget(uint64_t minimumBudget, uint64_t slotBytes, int tot
 uint64_t defaultExpertBudget(const tiers::ExpertCache& cache, const AvailableMemory& mem,
                              std::string* note = nullptr);
 
+// Every routed expert plus the working set: the most a budget can use (more buys nothing).
+uint64_t maximumExpertBudget(const tiers::ExpertCache& cache);
+// The budget a load sets when a too small or too large request must not fail (the app, the
+// wizard's plan): `requestedBytes` when > 0, else defaultExpertBudget over availableMemory()
+// (the minimum when memory cannot be read), clamped to [minimumBudget, maximumExpertBudget].
+// `warning` (optional) receives availableMemory's warning (a cgroup file unreadable), else "".
+uint64_t chooseExpertBudget(const tiers::ExpertCache& cache, uint64_t requestedBytes,
+                            std::string* warning = nullptr);
+
 // Experts the cache holds (hot-store and LFRU cache together) at `budgetBytes`: the budget's
 // slots (budgetBytes / slotBytes) less the working set's `workingSlots` (reads in flight and the
 // current token's experts), within [0, totalExperts]. 0 when slotBytes is 0.

@@ -172,8 +172,10 @@ void registerAll() {
     const struct {
         int64_t rows, cols;
     } shapes[] = {{768, 2048},
-                  {2048, 768}, // gate/up and down of a 2048-wide expert
-                  {192, 192}}; // the default model's experts (gate, up, down)
+                  {2048, 768}, // gate/up and down of a 2048-wide expert (Qwen3-30B-A3B)
+                  {1024, 2048},
+                  {2048, 1024}, // gate/up and down of OLMoE-1B-7B's experts
+                  {192, 192}};  // the default model's experts (gate, up, down)
     for (WeightFormat f :
          {WeightFormat::Q8_G32, WeightFormat::Q8_G64, WeightFormat::Q4_G32, WeightFormat::Q4_G64})
         for (const auto& s : shapes)

@@ -5,6 +5,7 @@
 // about speed; the tokens are (every run must decode the same ones, else it stops with an error).
 #include "cmd_bench_decode.h"
 #include "bench_stats.h"
+#include "cmd_bench_resident.h"
 #include "diskbench/io_bench.h"
 #include "exit_codes.h"
 #include "options.h"
@@ -41,6 +42,8 @@ struct BenchDecodeOptions {
     int ioDepth = 4;
     bool directIo = false;
     int threads = 0;
+    bool resident = false;    // --resident: the memory roofline rows (cmd_bench_resident.h)
+    std::vector<int> prefill; // --prefill lengths (with --resident)
 };
 
 using Clock = std::chrono::steady_clock;
@@ -300,7 +303,30 @@ Command addBenchDecodeCommand(CLI::App& bench) {
     cmd->add_option("-t,--threads", o->threads, "CPU threads (0 = all cores)")
         ->type_name("N")
         ->check(integerIn(0, 1024));
-    return {cmd, [o] { return runBenchDecode(*o); }};
+    cmd->add_flag("--resident", o->resident,
+                  "Every expert in RAM: tok/s against the memory read bandwidth (B_tok, R, ratio)");
+    cmd->add_option("--prefill", o->prefill,
+                    "With --resident: prefill rows for prompts of these lengths in tokens")
+        ->type_name("N,...")
+        ->delimiter(',')
+        ->check(integerIn(1, 32768));
+    return {cmd, [o, cmd]() -> int {
+                if (!o->resident) {
+                    if (!o->prefill.empty()) {
+                        fmt::print(stderr, "coli: error: --prefill needs --resident\n");
+                        return kExitUsage;
+                    }
+                    return runBenchDecode(*o);
+                }
+                BenchResidentOptions r;
+                r.model = o->model;
+                r.prompt = o->prompt;
+                r.tokens = cmd->count("--tokens") ? o->tokens : 64;
+                r.runs = cmd->count("--runs") ? o->runs : 9;
+                r.threads = o->threads;
+                r.prefill = o->prefill;
+                return runBenchResident(r);
+            }};
 }
 
 } // namespace coli::cli

@@ -1,14 +1,22 @@
-// The Fast forward pass: the same function as forward_reference.cpp, computed as matrix-matrix
-// products over a chunk of tokens with OpenMP across output rows (matmuls), across
-// (token, head) pairs (attention) and across tokens (norms, RoPE, routing). No allocation in the
-// loops: every buffer lives in the FastWorkspace sized at load.
+// The Fast forward pass: the same function as forward_reference.cpp, computed for a chunk of
+// tokens by one OpenMP team inside ONE parallel region. Every thread runs the same sequence of
+// phases (SPMD), each on its share of the work: tokens (norms, quantising activations, RoPE),
+// output rows (matrix products), (token, head) pairs (attention), expert rows (the MoE); a
+// SpinBarrier (bounded spin, then sleep) separates phases that read what another thread wrote.
+// One region per chunk instead of one per matrix: with passive OpenMP waiting each region cost a
+// sleep and a wake-up (docs/performance.md, "Decode at the memory roofline").
+// No allocation in the loops: every buffer lives in the FastWorkspace sized at load.
 // Determinism: every output element is computed by one thread with a fixed summation order
-// (dotFast), and experts are summed in the router's top-k order, so the thread count never
-// changes a bit of the result.
+// (dotFast, the quantised kernels' order), and experts are summed in the router's top-k order, so
+// the thread count never changes a bit of the result.
+// Streamed experts: the expert cache belongs to one thread (tiers/expert_cache.h), the master;
+// it publishes each expert's view in the workspace and the team computes it between syncs.
+#include "forward/fast_ffn.h"
+#include "forward/fast_matmul.h"
+#include "forward/fast_team.h"
 #include "forward/kernels.h"
 #include "forward/kv_access.h"
 #include "forward/model_impl.h"
-#include "quant/matmul.h"
 
 #include <algorithm>
 #include <chrono>
@@ -24,246 +32,193 @@ namespace coli {
 
 namespace {
 
-// Work (multiply-adds or element updates) below which a loop runs on one thread: an OpenMP team
-// costs microseconds to wake, more than a tiny loop's work. Changing the thread count of a loop
-// never changes its results (each element is computed by one thread in a fixed order).
-constexpr long kMinParallelWork = 1L << 15;
-
-int threadId() {
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
-// Y[t, r] = W.row(r) . X[t] (+ bias[r]) for t < n. X: [n, ldx], Y: [n, ldy].
-// Parallel over output rows r: each thread streams its rows of W once for all n tokens.
-void matmulF32(const MatrixView& W, const float* X, int ldx, int n, float* Y, int ldy,
-               const float* bias, int threads) {
-    const bool par = long(W.rows) * W.cols * n >= kMinParallelWork;
-#pragma omp parallel for num_threads(threads) schedule(static) if (par)
-    for (int r = 0; r < W.rows; ++r) {
-        const float* w = W.row(r);
-        for (int t = 0; t < n; ++t) {
-            float y = dotFast(w, X + size_t(t) * ldx, W.cols);
-            if (bias) y += bias[r];
-            Y[size_t(t) * ldy + r] = y;
-        }
-    }
-}
-
-// The same product on quantised weights (quant/matmul.h): the n activation rows are quantised
-// in the weights' groups, then each thread computes a range of output rows (multiples of 4, the
-// kernels' row block). Every y element is computed by one thread in the kernels' fixed order, so
-// the thread count never changes a bit. Activations with NaN/Inf cannot be quantised: Y becomes
-// NaN, which forward() reports as a Numeric error on the logits.
-void matmulQuantised(const MatrixView& W, const float* X, int ldx, int n, float* Y, int ldy,
-                     const float* bias, int threads, FastWorkspace& ws) {
-    const int G = quant::formatInfo(W.qfmt).groupSize;
-    // One pass per token when the rows are not packed as the kernels expect (never in the
-    // current callers, which all pass ldx == cols and ldy == rows).
-    const bool packed = ldx == W.cols && ldy == W.rows;
-    const int passes = packed ? 1 : n;
-    const int perPass = packed ? n : 1;
-    for (int p = 0; p < passes; ++p) {
-        const float* x = X + size_t(p) * ldx;
-        float* y = Y + size_t(p) * ldy;
-        quant::QuantisedActivations xa;
-        if (!quant::quantiseActivations(x, perPass, W.cols, G, ws.xq.data(), ws.xq.size(), &xa)
-                 .isOk()) {
-            for (int t = 0; t < perPass; ++t)
-                std::fill_n(y + size_t(t) * ldy, W.rows, std::numeric_limits<float>::quiet_NaN());
-            continue;
-        }
-        const bool par = long(W.rows) * W.cols * perPass >= kMinParallelWork;
-        const int64_t blocks = (int64_t(W.rows) + 3) / 4;
-#pragma omp parallel num_threads(threads) if (par)
-        {
-#ifdef _OPENMP
-            const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
-#else
-            const int64_t nt = 1, id = 0;
-#endif
-            const int64_t r0 = std::min<int64_t>(W.rows, blocks * id / nt * 4);
-            const int64_t r1 = std::min<int64_t>(W.rows, blocks * (id + 1) / nt * 4);
-            // Arguments were checked by quantiseActivations and at load (formats, sizes).
-            (void)quant::quantMatmulRows(W.qfmt, W.q, W.rows, W.cols, xa, y, r0, r1);
-        }
-    }
-    if (bias)
-        for (int t = 0; t < n; ++t)
-            for (int r = 0; r < W.rows; ++r)
-                Y[size_t(t) * ldy + r] += bias[r];
-}
-
-void matmul(const MatrixView& W, const float* X, int ldx, int n, float* Y, int ldy,
-            const float* bias, int threads, FastWorkspace& ws) {
-    if (W.quantised())
-        matmulQuantised(W, X, ldx, n, Y, ldy, bias, threads, ws);
-    else
-        matmulF32(W, X, ldx, n, Y, ldy, bias, threads);
-}
-
-// g <- silu(g) * u, both [n, ffn] with leading dimension ld.
-void swigluAct(float* g, const float* u, int n, int ffn, int ld, int threads) {
-#pragma omp parallel for num_threads(threads)                                                      \
-    schedule(static) if (long(n) * ffn >= kMinParallelWork)
-    for (int t = 0; t < n; ++t)
-        for (int i = 0; i < ffn; ++i)
-            g[size_t(t) * ld + i] = silu(g[size_t(t) * ld + i]) * u[size_t(t) * ld + i];
-}
-
-// Y [n, d_model] = down(silu(gate X) * up X) for X [n, d_model]; uses ws.g / ws.u.
-void swiglu(const SwiGluView& e, const float* X, int n, int d, float* Y, FastWorkspace& ws,
-            int threads) {
-    const int ffn = e.gate.rows;
-    matmul(e.gate, X, d, n, ws.g.data(), ffn, nullptr, threads, ws);
-    matmul(e.up, X, d, n, ws.u.data(), ffn, nullptr, threads, ws);
-    swigluAct(ws.g.data(), ws.u.data(), n, ffn, ffn, threads);
-    matmul(e.down, ws.g.data(), ffn, n, Y, d, nullptr, threads, ws);
+const float* ptr(const std::vector<float>& b) {
+    return b.empty() ? nullptr : b.data();
 }
 
 class ChunkRunner {
 public:
-    ChunkRunner(const ModelImpl& m, KVCache& kv, ForwardTimes& times)
-        : m(m), c(m.cfg), ws(m.ws), kv(kv), times(times), T(m.threads) {}
+    ChunkRunner(const ModelImpl& m, KVCache& kv, ForwardTimes& times, const Team& team)
+        : m(m), c(m.cfg), ws(m.ws), kv(kv), times(times), team(team) {}
 
     // Runs n <= kChunk tokens at positions pos0.. and, when `logits` is set, writes the logits
     // of rows [firstLogitRow, n) to logits (one [vocab] row each). When `routing` is set, the
-    // chunk's routing goes to its rows [row0, row0 + n).
-    Status run(const int32_t* tokens, int n, int pos0, int firstLogitRow, float* logits,
-               RoutingTrace* routing, int row0) {
+    // chunk's routing goes to its rows [row0, row0 + n). Called by every thread of the team; an
+    // error is left in ws.status (ws.failed) by the master.
+    void run(const int32_t* tokens, int n, int pos0, int firstLogitRow, float* logits,
+             RoutingTrace* routing, int row0) {
         const int d = c.dModel;
-#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
-        for (int t = 0; t < n; ++t) {
-            float* x = ws.x.data() + size_t(t) * d;
-            m.w.embed.rowF32(tokens[t], x); // dequantised when the table is quantised
-            for (int i = 0; i < d; ++i)
-                x[i] *= c.embeddingMultiplier;
+        {
+            const auto [t0, t1] = team.share(n);
+            for (int64_t t = t0; t < t1; ++t) {
+                float* x = ws.x.data() + size_t(t) * d;
+                m.w.embed.rowF32(tokens[t], x); // dequantised when the table is quantised
+                for (int i = 0; i < d; ++i)
+                    x[i] *= c.embeddingMultiplier;
+            }
         }
+        team.sync();
         int moeIndex = 0; // index of the next MoE layer in routing->moeLayers
         for (int l = 0; l < c.nLayers; ++l) {
             const LayerWeights& L = m.w.layers[l];
-            normRows(L.attnNorm.data(), n);
             const auto tAttention = std::chrono::steady_clock::now();
             attention(L, l, n, pos0);
-            times.attention += regionSeconds(tAttention);
-            addResidual(ws.o.data(), n);
-            normRows(L.ffnNorm.data(), n);
+            if (team.master()) times.attention += regionSeconds(tAttention);
             if (L.sparse) {
                 const auto tMoe = std::chrono::steady_clock::now();
-                const Status moeStatus = moe(L, l, m.w.experts[l], n);
-                times.moe += regionSeconds(tMoe);
-                COLI_RETURN_IF_ERROR(moeStatus);
-                if (routing) recordRouting(*routing, row0, moeIndex, n);
+                moe(L, l, m.w.experts[l], n, routing, row0, moeIndex);
+                if (team.master()) times.moe += regionSeconds(tMoe);
+                if (ws.failed) return;
                 ++moeIndex;
             } else {
-                swiglu(L.dense, ws.h.data(), n, d, ws.mlpOut.data(), ws, T);
+                dense(L, n);
             }
-            addResidual(ws.mlpOut.data(), n);
         }
-        KVCacheAccess::setSize(kv, pos0 + n);
-        if (m.cache) m.cache->endTokens(n);
-        if (!logits) return {};
-        const int rows = n - firstLogitRow;
-        normRows(m.w.finalNorm.data(), n);
-        matmul(m.w.outputMatrix(), ws.h.data() + size_t(firstLogitRow) * d, d, rows, logits,
-               c.vocabSize, nullptr, T, ws);
-        const float inv = c.logitsScaling;
-#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
-        for (int t = 0; t < rows; ++t)
-            for (int i = 0; i < c.vocabSize; ++i)
-                logits[size_t(t) * c.vocabSize + i] /= inv;
-        return {};
+        if (team.master()) {
+            KVCacheAccess::setSize(kv, pos0 + n);
+            if (m.cache) m.cache->endTokens(n);
+        }
+        if (logits) logitRows(n, firstLogitRow, logits);
     }
 
 private:
-    // h[t] = rmsnorm(x[t]) * w
-    void normRows(const float* w, int n) {
+    // h[t] = rmsnorm(x[t]) * w for this thread's tokens, quantised into ws.qin for `mask`.
+    void normShare(const float* w, int n, int mask) {
         const int d = c.dModel;
-#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
-        for (int t = 0; t < n; ++t)
+        const auto [t0, t1] = team.share(n);
+        for (int64_t t = t0; t < t1; ++t) {
             rmsNorm(ws.x.data() + size_t(t) * d, w, d, c.rmsNormEps, ws.h.data() + size_t(t) * d);
+            if (mask) ws.qin.quantiseRow(mask, ws.h.data() + size_t(t) * d, d, int(t));
+        }
     }
 
-    // x[t] += y[t] * residual_multiplier
-    void addResidual(const float* y, int n) {
+    // x[t, r0..r1) += y[t, r0..r1) * residual_multiplier for every token (this thread's rows).
+    void addResidualRows(const float* y, int n, int64_t r0, int64_t r1) {
         const int d = c.dModel;
-#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
         for (int t = 0; t < n; ++t)
-            for (int i = 0; i < d; ++i)
+            for (int64_t i = r0; i < r1; ++i)
                 ws.x[size_t(t) * d + i] += y[size_t(t) * d + i] * c.residualMultiplier;
     }
 
-    // h [n, d_model] -> o [n, d_model]; appends K/V of the n tokens to the cache.
+    // x [n, d_model] += o(attention(rmsnorm(x))); appends K/V of the n tokens to the cache.
     void attention(const LayerWeights& L, int layer, int n, int pos0) {
-        const int d = c.dModel, hd = c.headDim, half = hd / 2;
+        const int d = c.dModel, hd = c.headDim;
         const int qDim = c.nHeads * hd, kvDim = c.nKvHeads * hd;
-        auto ptr = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
-        matmul(L.q, ws.h.data(), d, n, ws.q.data(), qDim, ptr(L.qBias), T, ws);
-        matmul(L.k, ws.h.data(), d, n, ws.k.data(), kvDim, ptr(L.kBias), T, ws);
-        matmul(L.v, ws.h.data(), d, n, ws.v.data(), kvDim, ptr(L.vBias), T, ws);
+        normShare(L.attnNorm.data(), n, groupMask(L.q) | groupMask(L.k) | groupMask(L.v));
+        team.sync();
+        const MatJob qkv[] = {{L.q, ws.q.data(), ptr(L.qBias)},
+                              {L.k, ws.k.data(), ptr(L.kBias)},
+                              {L.v, ws.v.data(), ptr(L.vBias)}};
+        matmulShare(team, qkv, ws.qin.input(ws.h.data(), 0, n, d));
+        team.sync();
 
         float* K = KVCacheAccess::keys(kv, layer);
         float* V = KVCacheAccess::values(kv, layer);
-#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
-        for (int t = 0; t < n; ++t) {
-            float* q = ws.q.data() + size_t(t) * qDim;
-            float* k = ws.k.data() + size_t(t) * kvDim;
-            float* v = ws.v.data() + size_t(t) * kvDim;
-            if (c.qkNorm == QkNorm::WholeProjection) {
-                rmsNorm(q, L.qNorm.data(), qDim, c.rmsNormEps, q);
-                rmsNorm(k, L.kNorm.data(), kvDim, c.rmsNormEps, k);
-            }
-            if (c.clipQkv > 0) {
-                for (int i = 0; i < qDim; ++i)
-                    q[i] = std::clamp(q[i], -c.clipQkv, c.clipQkv);
-                for (int i = 0; i < kvDim; ++i)
-                    k[i] = std::clamp(k[i], -c.clipQkv, c.clipQkv);
-                for (int i = 0; i < kvDim; ++i)
-                    v[i] = std::clamp(v[i], -c.clipQkv, c.clipQkv);
-            }
-            if (c.qkNorm == QkNorm::PerHead) {
-                for (int h = 0; h < c.nHeads; ++h)
-                    rmsNorm(q + h * hd, L.qNorm.data(), hd, c.rmsNormEps, q + h * hd);
-                for (int h = 0; h < c.nKvHeads; ++h)
-                    rmsNorm(k + h * hd, L.kNorm.data(), hd, c.rmsNormEps, k + h * hd);
-            }
-            float* cs = ws.cosSin.data() + size_t(t) * hd;
-            m.rope.cosSin(pos0 + t, cs, cs + half);
-            for (int h = 0; h < c.nHeads; ++h)
-                Rope::apply(q + h * hd, hd, cs, cs + half);
-            for (int h = 0; h < c.nKvHeads; ++h)
-                Rope::apply(k + h * hd, hd, cs, cs + half);
-            std::memcpy(K + size_t(pos0 + t) * kvDim, k, sizeof(float) * kvDim);
-            std::memcpy(V + size_t(pos0 + t) * kvDim, v, sizeof(float) * kvDim);
+        {
+            const auto [t0, t1] = team.share(n);
+            for (int64_t t = t0; t < t1; ++t)
+                prepareQk(L, int(t), pos0, K, V);
         }
+        team.sync();
 
         const float scale = m.attentionScale();
         const int group = c.nHeads / c.nKvHeads;
-#pragma omp parallel for collapse(2) num_threads(T)                                                \
-    schedule(static) if (long(n) * c.nHeads * (pos0 + n) * hd >= kMinParallelWork)
-        for (int t = 0; t < n; ++t) {
-            for (int h = 0; h < c.nHeads; ++h) {
-                const int pos = pos0 + t, kvh = h / group;
-                const int first = c.slidingWindow > 0 ? std::max(0, pos - c.slidingWindow + 1) : 0;
-                float* scores = ws.scores.data() + size_t(threadId()) * ws.scoreTokens;
-                const float* q = ws.q.data() + size_t(t) * qDim + h * hd;
-                for (int j = first; j <= pos; ++j)
-                    scores[j - first] = dotFast(q, K + size_t(j) * kvDim + kvh * hd, hd) * scale;
-                softmax(scores, pos - first + 1);
-                float* out = ws.att.data() + size_t(t) * qDim + h * hd;
-                std::fill(out, out + hd, 0.0f);
-                for (int j = first; j <= pos; ++j) {
-                    const float p = scores[j - first];
-                    const float* vv = V + size_t(j) * kvDim + kvh * hd;
-                    for (int i = 0; i < hd; ++i)
-                        out[i] += p * vv[i];
-                }
+        float* scores = ws.scores.data() + size_t(team.id) * ws.scoreTokens;
+        const auto [p0, p1] = team.share(int64_t(n) * c.nHeads);
+        for (int64_t p = p0; p < p1; ++p) {
+            const int t = int(p / c.nHeads), h = int(p % c.nHeads);
+            const int pos = pos0 + t, kvh = h / group;
+            const int first = c.slidingWindow > 0 ? std::max(0, pos - c.slidingWindow + 1) : 0;
+            const float* q = ws.q.data() + size_t(t) * qDim + h * hd;
+            for (int j = first; j <= pos; ++j)
+                scores[j - first] = dotFast(q, K + size_t(j) * kvDim + kvh * hd, hd) * scale;
+            softmax(scores, pos - first + 1);
+            float* out = ws.att.data() + size_t(t) * qDim + h * hd;
+            std::fill(out, out + hd, 0.0f);
+            for (int j = first; j <= pos; ++j) {
+                const float pj = scores[j - first];
+                const float* vv = V + size_t(j) * kvDim + kvh * hd;
+                for (int i = 0; i < hd; ++i)
+                    out[i] += pj * vv[i];
             }
         }
-        matmul(L.o, ws.att.data(), qDim, n, ws.o.data(), d, ptr(L.oBias), T, ws);
+        team.sync();
+        if (const int mask = groupMask(L.o)) {
+            const auto [t0, t1] = team.share(n);
+            for (int64_t t = t0; t < t1; ++t)
+                ws.qin.quantiseRow(mask, ws.att.data() + size_t(t) * qDim, qDim, int(t));
+            team.sync();
+        }
+        const auto [r0, r1] = team.shareBlocks(d, 4);
+        matmulRows(L.o, ws.qin.input(ws.att.data(), 0, n, qDim), ws.o.data(), ptr(L.oBias), r0, r1);
+        addResidualRows(ws.o.data(), n, r0, r1);
+        team.sync();
+    }
+
+    // Token t's q/k norms, clipping and RoPE; its K and V appended to the cache.
+    void prepareQk(const LayerWeights& L, int t, int pos0, float* K, float* V) {
+        const int hd = c.headDim, half = hd / 2;
+        const int qDim = c.nHeads * hd, kvDim = c.nKvHeads * hd;
+        float* q = ws.q.data() + size_t(t) * qDim;
+        float* k = ws.k.data() + size_t(t) * kvDim;
+        float* v = ws.v.data() + size_t(t) * kvDim;
+        if (c.qkNorm == QkNorm::WholeProjection) {
+            rmsNorm(q, L.qNorm.data(), qDim, c.rmsNormEps, q);
+            rmsNorm(k, L.kNorm.data(), kvDim, c.rmsNormEps, k);
+        }
+        if (c.clipQkv > 0) {
+            for (int i = 0; i < qDim; ++i)
+                q[i] = std::clamp(q[i], -c.clipQkv, c.clipQkv);
+            for (int i = 0; i < kvDim; ++i)
+                k[i] = std::clamp(k[i], -c.clipQkv, c.clipQkv);
+            for (int i = 0; i < kvDim; ++i)
+                v[i] = std::clamp(v[i], -c.clipQkv, c.clipQkv);
+        }
+        if (c.qkNorm == QkNorm::PerHead) {
+            for (int h = 0; h < c.nHeads; ++h)
+                rmsNorm(q + h * hd, L.qNorm.data(), hd, c.rmsNormEps, q + h * hd);
+            for (int h = 0; h < c.nKvHeads; ++h)
+                rmsNorm(k + h * hd, L.kNorm.data(), hd, c.rmsNormEps, k + h * hd);
+        }
+        float* cs = ws.cosSin.data() + size_t(t) * hd;
+        m.rope.cosSin(pos0 + t, cs, cs + half);
+        for (int h = 0; h < c.nHeads; ++h)
+            Rope::apply(q + h * hd, hd, cs, cs + half);
+        for (int h = 0; h < c.nKvHeads; ++h)
+            Rope::apply(k + h * hd, hd, cs, cs + half);
+        std::memcpy(K + size_t(pos0 + t) * kvDim, k, sizeof(float) * kvDim);
+        std::memcpy(V + size_t(pos0 + t) * kvDim, v, sizeof(float) * kvDim);
+    }
+
+    // An MLP over all n tokens of the chunk (shared expert, dense layer): input h, act in
+    // qactShared, output y.
+    FfnItem wholeChunkItem(const SwiGluView& w, int n, size_t gOffset) const {
+        FfnItem it;
+        it.w = w;
+        it.in = ws.qin.input(ws.h.data(), 0, n, c.dModel);
+        it.cnt = n;
+        it.g = ws.g.data() + gOffset;
+        it.u = ws.u.data() + gOffset;
+        it.act = &ws.qactShared;
+        it.actRow = 0;
+        it.y = ws.y.data();
+        return it;
+    }
+
+    static int mlpMask(const SwiGluView& w) { return groupMask(w.gate) | groupMask(w.up); }
+
+    // x += dense MLP(rmsnorm(x)) for layers without experts.
+    void dense(const LayerWeights& L, int n) {
+        const SwiGluView w(L.dense);
+        normShare(L.ffnNorm.data(), n, mlpMask(w));
+        team.sync();
+        const FfnItem item = wholeChunkItem(w, n, 0);
+        gateUpShare(team, std::span<const FfnItem>(&item, 1));
+        team.sync();
+        downShare(team, std::span<const FfnItem>(&item, 1), c.dModel);
+        const auto [r0, r1] = team.shareBlocks(c.dModel, 4);
+        addResidualRows(ws.y.data(), n, r0, r1);
+        team.sync();
     }
 
     // Copies the chunk's top-k (ws.sel, ws.gateW) into rows [row0, row0 + n) of MoE layer i.
@@ -276,11 +231,10 @@ private:
         }
     }
 
-    // h [n, d_model] -> mlpOut [n, d_model]: router, top-k experts, shared expert.
-    Status moe(const LayerWeights& L, int layer, const std::vector<SwiGluWeights>& experts, int n) {
-        const int d = c.dModel, E = c.nExperts, K = c.topK;
-        matmul(L.router, ws.h.data(), d, n, ws.routerLogits.data(), E, nullptr, T, ws);
-#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
+    // Master: top-k per token, the union of routed experts as FfnItems (ascending expert id),
+    // each (token, slot)'s output row, and the rows to gather.
+    void route(int n) {
+        const int E = c.nExperts, K = c.topK, d = c.dModel, cap = FastWorkspace::kChunk;
         for (int t = 0; t < n; ++t) {
             float* lg = ws.routerLogits.data() + size_t(t) * E;
             int* sel = ws.sel.data() + size_t(t) * K;
@@ -303,84 +257,177 @@ private:
                         w[j] /= sum;
             }
         }
-        // Union of the chunk's routed experts: each distinct expert runs once over its tokens,
-        // writing each (token, slot) result into its own row of slotOut.
-        const int cap = FastWorkspace::kChunk;
         std::fill(ws.expertCount.begin(), ws.expertCount.end(), 0);
         for (int s = 0; s < n * K; ++s) {
             const int e = ws.sel[s];
             ws.expertTokens[size_t(e) * cap + ws.expertCount[e]++] = s;
         }
-        int nUnion = 0;
-        for (int e = 0; e < E; ++e)
-            if (ws.expertCount[e] > 0) ws.unionExperts[nUnion++] = e;
+        int nUnion = 0, row = 0;
+        size_t gOffset = 0;
+        ws.needGather = false;
+        for (int e = 0; e < E; ++e) {
+            const int cnt = ws.expertCount[e];
+            if (cnt == 0) continue;
+            ws.unionExperts[nUnion] = e;
+            ws.unionCounts[nUnion] = cnt;
+            FfnItem& it = ws.items[nUnion++];
+            // Every token routed here: the layer's input rows as they are (always at decode).
+            const bool direct = cnt == n;
+            it.in = direct ? ws.qin.input(ws.h.data(), 0, n, d)
+                           : ws.qgather.input(ws.gather.data() + size_t(row) * d, row, cnt, d);
+            it.cnt = cnt;
+            it.g = ws.g.data() + gOffset;
+            it.u = ws.u.data() + gOffset;
+            gOffset += size_t(cnt) * c.expertFfn;
+            it.act = &ws.qact;
+            it.actRow = row;
+            it.y = ws.slotOut.data() + size_t(row) * d;
+            for (int i = 0; i < cnt; ++i) {
+                const int s = ws.expertTokens[size_t(e) * cap + i];
+                ws.slotRow[s] = row + i;
+                ws.gatherToken[row + i] = direct ? -1 : s / K;
+            }
+            ws.needGather = ws.needGather || !direct;
+            row += cnt;
+        }
+        ws.nItems = nUnion;
+    }
+
+    // Rows of ws.gather / ws.qgather for the routed items that take a subset of the tokens (the
+    // f32 rows always: cheap next to the experts' reads, and streamed experts may be f32).
+    void gatherShare(int n, int mask) {
+        const int d = c.dModel;
+        const auto [g0, g1] = team.share(int64_t(n) * c.topK);
+        for (int64_t r = g0; r < g1; ++r) {
+            const int t = ws.gatherToken[r];
+            if (t < 0) continue;
+            std::memcpy(ws.gather.data() + size_t(r) * d, ws.h.data() + size_t(t) * d,
+                        sizeof(float) * d);
+            ws.qgather.copyRow(mask, ws.qin, t, d, int(r));
+        }
+    }
+
+    // x += MoE(rmsnorm(x)): router, top-k experts, shared expert.
+    void moe(const LayerWeights& L, int layer, const std::vector<SwiGluWeights>& experts, int n,
+             RoutingTrace* routing, int row0, int moeIndex) {
+        const int d = c.dModel, K = c.topK;
+        const bool shared = c.sharedFfn > 0;
+        // Streamed experts are seen only as they arrive: prepare every kind of input.
+        const int expertMask = m.cache ? (kGroup32 | kGroup64) : mlpMask(experts.front());
+        const int mask = groupMask(L.router) | expertMask | (shared ? mlpMask(L.shared) : 0) |
+                         (c.sharedExpertGate ? groupMask(L.sharedExpertGate) : 0);
+        normShare(L.ffnNorm.data(), n, mask);
+        team.sync();
+        MatJob router[2] = {{L.router, ws.routerLogits.data(), nullptr}, {}};
+        if (c.sharedExpertGate) router[1] = {L.sharedExpertGate, ws.sharedGate.data(), nullptr};
+        matmulShare(team, std::span<const MatJob>(router, c.sharedExpertGate ? 2 : 1),
+                    ws.qin.input(ws.h.data(), 0, n, d));
+        team.sync();
+        if (team.master()) {
+            route(n);
+            if (routing) recordRouting(*routing, row0, moeIndex, n);
+            if (!m.cache) {
+                for (int i = 0; i < ws.nItems; ++i)
+                    ws.items[i].w = experts[ws.unionExperts[i]];
+            } else {
+                // Streamed: whichever wanted expert is resident first computes first, while the
+                // others are read; each writes only its own slotOut rows, so the order is free.
+                const Status begun = m.cache->beginLayer(
+                    layer, std::span<const int>(ws.unionExperts.data(), size_t(ws.nItems)),
+                    std::span<const int>(ws.unionCounts.data(), size_t(ws.nItems)));
+                if (!begun.isOk()) {
+                    ws.status = begun;
+                    ws.failed = true;
+                } else {
+                    lookahead(layer, n);
+                }
+            }
+            if (shared)
+                ws.items[ws.nItems] =
+                    wholeChunkItem(L.shared, n, size_t(n) * K * size_t(c.expertFfn));
+        }
+        team.sync();
+        if (ws.failed) return;
+        if (ws.needGather) {
+            gatherShare(n, expertMask);
+            team.sync();
+        }
+        const std::span<const FfnItem> routed(ws.items.data(), size_t(ws.nItems));
+        const std::span<const FfnItem> all(ws.items.data(), size_t(ws.nItems + (shared ? 1 : 0)));
+        const auto [r0, r1] = team.shareBlocks(d, 4);
         if (!m.cache) {
-            for (int i = 0; i < nUnion; ++i)
-                runExpert(experts[ws.unionExperts[i]], ws.unionExperts[i], K);
+            gateUpShare(team, all);
+            team.sync();
+            downShare(team, all, d);
         } else {
-            // Streamed: whichever wanted expert is resident first computes first, while the
-            // others are read; each writes only its own slotOut rows, so the order is free.
-            const std::span<const int> wanted(ws.unionExperts.data(), size_t(nUnion));
-            for (int i = 0; i < nUnion; ++i)
-                ws.unionCounts[i] = ws.expertCount[ws.unionExperts[i]];
-            COLI_RETURN_IF_ERROR(m.cache->beginLayer(
-                layer, wanted, std::span<const int>(ws.unionCounts.data(), size_t(nUnion))));
-            lookahead(layer, n);
-            for (;;) {
+            if (shared) {
+                gateUpShare(team, all.subspan(size_t(ws.nItems)));
+                team.sync();
+                downShare(team, all.subspan(size_t(ws.nItems)), d);
+                team.sync();
+            }
+            streamExperts(routed);
+            if (ws.failed) return;
+        }
+        combineRows(n, r0, r1);
+        team.sync();
+    }
+
+    // Streamed routed experts, one at a time as the cache hands them out (master), each computed
+    // by the whole team.
+    void streamExperts(std::span<const FfnItem> routed) {
+        for (;;) {
+            if (team.master()) {
                 SwiGluView view;
                 Result<int> pos = m.cache->next(&view);
-                if (!pos) return pos.status();
-                if (*pos < 0) break;
-                runExpert(view, wanted[size_t(*pos)], K);
-                m.cache->finished(*pos);
+                if (!pos) {
+                    ws.status = pos.status();
+                    ws.failed = true;
+                } else {
+                    ws.streamPos = *pos;
+                    if (*pos >= 0) ws.items[size_t(*pos)].w = view;
+                }
             }
+            team.sync();
+            if (ws.failed || ws.streamPos < 0) return;
+            const auto one = routed.subspan(size_t(ws.streamPos), 1);
+            gateUpShare(team, one);
+            team.sync();
+            downShare(team, one, c.dModel);
+            team.sync();
+            if (team.master()) m.cache->finished(ws.streamPos);
         }
-#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
+    }
+
+    // This thread's rows of the MoE output: sum over the router's top-k in order of gate *
+    // expert output, plus the (gated) shared expert, added to the residual stream.
+    void combineRows(int n, int64_t r0, int64_t r1) {
+        const int d = c.dModel, K = c.topK;
         for (int t = 0; t < n; ++t) {
             float* out = ws.mlpOut.data() + size_t(t) * d;
-            std::fill(out, out + d, 0.0f);
+            std::fill(out + r0, out + r1, 0.0f);
             for (int j = 0; j < K; ++j) { // the router's top-k order
-                const float* y = ws.slotOut.data() + (size_t(t) * K + j) * d;
-                for (int i = 0; i < d; ++i)
-                    out[i] += y[i];
+                const int s = t * K + j;
+                const float w = ws.gateW[s];
+                const float* y = ws.slotOut.data() + size_t(ws.slotRow[s]) * d;
+                for (int64_t i = r0; i < r1; ++i) {
+                    const float weighted = y[i] * w;
+                    out[i] += weighted;
+                }
             }
-        }
-        if (c.sharedFfn > 0) {
-            swiglu(L.shared, ws.h.data(), n, d, ws.y.data(), ws, T);
-            if (c.sharedExpertGate)
-                matmul(L.sharedExpertGate, ws.h.data(), d, n, ws.sharedGate.data(), 1, nullptr, T,
-                       ws);
-#pragma omp parallel for num_threads(T) schedule(static) if (long(n) * c.dModel >= kMinParallelWork)
-            for (int t = 0; t < n; ++t) {
+            if (c.sharedFfn > 0) {
                 const float g = c.sharedExpertGate ? sigmoid(ws.sharedGate[t]) : 1.0f;
-                for (int i = 0; i < d; ++i)
-                    ws.mlpOut[size_t(t) * d + i] += ws.y[size_t(t) * d + i] * g;
+                for (int64_t i = r0; i < r1; ++i)
+                    out[i] += ws.y[size_t(t) * d + i] * g;
             }
         }
-        return {};
+        addResidualRows(ws.mlpOut.data(), n, r0, r1);
     }
 
-    // Expert e over its tokens of the chunk (ws.expertTokens): slotOut rows = gate * output.
-    void runExpert(const SwiGluView& ex, int e, int K) {
-        const int d = c.dModel, cap = FastWorkspace::kChunk, cnt = ws.expertCount[e];
-        const int* slots = ws.expertTokens.data() + size_t(e) * cap;
-        for (int i = 0; i < cnt; ++i)
-            std::memcpy(ws.gather.data() + size_t(i) * d, ws.h.data() + size_t(slots[i] / K) * d,
-                        sizeof(float) * d);
-        swiglu(ex, ws.gather.data(), cnt, d, ws.y.data(), ws, T);
-        for (int i = 0; i < cnt; ++i) {
-            const float w = ws.gateW[slots[i]];
-            float* dst = ws.slotOut.data() + size_t(slots[i]) * d;
-            const float* y = ws.y.data() + size_t(i) * d;
-            for (int j = 0; j < d; ++j)
-                dst[j] = y[j] * w;
-        }
-    }
-
-    // Router lookahead: the next MoE layer's router applied to this layer's residual stream
-    // (after attention, normed with that layer's ffn norm) predicts its experts; they are
-    // requested now so their reads overlap this layer's expert compute. Only the cache's reads
-    // change: nothing computed here reaches the outputs.
+    // Master, streamed only. Router lookahead: the next MoE layer's router applied to this
+    // layer's residual stream (after attention, normed with that layer's ffn norm) predicts its
+    // experts; they are requested now so their reads overlap this layer's expert compute. Only
+    // the cache's reads change: nothing computed here reaches the outputs.
     void lookahead(int layer, int n) {
         if (!m.cache->prefetchEnabled()) return;
         int next = layer + 1;
@@ -389,10 +436,14 @@ private:
         if (next >= c.nLayers) return;
         const LayerWeights& N = m.w.layers[next];
         const int d = c.dModel, E = c.nExperts, K = c.topK;
-        for (int t = 0; t < n; ++t)
+        const int mask = groupMask(N.router);
+        for (int t = 0; t < n; ++t) {
             rmsNorm(ws.x.data() + size_t(t) * d, N.ffnNorm.data(), d, c.rmsNormEps,
                     ws.lookH.data() + size_t(t) * d);
-        matmul(N.router, ws.lookH.data(), d, n, ws.lookLogits.data(), E, nullptr, T, ws);
+            if (mask) ws.qlook.quantiseRow(mask, ws.lookH.data() + size_t(t) * d, d, t);
+        }
+        matmulRows(N.router, ws.qlook.input(ws.lookH.data(), 0, n, d), ws.lookLogits.data(),
+                   nullptr, 0, E);
         std::fill(ws.lookUnion.begin(), ws.lookUnion.end(), 0);
         for (int t = 0; t < n; ++t) {
             int* sel = ws.lookSel.data() + size_t(t) * K;
@@ -406,12 +457,36 @@ private:
         m.cache->prefetch(next, std::span<const int>(ws.lookSel.data(), size_t(nPred)));
     }
 
+    // logits [n - firstLogitRow, vocab] of rows firstLogitRow.. (final norm, LM head, scaling).
+    void logitRows(int n, int firstLogitRow, float* logits) {
+        const int d = c.dModel, rows = n - firstLogitRow;
+        const MatrixView out = m.w.outputMatrix();
+        const int mask = groupMask(out);
+        {
+            const auto [t0, t1] = team.share(rows);
+            for (int64_t t = t0; t < t1; ++t) {
+                float* h = ws.h.data() + size_t(firstLogitRow + t) * d;
+                rmsNorm(ws.x.data() + size_t(firstLogitRow + t) * d, m.w.finalNorm.data(), d,
+                        c.rmsNormEps, h);
+                if (mask) ws.qin.quantiseRow(mask, h, d, int(t));
+            }
+        }
+        team.sync();
+        const auto [r0, r1] = team.shareBlocks(c.vocabSize, 4);
+        matmulRows(out, ws.qin.input(ws.h.data() + size_t(firstLogitRow) * d, 0, rows, d), logits,
+                   nullptr, r0, r1);
+        const float inv = c.logitsScaling;
+        for (int t = 0; t < rows; ++t)
+            for (int64_t i = r0; i < r1; ++i)
+                logits[size_t(t) * c.vocabSize + i] /= inv;
+    }
+
     const ModelImpl& m;
     const ModelConfig& c;
     FastWorkspace& ws;
     KVCache& kv;
-    ForwardTimes& times; // the region clocks (ForwardTimes), read between OpenMP regions
-    const int T;         // OpenMP threads
+    ForwardTimes& times; // the region clocks (ForwardTimes), kept by the master
+    const Team& team;
 };
 
 } // namespace
@@ -419,7 +494,8 @@ private:
 void FastWorkspace::allocate(const ModelConfig& c, int threads) {
     const size_t C = kChunk, d = c.dModel, K = c.topK, E = c.nExperts;
     const size_t qDim = size_t(c.nHeads) * c.headDim, kvDim = size_t(c.nKvHeads) * c.headDim;
-    const size_t ffn = std::max({c.expertFfn, c.sharedFfn, c.denseFfn, 1});
+    const size_t wholeFfn = std::max({c.sharedFfn, c.denseFfn, 1});
+    const size_t expertFfn = std::max(c.expertFfn, 1);
     x.assign(C * d, 0);
     h.assign(C * d, 0);
     q.assign(C * qDim, 0);
@@ -433,22 +509,27 @@ void FastWorkspace::allocate(const ModelConfig& c, int threads) {
     slotOut.assign(C * K * d, 0);
     expertTokens.assign(E * C, 0);
     expertCount.assign(E, 0);
-    gather.assign(C * d, 0);
-    g.assign(C * ffn, 0);
-    u.assign(C * ffn, 0);
+    slotRow.assign(C * K, 0);
+    gatherToken.assign(C * K, -1);
+    gather.assign(C * K * d, 0);
+    g.assign(C * K * expertFfn + C * wholeFfn, 0);
+    u.assign(C * K * expertFfn + C * wholeFfn, 0);
     y.assign(C * d, 0);
     mlpOut.assign(C * d, 0);
     sharedGate.assign(C, 0);
     cosSin.assign(C * c.headDim, 0);
+    qin.allocate(int(C), int(std::max(d, qDim)));
+    qgather.allocate(int(C * K), int(d));
+    qact.allocate(int(C * K), int(expertFfn));
+    qactShared.allocate(int(C), int(wholeFfn));
+    qlook.allocate(int(C), int(d));
     unionExperts.assign(E, 0);
     unionCounts.assign(E, 0);
+    items.assign(E + 1, FfnItem{});
     lookH.assign(C * d, 0);
     lookLogits.assign(C * E, 0);
     lookSel.assign(std::max(C * K, E), 0);
     lookUnion.assign(E, 0);
-    // Quantised activations for the widest matmul input (group 32 needs the most scales).
-    const size_t maxCols = std::max({d, qDim, ffn});
-    xq.assign(quant::activationScratchBytes(32, int64_t(C), int64_t(maxCols)), 0);
     scoreThreads = std::max(threads, 1);
     scoreTokens = 0;
     reserveScores(std::min(c.maxPositions, 64), c.maxPositions);
@@ -465,17 +546,33 @@ Status forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache&
                    ForwardTimes& times) {
     const int n = int(tokens.size()), V = m.cfg.vocabSize;
     logits.resize(size_t(allLogits ? n : 1) * V);
-    ChunkRunner runner(m, kv, times);
+    FastWorkspace& ws = m.ws;
     for (int c0 = 0; c0 < n; c0 += FastWorkspace::kChunk) {
         const int cn = std::min(FastWorkspace::kChunk, n - c0);
         const bool last = c0 + cn == n;
-        if (allLogits) {
-            COLI_RETURN_IF_ERROR(runner.run(tokens.data() + c0, cn, kv.size(), 0,
-                                            logits.data() + size_t(c0) * V, routing, c0));
-        } else {
-            COLI_RETURN_IF_ERROR(runner.run(tokens.data() + c0, cn, kv.size(), cn - 1,
-                                            last ? logits.data() : nullptr, routing, c0));
+        const int firstLogitRow = allLogits ? 0 : cn - 1;
+        float* out = allLogits ? logits.data() + size_t(c0) * V : (last ? logits.data() : nullptr);
+        const int pos0 = kv.size();
+        ws.failed = false;
+        ws.status = Status::ok();
+        ws.barrier.reset(m.threads);
+#pragma omp parallel num_threads(m.threads)
+        {
+            Team team;
+            team.barrier = &ws.barrier;
+#ifdef _OPENMP
+            team.id = omp_get_thread_num();
+            team.size = omp_get_num_threads();
+            if (team.size != m.threads) { // fewer threads than asked (nested, thread limit)
+#pragma omp barrier
+                if (team.id == 0) ws.barrier.reset(team.size);
+#pragma omp barrier
+            }
+#endif
+            ChunkRunner(m, kv, times, team)
+                .run(tokens.data() + c0, cn, pos0, firstLogitRow, out, routing, c0);
         }
+        if (ws.failed) return ws.status;
     }
     return {};
 }

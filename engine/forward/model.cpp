@@ -193,6 +193,9 @@ const ModelConfig& Model::config() const {
 const std::vector<std::string>& Model::warnings() const {
     return m_impl->warnings;
 }
+DecodeBytes Model::decodeBytes() const {
+    return decodeBytesOf(*m_impl);
+}
 ModelSummary Model::summary() const {
     return m_impl->summary;
 }

@@ -128,6 +128,19 @@ struct ForwardTimes {
     double moe = 0;
 };
 
+// The bytes one decode step at batch 1 reads from memory: B_tok of `coli bench decode
+// --resident`, whose tok/s x B_tok / (memory read bandwidth) is the decode's share of the memory
+// roofline (docs/performance.md).
+struct DecodeBytes {
+    // Weights as stored (quantisation scales included), in bytes: per layer the attention
+    // projections, their norms and biases, the router, top_k routed experts (one expert = its
+    // gate, up and down; a cache slot when experts stream), the shared expert and its gate or the
+    // dense MLP; then the final norm, the LM head and one embedding row.
+    uint64_t weights = 0;
+    // K and V bytes read per cached position, all layers (f32); not counted in `weights`.
+    uint64_t kvPerPosition = 0;
+};
+
 class Model {
 public:
     // Loads config.json and every tensor the family needs from `dir`: a Hugging Face checkpoint
@@ -152,6 +165,8 @@ public:
     // Parameter counts and on-disk sizes (see ModelSummary), computed at load. For a container:
     // bytes as stored (bytes per expert = one blob, padding included); storage names the formats.
     ModelSummary summary() const;
+    // DecodeBytes of this model as loaded (computed from the weights in memory). Thread-safe.
+    DecodeBytes decodeBytes() const;
     // Not thread-safe against a concurrent forward().
     void setPath(ForwardPath p);
     ForwardPath path() const;

@@ -1,7 +1,9 @@
 #pragma once
 // Internal: what a loaded Model holds, and the two forward paths over it.
+#include "forward/fast_ffn.h"
 #include "forward/model.h"
 #include "forward/rope.h"
+#include "forward/spin_barrier.h"
 #include "model/weights.h"
 #include "tiers/expert_cache.h"
 
@@ -13,26 +15,44 @@
 namespace coli {
 
 // Scratch buffers of the Fast path, sized at load for kChunk tokens (longer batches run in chunks
-// of kChunk; each token's row is computed independently, so chunking never changes a bit).
+// of kChunk; each token's row is computed independently, so chunking never changes a bit). The
+// team of a chunk shares them: each phase writes disjoint parts (forward_fast.cpp).
 struct FastWorkspace {
     static constexpr int kChunk = 32;
     std::vector<float> x, h, q, k, v, att, o;   // [kChunk, dim]
     std::vector<float> routerLogits, gateW;     // [kChunk, n_experts], [kChunk, top_k]
     std::vector<int> sel;                       // [kChunk, top_k]
-    std::vector<float> slotOut;                 // [kChunk * top_k, d_model]
-    std::vector<int> expertTokens, expertCount; // [n_experts, kChunk * top_k], [n_experts]
-    std::vector<float> gather, g, u, y;         // [kChunk*top_k, d_model | ffn | ffn | d_model]
-    std::vector<float> mlpOut, sharedGate;      // [kChunk, d_model], [kChunk]
+    std::vector<float> slotOut;                 // [kChunk * top_k, d_model] routed experts' down
+    std::vector<int> expertTokens, expertCount; // [n_experts, kChunk], [n_experts]
+    std::vector<int> slotRow;     // [kChunk * top_k] the slotOut / gather row of each (token, slot)
+    std::vector<int> gatherToken; // [kChunk * top_k] token of a gathered row, -1: not gathered
+    std::vector<float> gather;    // [kChunk * top_k, d_model] routed experts' input rows
+    std::vector<float> g, u;      // routed experts' [cnt, expert_ffn] blocks, then one
+                                  // [kChunk, max(shared_ffn, dense_ffn)] block
+    std::vector<float> y;         // [kChunk, d_model] shared expert / dense MLP output
+    std::vector<float> mlpOut, sharedGate; // [kChunk, d_model], [kChunk]
     std::vector<float> scores; // [scoreThreads, scoreTokens] attention scores, one row per thread
     std::vector<float> cosSin; // [kChunk, head_dim] (cos then sin halves)
-    std::vector<uint8_t> xq;   // quantised activations of one matmul (quantised weights only)
+    QuantisedRows qin;         // the current matmul input (h or att), [kChunk, max(d, q_dim)]
+    QuantisedRows qgather;     // gathered expert inputs [kChunk * top_k, d_model]
+    QuantisedRows qact;        // routed experts' act [kChunk * top_k, expert_ffn]
+    QuantisedRows qactShared;  // shared / dense act [kChunk, max(shared_ffn, dense_ffn)]
+    QuantisedRows qlook;       // lookahead router input [kChunk, d_model]
     std::vector<int> unionExperts; // [n_experts] the chunk's distinct routed experts, ascending
     std::vector<int> unionCounts;  // [n_experts] tokens of the chunk routed to each of them
+    std::vector<FfnItem> items;    // [n_experts + 1] the layer's MLPs (routed, then shared)
+    int nItems = 0;                // routed items of the current layer
+    bool needGather = false;       // some routed item has a strict subset of the tokens
     std::vector<float> lookH, lookLogits; // [kChunk, d_model], [kChunk, n_experts] (lookahead)
     std::vector<int> lookSel, lookUnion;  // [kChunk, top_k], [n_experts]
     int scoreThreads = 0;
     int scoreTokens = 0; // grows (outside the loops) with the longest context seen, up to
                          // max_position_embeddings
+    // Shared between the team's threads of one chunk, written by the master before a sync.
+    SpinBarrier barrier;
+    Status status;       // the chunk's error (streamed expert reads)
+    bool failed = false; // status is an error: every thread leaves the chunk
+    int streamPos = -1;  // the streamed expert the team computes next (ExpertCache::next)
     void allocate(const ModelConfig& c, int threads);
     // Makes the score rows hold `tokens` keys (called by forward() before computing).
     void reserveScores(int tokens, int maxTokens);
@@ -58,6 +78,9 @@ struct ModelImpl {
 inline double regionSeconds(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+
+// Model::decodeBytes (model.h), from the weights as loaded.
+DecodeBytes decodeBytesOf(const ModelImpl& m);
 
 // Both: tokens already validated, kv already reserved for kv.size() + tokens.size() positions.
 // They append to kv and fill logits as Model::forward documents. routing, when not null, is

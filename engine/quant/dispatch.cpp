@@ -28,6 +28,11 @@ const KernelTable* neonKernels() {
     return nullptr;
 }
 #endif
+#ifndef COLI_QUANT_HAVE_AVX512VNNI
+const KernelTable* avx512VnniKernels() {
+    return nullptr;
+}
+#endif
 } // namespace detail
 
 namespace {
@@ -48,6 +53,14 @@ bool cpuHas(KernelPath path) {
 #else
         return false;
 #endif
+    case KernelPath::Avx512Vnni:
+#if defined(__x86_64__) || defined(__i386__)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512vnni");
+#else
+        return false;
+#endif
     }
     return false;
 }
@@ -60,15 +73,19 @@ const detail::KernelTable* tableFor(KernelPath path) {
         return detail::avx2Kernels();
     case KernelPath::Neon:
         return detail::neonKernels();
+    case KernelPath::Avx512Vnni:
+        return detail::avx512VnniKernels();
     }
     return nullptr;
 }
 
 KernelPath computeSelected() {
     if (const char* env = std::getenv("COLI_QUANT_PATH")) {
-        for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Neon})
+        for (KernelPath p :
+             {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Neon, KernelPath::Avx512Vnni})
             if (std::strcmp(env, kernelPathName(p)) == 0 && kernelPathAvailable(p)) return p;
     }
+    if (kernelPathAvailable(KernelPath::Avx512Vnni)) return KernelPath::Avx512Vnni;
     if (kernelPathAvailable(KernelPath::Avx2)) return KernelPath::Avx2;
     if (kernelPathAvailable(KernelPath::Neon)) return KernelPath::Neon;
     return KernelPath::Scalar;
@@ -103,6 +120,8 @@ const char* kernelPathName(KernelPath path) {
         return "avx2";
     case KernelPath::Neon:
         return "neon";
+    case KernelPath::Avx512Vnni:
+        return "avx512vnni";
     }
     return "?";
 }

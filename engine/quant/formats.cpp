@@ -140,6 +140,21 @@ size_t activationScratchBytes(int groupSize, int64_t nTokens, int64_t cols) {
     return qPadded + static_cast<size_t>(nTokens * (cols / groupSize)) * sizeof(float) + 16;
 }
 
+Status quantiseActivationRow(const float* x, int64_t cols, int groupSize, int8_t* q,
+                             float* scales) {
+    for (int64_t c = 0; c < cols; ++c)
+        if (!std::isfinite(x[c]))
+            return {ErrorCode::Numeric, "non-finite activation at col " + std::to_string(c)};
+    for (int64_t gi = 0; gi < cols / groupSize; ++gi) {
+        const float* v = x + gi * groupSize;
+        const float scale = groupAbsMax(v, groupSize) / 127.0f;
+        scales[gi] = scale;
+        for (int i = 0; i < groupSize; ++i)
+            q[gi * groupSize + i] = static_cast<int8_t>(quantiseValue(v[i], scale, 127));
+    }
+    return Status::ok();
+}
+
 Status quantiseActivations(const float* x, int64_t nTokens, int64_t cols, int groupSize,
                            void* scratch, size_t scratchBytes, QuantisedActivations* out) {
     if ((groupSize != 32 && groupSize != 64) || !shapeOk(nTokens, cols, groupSize))
@@ -160,19 +175,11 @@ Status quantiseActivations(const float* x, int64_t nTokens, int64_t cols, int gr
     auto* scales = reinterpret_cast<float*>(sAddr);
     const int64_t groups = cols / groupSize;
     for (int64_t t = 0; t < nTokens; ++t) {
-        const float* xt = x + t * cols;
-        for (int64_t c = 0; c < cols; ++c)
-            if (!std::isfinite(xt[c]))
-                return {ErrorCode::Numeric, "quantiseActivations: non-finite value at token " +
-                                                std::to_string(t) + " col " + std::to_string(c)};
-        for (int64_t gi = 0; gi < groups; ++gi) {
-            const float* v = xt + gi * groupSize;
-            const float scale = groupAbsMax(v, groupSize) / 127.0f;
-            scales[t * groups + gi] = scale;
-            for (int i = 0; i < groupSize; ++i)
-                q[t * cols + gi * groupSize + i] =
-                    static_cast<int8_t>(quantiseValue(v[i], scale, 127));
-        }
+        const Status row =
+            quantiseActivationRow(x + t * cols, cols, groupSize, q + t * cols, scales + t * groups);
+        if (!row.isOk())
+            return {ErrorCode::Numeric,
+                    "quantiseActivations: token " + std::to_string(t) + ": " + row.message()};
     }
     *out = {q, scales, nTokens, cols, groupSize};
     return Status::ok();

@@ -76,6 +76,12 @@ struct QuantisedActivations {
 // Scratch bytes quantiseActivations needs for nTokens x cols with groups of groupSize.
 size_t activationScratchBytes(int groupSize, int64_t nTokens, int64_t cols);
 
+// One token's row: q [cols] and scales [cols / groupSize] of x [cols], the same bytes
+// quantiseActivations writes for that row (it calls this). groupSize 32 or 64 dividing cols
+// (not checked). Errors: Numeric (NaN/Inf in x; q and scales are then partly written).
+// Thread-safety: pure.
+Status quantiseActivationRow(const float* x, int64_t cols, int groupSize, int8_t* q, float* scales);
+
 // Quantises x [nTokens, cols] into `scratch` (>= activationScratchBytes bytes, any alignment)
 // and fills *out. groupSize must be 32 or 64 and divide cols. No allocation.
 // Errors: InvalidArgument (shape, group size, scratch too small), Numeric (NaN/Inf in x).

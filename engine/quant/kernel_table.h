@@ -33,7 +33,8 @@ struct KernelTable {
 };
 
 const KernelTable* scalarKernels();
-const KernelTable* avx2Kernels(); // nullptr when not compiled in
-const KernelTable* neonKernels(); // nullptr when not compiled in
+const KernelTable* avx2Kernels();       // nullptr when not compiled in
+const KernelTable* neonKernels();       // nullptr when not compiled in
+const KernelTable* avx512VnniKernels(); // nullptr when not compiled in
 
 } // namespace coli::quant::detail

@@ -197,7 +197,8 @@ TEST(QuantKernels, ScalarMatchesDequantisedProduct) {
 
 // Integer dots at the extremes, values from arithmetic: 64 * (-128 * -128) = 1048576 and so on.
 TEST(QuantKernels, ExtremeGroupDotsExact) {
-    for (KernelPath path : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Neon}) {
+    for (KernelPath path :
+         {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Neon, KernelPath::Avx512Vnni}) {
         if (!kernelPathAvailable(path)) continue;
         for (WeightFormat f : kFormats) {
             const FormatInfo fi = formatInfo(f);
@@ -226,11 +227,12 @@ TEST(QuantKernels, ExtremeGroupDotsExact) {
     }
 }
 
-TEST(QuantDispatch, ReportsAndPrefersAvx2OnAvx2Machines) {
+TEST(QuantDispatch, ReportsAndPrefersTheWidestX86Path) {
     const KernelPath sel = selectedKernelPath();
-    std::printf("selected kernel path: %s (available: scalar=%d avx2=%d neon=%d)\n",
+    std::printf("selected kernel path: %s (available: scalar=%d avx2=%d neon=%d avx512vnni=%d)\n",
                 kernelPathName(sel), kernelPathAvailable(KernelPath::Scalar),
-                kernelPathAvailable(KernelPath::Avx2), kernelPathAvailable(KernelPath::Neon));
+                kernelPathAvailable(KernelPath::Avx2), kernelPathAvailable(KernelPath::Neon),
+                kernelPathAvailable(KernelPath::Avx512Vnni));
     EXPECT_TRUE(kernelPathAvailable(KernelPath::Scalar));
     if (std::getenv("COLI_QUANT_PATH") != nullptr)
         GTEST_SKIP() << "COLI_QUANT_PATH overrides the choice";
@@ -238,15 +240,30 @@ TEST(QuantDispatch, ReportsAndPrefersAvx2OnAvx2Machines) {
     if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")))
         GTEST_SKIP() << "this x86-64 CPU lacks AVX2+FMA";
     EXPECT_TRUE(kernelPathAvailable(KernelPath::Avx2));
-    EXPECT_EQ(sel, KernelPath::Avx2);
+    const bool vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    EXPECT_EQ(kernelPathAvailable(KernelPath::Avx512Vnni), vnni);
+    EXPECT_EQ(sel, vnni ? KernelPath::Avx512Vnni : KernelPath::Avx2);
 #else
     GTEST_SKIP() << "not x86-64: the NEON path is checked by the cross test under qemu";
 #endif
 }
 
+// The AVX-512 VNNI path on its own, so that a CPU without it shows a skip with the reason.
+TEST(QuantKernels, Avx512VnniBitIdenticalToScalar) {
+    if (!kernelPathAvailable(KernelPath::Avx512Vnni))
+        GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/VNNI (or the build is not x86-64)";
+    std::vector<std::string> failures;
+    const int cases = coli::quant::testing::runSweep(KernelPath::Avx512Vnni, &failures);
+    std::printf("avx512vnni vs scalar: %d cases, %zu mismatches\n", cases, failures.size());
+    EXPECT_GT(cases, 0);
+    for (size_t i = 0; i < failures.size() && i < 10; ++i)
+        ADD_FAILURE() << failures[i];
+}
+
 TEST(QuantKernels, EveryPathBitIdenticalToScalar) {
     int paths = 0;
-    for (KernelPath path : {KernelPath::Avx2, KernelPath::Neon}) {
+    for (KernelPath path : {KernelPath::Avx2, KernelPath::Neon, KernelPath::Avx512Vnni}) {
         if (!kernelPathAvailable(path)) continue;
         ++paths;
         std::vector<std::string> failures;

@@ -1,0 +1,39 @@
+#pragma once
+// Internal: SwiGLU MLPs (routed experts, the shared expert, dense layers' MLP) in the Fast
+// forward pass, computed by a team in two phases for any number of MLPs at once:
+//   gate/up phase: the MLPs' intermediate rows, in units of the down projection's group size, are
+//     split over the team; a thread computes gate and up for its rows, then act = silu(gate) * up
+//     for them, then quantises those (whole) groups of act for the down projection;
+//   down phase:    the d_model output rows are split over the team; a thread computes its rows of
+//     every MLP's down projection.
+// So a layer's k experts cost two phases, not three parallel regions each. The float operations
+// per element are those of down(silu(gate x) * up x) with the kernels' fixed order.
+#include "forward/fast_matmul.h"
+
+#include <span>
+
+namespace coli {
+
+struct FfnItem {
+    SwiGluView w;
+    ActInput in;                  // [cnt, d_model]: the tokens' rows (f32 and quantised)
+    int cnt = 0;                  // tokens
+    float* g = nullptr;           // [cnt, ffn] gate, then act
+    float* u = nullptr;           // [cnt, ffn] up
+    QuantisedRows* act = nullptr; // act quantised in rows [actRow, actRow + cnt), cols ffn
+    int actRow = 0;
+    float* y = nullptr; // [cnt, d_model] down projection
+};
+
+// Rows of one unit of the gate/up phase: the down projection's group size (so a thread owns
+// whole groups of act), 16 for f32 down.
+int ffnUnitRows(const SwiGluView& w);
+
+// Gate/up phase over all items (no sync inside).
+void gateUpShare(const Team& team, std::span<const FfnItem> items);
+// Down phase: this thread's share of the d_model rows (blocks of 4) of every item (no sync).
+void downShare(const Team& team, std::span<const FfnItem> items, int dModel);
+// The input of item's down projection (act, f32 and quantised).
+ActInput downInput(const FfnItem& item);
+
+} // namespace coli

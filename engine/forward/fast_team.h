@@ -1,0 +1,36 @@
+#pragma once
+// Internal: one thread's view of the OpenMP team that runs a chunk of the Fast forward pass
+// (forward_fast.cpp). Every phase of the chunk is executed by all threads of the team, each on
+// its share of the work (tokens, output rows, heads, expert rows), with sync() between phases.
+// Each output element is computed by exactly one thread in a fixed order, so the team size never
+// changes a bit of the result.
+#include "forward/spin_barrier.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+namespace coli {
+
+struct Team {
+    int id = 0;   // 0 .. size-1; 0 is the master (the only one that calls the expert cache)
+    int size = 1; // threads in the team
+    SpinBarrier* barrier = nullptr;
+
+    bool master() const { return id == 0; }
+    void sync() const {
+        if (size > 1) barrier->wait();
+    }
+    // This thread's contiguous share [first, second) of n units (static: the same split for the
+    // same n and team size, so each thread streams one range of rows).
+    std::pair<int64_t, int64_t> share(int64_t n) const {
+        return {n * id / size, n * (id + 1) / size};
+    }
+    // The share of n items counted in blocks of `block` (the last block may be short).
+    std::pair<int64_t, int64_t> shareBlocks(int64_t n, int64_t block) const {
+        const auto [b0, b1] = share((n + block - 1) / block);
+        return {std::min(n, b0 * block), std::min(n, b1 * block)};
+    }
+};
+
+} // namespace coli

@@ -167,17 +167,27 @@ TEST_P(GoldenTest, FastMatchesReference) {
     std::printf("[ %s ] fast vs reference max relative diff %.3g\n", GetParam().c_str(), worst);
 }
 
-// The Fast path gives bit-identical logits with 1 and 2 threads (fixed per-row order).
+// The Fast path gives bit-identical logits with 1, 2 and 3 threads (fixed per-row order; 3
+// splits rows, heads and expert units unevenly).
 TEST_P(GoldenTest, FastOneAndTwoThreadsBitIdentical) {
     m_model->setPath(ForwardPath::Fast);
     std::vector<int32_t> seq = m_golden.greedyPrompt;
     seq.insert(seq.end(), m_golden.greedyTokens.begin(), m_golden.greedyTokens.end());
     m_model->setThreads(1);
     const auto one = batchLogits(seq);
-    m_model->setThreads(2);
-    const auto two = batchLogits(seq);
-    ASSERT_EQ(one.size(), two.size());
-    EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0) << GetParam();
+    const auto oneStep = stepLogits(seq);
+    for (int threads : {2, 3}) {
+        m_model->setThreads(threads);
+        const auto more = batchLogits(seq);
+        const auto moreStep = stepLogits(seq);
+        ASSERT_EQ(one.size(), more.size());
+        ASSERT_EQ(oneStep.size(), moreStep.size());
+        EXPECT_EQ(std::memcmp(one.data(), more.data(), one.size() * sizeof(float)), 0)
+            << GetParam() << " " << threads << " threads, one batch";
+        EXPECT_EQ(std::memcmp(oneStep.data(), moreStep.data(), oneStep.size() * sizeof(float)), 0)
+            << GetParam() << " " << threads << " threads, token by token";
+    }
+    m_model->setThreads(0);
 }
 
 // Prefix reuse: truncating the cache and re-running the tail gives the same logits.

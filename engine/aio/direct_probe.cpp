@@ -73,23 +73,26 @@ std::string refuseDirectPattern(const std::string& optionPattern) {
     return env ? std::string(env) : std::string();
 }
 
+std::string dioAlignProblem(uint64_t memAlign, uint64_t offsetAlign) {
+    if (offsetAlign == 0)
+        return "the file system reports no direct I/O for this file (statx DIOALIGN)";
+    if (kDirectIoAlign % offsetAlign != 0 || (memAlign != 0 && kDirectIoAlign % memAlign != 0))
+        return "direct I/O needs " + std::to_string(offsetAlign) + "-byte offsets and " +
+               std::to_string(memAlign) + "-byte buffers (statx DIOALIGN), not " +
+               std::to_string(kDirectIoAlign);
+    return "";
+}
+
 namespace {
 
-// The alignment statx reports, checked against ours; "" when it allows our reads (or the kernel
-// does not report it), else why not.
-std::string dioAlignProblem([[maybe_unused]] int fd) {
+// The alignment statx reports for `fd`, checked against ours; "" when it allows our reads or the
+// kernel (or the file system: tmpfs) does not report it, else why not.
+std::string statxAlignProblem([[maybe_unused]] int fd) {
 #ifdef STATX_DIOALIGN
     struct statx stx {};
     if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) != 0) return "";
     if (!(stx.stx_mask & STATX_DIOALIGN)) return ""; // not reported: the test read decides
-    if (stx.stx_dio_offset_align == 0)
-        return "the file system reports no direct I/O for this file (statx DIOALIGN)";
-    const uint64_t mem = stx.stx_dio_mem_align, off = stx.stx_dio_offset_align;
-    if (kDirectIoAlign % off != 0 || (mem != 0 && kDirectIoAlign % mem != 0))
-        return "direct I/O needs " + std::to_string(off) + "-byte offsets and " +
-               std::to_string(mem) + "-byte buffers (statx DIOALIGN), not " +
-               std::to_string(kDirectIoAlign);
-    return "";
+    return dioAlignProblem(stx.stx_dio_mem_align, stx.stx_dio_offset_align);
 #else
     return ""; // headers without STATX_DIOALIGN: the test read decides
 #endif
@@ -115,7 +118,7 @@ Result<DirectProbe> probeDirectRead(const std::string& path, const std::string& 
         return p;
     }
     p.fsName = fileSystemName(fd);
-    p.reason = dioAlignProblem(fd);
+    p.reason = statxAlignProblem(fd);
     if (p.reason.empty()) {
         // One aligned read at offset 0 (short at the end of a small file, 0 for an empty one).
         struct FreeDeleter {

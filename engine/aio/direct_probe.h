@@ -39,6 +39,11 @@ Result<DirectProbe> probeDirectRead(const std::string& path, const std::string& 
 // "9p", "squashfs", "f2fs", "ecryptfs", else "0x" and the hex magic; "unknown" when fstatfs fails.
 std::string fileSystemName(int fd);
 
+// What statx's DIOALIGN figures (bytes; as reported, i.e. with STATX_DIOALIGN in the mask) say of
+// reads at kDirectIoAlign: "" when they allow them, else why not (an offset alignment of 0: no
+// direct I/O for the file; an alignment that does not divide kDirectIoAlign: larger or odd). Pure.
+std::string dioAlignProblem(uint64_t memAlign, uint64_t offsetAlign);
+
 // The test hook's pattern: `optionPattern` when not empty, else the environment variable
 // kRefuseDirectEnv ("" when unset).
 std::string refuseDirectPattern(const std::string& optionPattern);

@@ -150,6 +150,16 @@ TEST(DirectFallback, ProbeOfAReadableFileAndOfAMissingOne) {
         << missing.status().message();
 }
 
+TEST(DirectFallback, DioAlignFigures) {
+    EXPECT_EQ(dioAlignProblem(512, 512), ""); // ext4 on this machine
+    EXPECT_EQ(dioAlignProblem(4, 4096), "");  // a buffer alignment of 4 bytes is fine
+    EXPECT_EQ(dioAlignProblem(0, 4096), "");  // no buffer alignment reported
+    EXPECT_TRUE(contains(dioAlignProblem(512, 0), "no direct I/O"));
+    EXPECT_TRUE(contains(dioAlignProblem(512, 8192), "8192-byte offsets"));
+    EXPECT_TRUE(contains(dioAlignProblem(8192, 512), "8192-byte buffers"));
+    EXPECT_TRUE(contains(dioAlignProblem(512, 3000), "3000-byte offsets")); // does not divide 4096
+}
+
 TEST(DirectFallback, FileSystemNames) {
     struct statfs fs {};
     if (::statfs("/proc", &fs) == 0) {

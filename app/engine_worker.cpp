@@ -226,6 +226,7 @@ void EngineWorker::doLoad(const Command& c) {
         m_tierState.minimumBudget = cache->minimumBudget();
         m_tierState.maximumBudget = most;
         m_tierState.directIo = cache->pool().directIo();
+        m_tierState.readMode = cache->pool().readModeText();
         m_tierState.backend = aio::ioBackendName(cache->pool().backend());
         m_tierState.expertReadBytes = cache->source().readBytes();
         m_tierState.source = cache->source().describe();

@@ -56,7 +56,7 @@ enum class CommandKind {
 struct LoadSettings {
     int threads = 0;             // forward-pass threads; 0 = the worker's default
     uint64_t ramBudgetBytes = 0; // RAM for streamed experts; 0 = automatic (from MemAvailable)
-    bool directIo = false;       // O_DIRECT expert reads
+    bool directIo = false;       // force O_DIRECT expert reads; off: the engine's rule (Auto)
     bool prefetch = true;        // router-lookahead prefetch
     std::string mirrorDir;       // a mirror of model files on a second disk; "" = none
 };

@@ -180,7 +180,9 @@ void EngineWorker::doLoad(const Command& c) {
     publishTiers(0, nullptr); // no tiers until the next model is in
     ModelLoadOptions mo;
     mo.threads = c.load.threads > 0 ? c.load.threads : m_opt.threads;
-    mo.tiers.directIo = c.load.directIo;
+    // The setting forces O_DIRECT (refusing a file system without it); off, the engine's rule
+    // (docs/tiers.md "Buffered or O_DIRECT") chooses per file.
+    mo.tiers.directIo = c.load.directIo ? aio::DirectIo::On : aio::DirectIo::Auto;
     mo.tiers.prefetch = c.load.prefetch;
     mo.tiers.mirrorDir = c.load.mirrorDir; // disk weights measured at load
     // Routed experts stream from disk through the expert cache (docs/tiers.md); its budget is
@@ -224,6 +226,7 @@ void EngineWorker::doLoad(const Command& c) {
         m_tierState.minimumBudget = cache->minimumBudget();
         m_tierState.maximumBudget = most;
         m_tierState.directIo = cache->pool().directIo();
+        m_tierState.readMode = cache->pool().readModeText();
         m_tierState.backend = aio::ioBackendName(cache->pool().backend());
         m_tierState.expertReadBytes = cache->source().readBytes();
         m_tierState.source = cache->source().describe();

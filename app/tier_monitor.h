@@ -50,6 +50,7 @@ class TierMonitor : public QObject {
     Q_PROPERTY(bool prefetch READ prefetch NOTIFY changed)
     Q_PROPERTY(bool directIo READ directIo NOTIFY changed)
     Q_PROPERTY(QString backend READ backend NOTIFY changed)
+    Q_PROPERTY(QString readMode READ readMode NOTIFY changed)
     Q_PROPERTY(QString source READ source NOTIFY changed)
     Q_PROPERTY(int sessionTokens READ sessionTokens NOTIFY changed)
     // The placement plan beside the measured figures (plan_figures.h; engine/placement): the
@@ -107,6 +108,7 @@ public:
     bool prefetch() const { return m_now.prefetch; }
     bool directIo() const { return m_now.directIo; }
     QString backend() const { return QString::fromStdString(m_now.backend); }
+    QString readMode() const { return QString::fromStdString(m_now.readMode); }
     QString source() const { return QString::fromStdString(m_now.source); }
     int sessionTokens() const { return int(m_session.tokens); }
     double planHitRate() const { return m_now.plan.valid ? m_now.plan.hitRate : -1; }

@@ -24,12 +24,14 @@ struct TierStatus {
     uint64_t minimumBudget = 0;     // bytes: the working set (the smallest budget allowed)
     uint64_t maximumBudget = 0;     // bytes: every routed expert + the working set
     bool prefetch = false;          // router-lookahead prefetch on
-    bool directIo = false;          // expert reads through O_DIRECT
-    std::string backend;            // "io_uring" or "pread-threads"
-    uint64_t expertReadBytes = 0;   // bytes read from disk per expert
-    std::string source;             // what the experts are read from ("colibri container", ...)
-    tiers::ExpertMap experts;       // per-expert state and cumulative hits (Brain, Atlas)
-    double busySeconds = 0;         // engine-thread wall time spent generating since load (seconds)
+    bool directIo = false;          // every expert file read through O_DIRECT
+    // "O_DIRECT", "buffered" or "O_DIRECT (N of M files buffered)" (aio::IoPool::readModeText)
+    std::string readMode;
+    std::string backend;          // "io_uring" or "pread-threads"
+    uint64_t expertReadBytes = 0; // bytes read from disk per expert
+    std::string source;           // what the experts are read from ("colibri container", ...)
+    tiers::ExpertMap experts;     // per-expert state and cumulative hits (Brain, Atlas)
+    double busySeconds = 0;       // engine-thread wall time spent generating since load (seconds)
     // The placement plan at the budget in force (plan_figures.h), beside the measured figures:
     // recomputed at load, budget change, learned usage and after each answer.
     PlanFigures plan;

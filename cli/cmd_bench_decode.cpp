@@ -40,7 +40,8 @@ struct BenchDecodeOptions {
     std::vector<std::string> states = {"cold", "warm"};
     int runs = 5;
     int ioDepth = 4;
-    bool directIo = false;
+    bool directIo = false; // --direct-io
+    bool buffered = false; // --buffered
     int threads = 0;
     bool resident = false;    // --resident: the memory roofline rows (cmd_bench_resident.h)
     std::vector<int> prefill; // --prefill lengths (with --resident)
@@ -64,6 +65,7 @@ struct RunResult {
     tiers::TierCounters decode; // counters over the decode steps only
     aio::IoStats io;            // the cache's pool over the whole run
     uint64_t budgetBytes = 0;
+    std::string readMode; // IoPool::readModeText() of a streamed run
 };
 
 tiers::TierCounters minus(const tiers::TierCounters& b, const tiers::TierCounters& a) {
@@ -117,7 +119,7 @@ Result<RunResult> runOnce(const BenchDecodeOptions& o, const Tokenizer& tok, boo
     lo.threads = o.threads;
     lo.tiers.stream = stream;
     lo.tiers.ioQueueDepth = o.ioDepth;
-    lo.tiers.directIo = o.directIo;
+    lo.tiers.directIo = directIoMode(o.directIo, o.buffered);
     auto model = Model::load(o.model, lo);
     if (!model) return model.status();
     Model& m = **model;
@@ -147,6 +149,7 @@ Result<RunResult> runOnce(const BenchDecodeOptions& o, const Tokenizer& tok, boo
         cache->waitIdle();
         r.decode = minus(cache->telemetry().counters, before);
         r.io = cache->pool().stats();
+        r.readMode = cache->pool().readModeText();
     }
     return r;
 }
@@ -184,6 +187,7 @@ int runBenchDecode(const BenchDecodeOptions& o) {
     fmt::print("resident:   {:.2f} tok/s (every expert in RAM, read at load)\n",
                ref->decodeTokensPerSecond);
     std::vector<Row> rows;
+    std::string readMode;
     for (const std::string& state : o.states) {
         const bool cold = state == "cold";
         for (const std::string& budget : o.budgets) {
@@ -206,6 +210,7 @@ int runBenchDecode(const BenchDecodeOptions& o) {
                                              "resident model: placement changed the output",
                                              budget, state)},
                                 kExitGeneration);
+                readMode = r->readMode;
                 if (run < 0) continue; // warm-up
                 row.budgetBytes = r->budgetBytes;
                 row.last = r->decode;
@@ -224,7 +229,7 @@ int runBenchDecode(const BenchDecodeOptions& o) {
                     (void)diskbench::dropCaches(diskbench::shardFiles(*box));
                     aio::IoOptions io;
                     io.queueDepth = o.ioDepth;
-                    io.directIo = true;
+                    io.directIo = aio::DirectIo::On;
                     auto disk = diskbench::runReads(diskbench::shardFiles(*box),
                                                     diskbench::ReadBatches{*reads}, io, false);
                     if (!disk) return fail(disk.status(), kExitModel);
@@ -236,9 +241,9 @@ int runBenchDecode(const BenchDecodeOptions& o) {
             rows.push_back(row);
         }
     }
-    fmt::print("cache:      cold = POSIX_FADV_DONTNEED on every shard before each run{}; warm = "
-               "the page cache keeps what earlier runs read; the expert cache starts empty\n",
-               o.directIo ? " (and O_DIRECT reads)" : "");
+    fmt::print("reads:      {} (streamed experts)\n", readMode);
+    fmt::print("cache:      cold = POSIX_FADV_DONTNEED on every shard before each run; warm = "
+               "the page cache keeps what earlier runs read; the expert cache starts empty\n");
     fmt::print("{:<5} {:>7} {:>10} {:>9} {:>13} {:>10} {:>6} {:>6} {:>6} {:>6} {:>6} {:>9} {:>9} "
                "{:>7}\n",
                "state", "budget", "MiB", "tok/s", "tok/s_min-max", "MiB/token", "hit%", "pin%",
@@ -299,7 +304,12 @@ Command addBenchDecodeCommand(CLI::App& bench) {
     cmd->add_option("--io-depth", o->ioDepth, "Expert reads in flight")
         ->type_name("N")
         ->check(integerIn(1, 64));
-    cmd->add_flag("--direct-io", o->directIo, "Stream experts with O_DIRECT");
+    CLI::Option* direct = cmd->add_flag(
+        "--direct-io", o->directIo,
+        "Stream experts with O_DIRECT, refusing a file system without it (default: O_DIRECT "
+        "where allowed)");
+    cmd->add_flag("--buffered", o->buffered, "Stream experts buffered, never O_DIRECT")
+        ->excludes(direct);
     cmd->add_option("-t,--threads", o->threads, "CPU threads (0 = all cores)")
         ->type_name("N")
         ->check(integerIn(0, 1024));

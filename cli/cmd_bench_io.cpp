@@ -93,8 +93,9 @@ int runBenchIo(const BenchIoOptions& o) {
     const aio::IoBackend backend = o.backend == "io_uring" ? aio::IoBackend::Uring
                                    : o.backend == "pread"  ? aio::IoBackend::PreadThreads
                                                            : aio::IoBackend::Auto;
-    const aio::IoOptions direct{backend, o.queueDepth, true};
-    const aio::IoOptions replayIo{backend, o.queueDepth, o.directIo};
+    const aio::IoOptions direct{backend, o.queueDepth, aio::DirectIo::On, {}};
+    const aio::IoOptions replayIo{
+        backend, o.queueDepth, o.directIo ? aio::DirectIo::On : aio::DirectIo::Off, {}};
     const uint64_t replayBytes = countBytes(replay.value());
     const uint64_t diskBytes = std::max(replayBytes, uint64_t(o.diskMib) << 20);
     auto random =

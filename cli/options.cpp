@@ -61,6 +61,10 @@ std::string parseQuantise(const std::string& text, WeightQuantisation* out) {
     return {};
 }
 
+aio::DirectIo directIoMode(bool directIo, bool buffered) {
+    return directIo ? aio::DirectIo::On : buffered ? aio::DirectIo::Off : aio::DirectIo::Auto;
+}
+
 std::string parseDiskWeights(const std::string& text, double* primary, double* mirror) {
     const size_t comma = text.find(',');
     if (comma == std::string::npos || text.find(',', comma + 1) != std::string::npos)
@@ -101,7 +105,13 @@ void addPlacementOptions(CLI::App& cmd, ModelOptions& o) {
     cmd.add_flag("--resident", o.resident,
                  "Read every expert at load and keep it in RAM (no streaming)")
         ->excludes(budget);
-    cmd.add_flag("--direct-io", o.directIo, "Read experts with O_DIRECT (bypass the page cache)");
+    CLI::Option* direct = cmd.add_flag(
+        "--direct-io", o.directIo,
+        "Read experts with O_DIRECT; a file whose file system refuses it is an error (default: "
+        "O_DIRECT where the file system allows it, else buffered with a note)");
+    cmd.add_flag("--buffered", o.buffered,
+                 "Read experts through the page cache (dropped after each read), never O_DIRECT")
+        ->excludes(direct);
     cmd.add_flag("--no-prefetch", o.noPrefetch, "Turn off the router-lookahead prefetch");
     cmd.add_option("--io-depth", o.ioDepth, "Expert reads in flight (1..64)")
         ->type_name("N")
@@ -348,7 +358,7 @@ std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode) {
     // In-memory expert quantisation needs the experts resident (a checkpoint streams them as
     // stored); an explicit --ram-budget then reports the conflict instead.
     opt.tiers.stream = o.placement && !o.resident && !(opt.quantisation.experts && !o.ramBudget);
-    opt.tiers.directIo = o.directIo;
+    opt.tiers.directIo = directIoMode(o.directIo, o.buffered);
     opt.tiers.prefetch = !o.noPrefetch;
     opt.tiers.ioQueueDepth = o.ioDepth;
     opt.tiers.ioBackend = o.ioBackend == "io_uring" ? aio::IoBackend::Uring

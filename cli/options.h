@@ -22,7 +22,8 @@ struct ModelOptions {
     bool placement = false;            // the command registered the placement flags
     std::optional<uint64_t> ramBudget; // --ram-budget in bytes; unset = from MemAvailable
     bool resident = false;             // --resident: every expert read at load, no streaming
-    bool directIo = false;             // --direct-io
+    bool directIo = false;             // --direct-io (refuse a file without O_DIRECT)
+    bool buffered = false;             // --buffered (never O_DIRECT)
     bool noPrefetch = false;           // --no-prefetch
     int ioDepth = 4;                   // --io-depth
     std::string ioBackend = "auto";    // --io-backend auto|io_uring|pread
@@ -43,11 +44,14 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o);
 // int4-g32, int8-g64 (or int8), int8-g32. The same choices as `coli convert` give the same
 // weights as its container. Model::load refuses it for a container (exit 3, kExitModel).
 void addQuantiseOption(CLI::App& cmd, ModelOptions& o);
-// --ram-budget SIZE, --resident, --direct-io, --no-prefetch, --io-depth N, --io-backend NAME,
+// --ram-budget SIZE, --resident, --direct-io, --buffered, --no-prefetch, --io-depth N, --io-backend
+// NAME,
 // --mirror DIR, --disk-weights A,B. Without --resident the routed experts stream from disk through
 // the expert cache.
 void addPlacementOptions(CLI::App& cmd, ModelOptions& o);
 // Parses a --disk-weights value "A,B" into *primary and *mirror; returns "" or what is wrong.
+// The expert read mode of --direct-io / --buffered / neither (aio::DirectIo On / Off / Auto).
+aio::DirectIo directIoMode(bool directIo, bool buffered);
 std::string parseDiskWeights(const std::string& text, double* primary, double* mirror);
 // Parses a --quantise value into *out; returns "" or what is wrong ("unknown class 'x'", ...).
 std::string parseQuantise(const std::string& text, WeightQuantisation* out);

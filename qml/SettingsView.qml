@@ -112,7 +112,7 @@ Page {
                 Switch {
                     objectName: "directIoSetting"
                     checked: page.appSettings ? page.appSettings.directIo : false
-                    Accessible.name: qsTr("Direct I/O for expert reads")
+                    Accessible.name: qsTr("Direct I/O for expert reads, always (off: automatic)")
                     onToggled: page.appSettings.directIo = checked
                 }
                 Name { text: qsTr("Prefetch experts") }

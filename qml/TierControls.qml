@@ -113,7 +113,7 @@ Pane {
             color: Theme.textMuted
             font.pixelSize: Theme.smallFontSize
             text: controls.live ? qsTr("I/O: %1, %2").arg(controls.tiers.backend)
-                                  .arg(controls.tiers.directIo ? qsTr("direct") : qsTr("buffered"))
+                                  .arg(controls.tiers.readMode)
                                 : ""
         }
     }

@@ -60,7 +60,7 @@ Page {
                     text: !live ? qsTr("No model with streamed experts is loaded.")
                         : qsTr("%1 routed experts, read from the %2 with %3, %4 I/O.")
                               .arg(tiers.totalExperts).arg(tiers.source).arg(tiers.backend)
-                              .arg(tiers.directIo ? qsTr("direct (O_DIRECT)") : qsTr("buffered"))
+                              .arg(tiers.readMode)
                 }
             }
 

@@ -9,9 +9,11 @@
 // container's seccomp filter often refuses it), else PreadThreads; backend() says which ran.
 // Buffered reads are followed by posix_fadvise(POSIX_FADV_DONTNEED) on the range read, so the page
 // cache does not keep a second copy of what the expert cache already holds (RSS stays honest).
-// With directIo, files are opened a second time with O_DIRECT and every read goes through that
-// handle: offset, length and destination must then be multiples of / aligned to kDirectIoAlign.
-// No mmap.
+// Under DirectIo::Auto or On each file is checked (aio/direct_probe.h) and, when it passes,
+// opened a second time with O_DIRECT; every read of such a file goes through that handle: offset,
+// length and destination must then be multiples of / aligned to kDirectIoAlign. Under Auto a
+// file that fails the check is read buffered, with one note (fileNote); under On it is an error.
+// The rule for which mode the engine picks is in docs/tiers.md "Buffered or O_DIRECT". No mmap.
 // Thread-safety: all member functions may be called from any thread; completion callbacks run on
 // a pool thread (never inside submit()), one at a time per read, and must not call submit() of a
 // pool being destroyed. Under io_uring every callback runs on the one submission thread, so a slow
@@ -32,16 +34,32 @@ constexpr uint64_t kDirectIoAlign = 4096;
 enum class IoBackend { Auto, Uring, PreadThreads };
 const char* ioBackendName(IoBackend b); // "auto", "io_uring", "pread-threads"
 
+// Buffered or O_DIRECT reads (docs/tiers.md "Buffered or O_DIRECT").
+enum class DirectIo {
+    Off,  // every file buffered (+ POSIX_FADV_DONTNEED after each read)
+    Auto, // O_DIRECT for each file that passes the check (direct_probe.h), else buffered + a note
+    On,   // O_DIRECT for every file; openFile fails (Unsupported) for a file that does not pass
+};
+const char* directIoName(DirectIo d); // "buffered", "auto", "O_DIRECT"
+
 struct IoOptions {
     IoBackend backend = IoBackend::Auto;
-    int queueDepth = 4;    // reads in flight at most (1..64): pread threads, or io_uring entries
-    bool directIo = false; // read through O_DIRECT handles (see kDirectIoAlign)
+    int queueDepth = 4; // reads in flight at most (1..64): pread threads, or io_uring entries
+    DirectIo directIo = DirectIo::Off;
+    // Test hook (aio/direct_probe.h): files whose path contains this text fail the O_DIRECT check
+    // as if the file system refused it. "" = the environment variable COLI_TEST_REFUSE_DIRECT_IO,
+    // else none.
+    std::string testRefuseDirect;
 };
 
 struct ReadRequest {
     int file = -1;       // an index returned by IoPool::openFile
     uint64_t offset = 0; // bytes from the file's start
-    uint64_t length = 0; // bytes to read (> 0); all of them must exist (a short file is an error)
+    // Bytes to read (> 0); all of them must exist (a short file is an error), except that a
+    // read with offset and length multiples of kDirectIoAlign may run past the file's end by less
+    // than kDirectIoAlign (an O_DIRECT read of a range rounded out to whole blocks): the bytes past
+    // the end are left as they were in dst.
+    uint64_t length = 0;
     void* dst = nullptr; // length bytes, owned by the caller until `done` has run
 };
 
@@ -67,12 +85,22 @@ public:
     IoPool(const IoPool&) = delete;
     IoPool& operator=(const IoPool&) = delete;
 
-    // Opens `path` read-only (and, with directIo, a second O_DIRECT handle) and returns its index
-    // for ReadRequest::file. Errors: NotFound / Io naming the path; Unsupported when O_DIRECT is
-    // refused by the file system (EINVAL, e.g. tmpfs), naming the path.
-    Result<int> openFile(const std::string& path);
+    // Opens `path` read-only and returns its index for ReadRequest::file. Under DirectIo::Auto and
+    // On (and `buffered` false) the file is checked for O_DIRECT (direct_probe.h) and, when it
+    // passes, opened a second time with O_DIRECT. `buffered` true reads this file buffered
+    // whatever the mode (a source's choice, docs/tiers.md). Blocks for the check's one read.
+    // Errors: NotFound / Io naming the path; under On, Unsupported naming the path, the file
+    // system and the reason when the file does not pass the check (under Auto it is read
+    // buffered and fileNote() says why).
+    Result<int> openFile(const std::string& path, bool buffered = false);
     // Size in bytes of an opened file. InvalidArgument for an unknown index.
     Result<uint64_t> fileSize(int file) const;
+    // Whether reads of an opened file go through O_DIRECT (false for an unknown index).
+    bool fileDirect(int file) const;
+    // Under DirectIo::Auto, for a file that failed the O_DIRECT check: one line naming the file,
+    // its file system and the reason, saying it is read buffered. "" otherwise (also for an
+    // unknown index).
+    std::string fileNote(int file) const;
 
     // Queues a read; never blocks on I/O (requests beyond queueDepth wait in a FIFO queue).
     // Invalid requests (unknown file, zero length, null dst, misaligned under directIo) complete
@@ -83,8 +111,13 @@ public:
     // Errors: InvalidArgument as for submit(), else as ReadDone's.
     Status readNow(const ReadRequest& request);
 
-    IoBackend backend() const; // the backend actually running (never Auto)
+    IoBackend backend() const;     // the backend actually running (never Auto)
+    DirectIo directIoMode() const; // as created
+    // True when the mode is not Off and every file opened so far reads through O_DIRECT.
     bool directIo() const;
+    // "O_DIRECT", "buffered", or "O_DIRECT (N of M files buffered)" for the files opened so far;
+    // for load summaries.
+    std::string readModeText() const;
     int queueDepth() const;
     IoStats stats() const; // a consistent snapshot
 

@@ -1,5 +1,6 @@
 #include "aio/pool_core.h"
 
+#include "aio/direct_probe.h"
 #include "core/regular_file.h"
 
 #include <cerrno>
@@ -17,7 +18,7 @@ PoolCore::~PoolCore() {
     }
 }
 
-Result<int> PoolCore::openFile(const std::string& path) {
+Result<int> PoolCore::openFile(const std::string& path, bool buffered) {
     auto file = std::make_unique<OpenedFile>();
     file->path = path;
     Result<int> fd = openRegularFile(path, &file->size); // never blocks on a named pipe
@@ -26,16 +27,24 @@ Result<int> PoolCore::openFile(const std::string& path) {
     // Whole-expert reads need no readahead: it would read past the blob (more disk bytes per
     // expert) and leave the neighbours' pages cached, which DONTNEED of the range read misses.
     (void)::posix_fadvise(file->fd, 0, 0, POSIX_FADV_RANDOM);
-    if (m_directIo) {
-        file->directFd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
-        if (file->directFd < 0) {
-            const int e = errno;
+    if (m_directIo != DirectIo::Off && !buffered) {
+        Result<DirectProbe> probe = probeDirectRead(path, m_refusePattern);
+        if (!probe) {
             ::close(file->fd);
-            // EINVAL is the kernel's answer for a file system without O_DIRECT support.
-            return Status(
-                e == EINVAL ? ErrorCode::Unsupported : ErrorCode::Io,
-                path + ": cannot open with O_DIRECT: " + std::strerror(e) +
-                    (e == EINVAL ? " (the file system does not support direct I/O)" : ""));
+            return probe.status();
+        }
+        if (probe->fd >= 0) {
+            file->directFd = probe->fd;
+        } else if (m_directIo == DirectIo::On) {
+            ::close(file->fd);
+            return Status(ErrorCode::Unsupported,
+                          path + ": O_DIRECT refused on this file system (" + probe->fsName +
+                              "): " + probe->reason +
+                              "; without --direct-io (in the app: Direct I/O off) such a file is "
+                              "read buffered, as with --buffered");
+        } else {
+            file->note = path + ": read buffered: O_DIRECT refused on this file system (" +
+                         probe->fsName + "): " + probe->reason;
         }
     }
     std::lock_guard lock(m_mu);
@@ -50,6 +59,24 @@ Result<uint64_t> PoolCore::fileSize(int file) const {
     return m_files[size_t(file)]->size;
 }
 
+bool PoolCore::fileDirect(int file) const {
+    std::lock_guard lock(m_mu);
+    return file >= 0 && size_t(file) < m_files.size() && m_files[size_t(file)]->directFd >= 0;
+}
+
+std::string PoolCore::fileNote(int file) const {
+    std::lock_guard lock(m_mu);
+    return file >= 0 && size_t(file) < m_files.size() ? m_files[size_t(file)]->note : "";
+}
+
+void PoolCore::countFiles(int* all, int* direct) const {
+    std::lock_guard lock(m_mu);
+    *all = int(m_files.size());
+    *direct = 0;
+    for (const auto& f : m_files)
+        if (f->directFd >= 0) ++*direct;
+}
+
 Result<ResolvedRead> PoolCore::resolve(const ReadRequest& r) const {
     const OpenedFile* f = nullptr;
     {
@@ -62,16 +89,19 @@ Result<ResolvedRead> PoolCore::resolve(const ReadRequest& r) const {
     const std::string where = f->path + ": read at offset " + std::to_string(r.offset) + ": ";
     if (r.length == 0) return Status(ErrorCode::InvalidArgument, where + "zero length");
     if (r.dst == nullptr) return Status(ErrorCode::InvalidArgument, where + "null destination");
-    if (m_directIo) {
-        const bool aligned = r.offset % kDirectIoAlign == 0 && r.length % kDirectIoAlign == 0 &&
-                             reinterpret_cast<uintptr_t>(r.dst) % kDirectIoAlign == 0;
-        if (!aligned)
-            return Status(ErrorCode::InvalidArgument,
-                          where + "O_DIRECT needs offset, length (" + std::to_string(r.length) +
-                              ") and destination aligned to " + std::to_string(kDirectIoAlign) +
-                              " bytes");
-    }
-    return ResolvedRead{f, m_directIo ? f->directFd : f->fd};
+    const bool direct = f->directFd >= 0;
+    const bool alignedRange = r.offset % kDirectIoAlign == 0 && r.length % kDirectIoAlign == 0;
+    if (direct && !(alignedRange && reinterpret_cast<uintptr_t>(r.dst) % kDirectIoAlign == 0))
+        return Status(ErrorCode::InvalidArgument, where + "O_DIRECT needs offset, length (" +
+                                                      std::to_string(r.length) +
+                                                      ") and destination aligned to " +
+                                                      std::to_string(kDirectIoAlign) + " bytes");
+    uint64_t need = r.length;
+    // An aligned range may end inside the file's last block (a range rounded out for O_DIRECT).
+    if (alignedRange && r.offset < f->size && r.offset + r.length > f->size &&
+        r.offset + r.length - f->size < kDirectIoAlign)
+        need = f->size - r.offset;
+    return ResolvedRead{f, direct ? f->directFd : f->fd, direct, need};
 }
 
 void PoolCore::push(PendingRead read) {

@@ -20,8 +20,9 @@ namespace coli::aio {
 struct OpenedFile {
     std::string path;
     int fd = -1;       // O_RDONLY
-    int directFd = -1; // O_RDONLY | O_DIRECT, only with directIo
+    int directFd = -1; // O_RDONLY | O_DIRECT when the file passed the check, else -1
     uint64_t size = 0; // bytes at openFile time
+    std::string note;  // why a file is buffered under DirectIo::Auto ("" otherwise)
 };
 
 struct PendingRead {
@@ -32,23 +33,31 @@ struct PendingRead {
 // The handle a started read uses.
 struct ResolvedRead {
     const OpenedFile* file = nullptr;
-    int fd = -1; // directFd under directIo, else fd
+    int fd = -1;         // directFd when the file has one, else fd
+    bool direct = false; // fd is the O_DIRECT handle (no DONTNEED after the read)
+    uint64_t need = 0; // bytes that must be read: length, less an aligned read's tail past the end
 };
 
 class PoolCore {
 public:
-    PoolCore(int queueDepth, bool directIo) : m_queueDepth(queueDepth), m_directIo(directIo) {}
+    PoolCore(int queueDepth, DirectIo directIo, std::string refusePattern)
+        : m_queueDepth(queueDepth), m_directIo(directIo),
+          m_refusePattern(std::move(refusePattern)) {}
     ~PoolCore(); // closes the files; the backend must have stopped
     PoolCore(const PoolCore&) = delete;
     PoolCore& operator=(const PoolCore&) = delete;
 
     int queueDepth() const { return m_queueDepth; }
-    bool directIo() const { return m_directIo; }
+    DirectIo directIoMode() const { return m_directIo; }
 
-    Result<int> openFile(const std::string& path);
+    Result<int> openFile(const std::string& path, bool buffered);
     Result<uint64_t> fileSize(int file) const;
+    bool fileDirect(int file) const;
+    std::string fileNote(int file) const;
+    // Files opened so far, and how many of them read through O_DIRECT.
+    void countFiles(int* all, int* direct) const;
     // The handle for `r`, or InvalidArgument (unknown file, zero length, null dst, misaligned
-    // under directIo). The OpenedFile stays valid until the PoolCore is destroyed.
+    // for an O_DIRECT file). The OpenedFile stays valid until the PoolCore is destroyed.
     Result<ResolvedRead> resolve(const ReadRequest& r) const;
 
     void push(PendingRead read);
@@ -73,7 +82,8 @@ public:
 private:
     using Clock = std::chrono::steady_clock;
     const int m_queueDepth;
-    const bool m_directIo;
+    const DirectIo m_directIo;
+    const std::string m_refusePattern; // the test hook's (direct_probe.h)
     mutable std::mutex m_mu;
     std::condition_variable m_work;
     std::vector<std::unique_ptr<OpenedFile>> m_files;

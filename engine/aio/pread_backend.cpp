@@ -34,8 +34,9 @@ private:
             }
             const ReadRequest& r = read.request;
             m_core.startRead();
-            Status s = preadFully(resolved->fd, resolved->file->path, r.offset, r.length, r.dst);
-            if (!m_core.directIo()) dropCachedRange(resolved->fd, r.offset, r.length);
+            Status s = preadFully(resolved->fd, resolved->file->path, r.offset, r.length, r.dst,
+                                  resolved->need);
+            if (!resolved->direct) dropCachedRange(resolved->fd, r.offset, r.length);
             m_core.complete(read, std::move(s), true);
         }
     }

@@ -22,7 +22,8 @@ Status endOfFileError(const std::string& path, uint64_t offset, uint64_t length,
                          " bytes read; is the file truncated?)");
 }
 
-Status preadFully(int fd, const std::string& path, uint64_t offset, uint64_t length, void* dst) {
+Status preadFully(int fd, const std::string& path, uint64_t offset, uint64_t length, void* dst,
+                  uint64_t need) {
     auto* out = static_cast<unsigned char*>(dst);
     uint64_t got = 0;
     while (got < length) {
@@ -31,7 +32,7 @@ Status preadFully(int fd, const std::string& path, uint64_t offset, uint64_t len
             if (errno == EINTR) continue;
             return readError(path, offset, length, std::strerror(errno));
         }
-        if (n == 0) return endOfFileError(path, offset, length, got);
+        if (n == 0) return got >= need ? Status::ok() : endOfFileError(path, offset, length, got);
         got += uint64_t(n);
     }
     return Status::ok();

@@ -73,7 +73,7 @@ private:
 
     void finish(UringRead* op, Status s) {
         const ReadRequest& r = op->read.request;
-        if (s.isOk() && !m_core.directIo()) dropCachedRange(op->file.fd, r.offset, r.length);
+        if (s.isOk() && !op->file.direct) dropCachedRange(op->file.fd, r.offset, r.length);
         --m_inKernel;
         m_core.complete(op->read, std::move(s), true);
         delete op;
@@ -87,7 +87,10 @@ private:
             return finish(op,
                           readError(op->file.file->path, r.offset, r.length, std::strerror(-res)));
         if (res == 0)
-            return finish(op, endOfFileError(op->file.file->path, r.offset, r.length, op->got));
+            return finish(op,
+                          op->got >= op->file.need
+                              ? Status::ok()
+                              : endOfFileError(op->file.file->path, r.offset, r.length, op->got));
         op->got += uint64_t(res);
         if (op->got < r.length) return prepRead(op);
         finish(op, Status::ok());

@@ -45,10 +45,10 @@ Result<DiskBandwidth> measureReadBandwidth(const std::vector<ReadFile>& files,
     if (Status s = dropCaches(files); !s.isOk()) return s;
     aio::IoOptions io;
     io.queueDepth = o.queueDepth;
-    io.directIo = true;
+    io.directIo = aio::DirectIo::On;
     auto run = runReads(files, ReadBatches{*reads}, io, false);
     if (!run && run.status().code() == ErrorCode::Unsupported) { // O_DIRECT refused (tmpfs)
-        io.directIo = false;
+        io.directIo = aio::DirectIo::Off;
         (void)dropCaches(files);
         run = runReads(files, ReadBatches{*reads}, io, false);
     }
@@ -57,7 +57,7 @@ Result<DiskBandwidth> measureReadBandwidth(const std::vector<ReadFile>& files,
     d.bytes = run->stats.bytes;
     d.seconds = run->stats.busySeconds;
     d.bytesPerSecond = run->bytesPerSecond();
-    d.directIo = io.directIo;
+    d.directIo = io.directIo == aio::DirectIo::On;
     d.backend = run->backend;
     return d;
 }

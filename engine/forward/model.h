@@ -44,7 +44,8 @@ struct ExpertTierOptions {
     uint64_t ramBudgetBytes = 0; // expert RAM incl. reads in flight; 0 = the minimum working set
     int ioQueueDepth = 4;        // reads in flight (aio::IoOptions::queueDepth)
     aio::IoBackend ioBackend = aio::IoBackend::Auto;
-    bool directIo = false; // O_DIRECT reads (aligned buffers), else buffered + DONTNEED
+    // O_DIRECT or buffered (+ DONTNEED) expert reads; Auto: docs/tiers.md "Buffered or O_DIRECT".
+    aio::DirectIo directIo = aio::DirectIo::Auto;
     bool prefetch = true;  // router-lookahead prefetch (Fast path)
     double pinShare = 0.5; // share of the cache the pinned hot-store may take
     // A mirror of some model files on a second disk (docs/mirror.md, mirror/mirror_load.h):

@@ -119,9 +119,8 @@ std::string describeTiers(const tiers::ExpertCache& cache, const std::string& bu
                   "experts: streamed from disk (%s, %s, %s); RAM budget %s%s = %llu of %d experts "
                   "(working set %llu slots), pinned hot-store up to %d",
                   cache.source().describe().c_str(), aio::ioBackendName(cache.pool().backend()),
-                  cache.pool().directIo() ? "O_DIRECT" : "buffered",
-                  formatBytes(r.budgetBytes).c_str(), budgetNote.c_str(),
-                  static_cast<unsigned long long>(fit), r.totalExperts,
+                  cache.pool().readModeText().c_str(), formatBytes(r.budgetBytes).c_str(),
+                  budgetNote.c_str(), static_cast<unsigned long long>(fit), r.totalExperts,
                   static_cast<unsigned long long>(working), cache.pinCapacity());
     std::string out = buf;
     const tiers::MirrorStatus m = cache.mirrorStatus();

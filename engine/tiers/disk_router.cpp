@@ -33,14 +33,21 @@ double mirrorPick(int layer, int expert) {
 DiskRouter::DiskRouter(aio::IoPool& pool, MirrorSetup setup)
     : m_pool(pool), m_setup(std::move(setup)) {}
 
-Result<int> DiskRouter::openFile(const std::string& primaryPath) {
-    Result<int> f = m_pool.openFile(primaryPath);
+Result<int> DiskRouter::openFile(const std::string& primaryPath, bool buffered) {
+    Result<int> f = m_pool.openFile(primaryPath, buffered);
     if (!f) return f.status();
+    if (std::string note = m_pool.fileNote(*f); !note.empty()) m_warnings.push_back(note);
     const auto it = m_setup.files.find(canonicalPath(primaryPath));
     if (it == m_setup.files.end() || m_mirrorOf.count(*f)) return f;
     MirrorFile mf;
     mf.path = it->second;
-    Result<int> m = m_pool.openFile(mf.path);
+    // A buffered primary gets a buffered mirror copy: the source did not align its reads. (A
+    // buffered copy of an O_DIRECT primary reads the aligned ranges just as well.)
+    Result<int> m = m_pool.openFile(mf.path, buffered || !m_pool.fileDirect(*f));
+    if (m) {
+        if (std::string note = m_pool.fileNote(*m); !note.empty())
+            m_warnings.push_back("mirror " + m_setup.dir + ": " + note);
+    }
     struct stat st {};
     if (!m) {
         m_warnings.push_back("mirror " + m_setup.dir + ": " + m.status().message() +

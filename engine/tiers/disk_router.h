@@ -54,11 +54,14 @@ public:
     DiskRouter(aio::IoPool& pool, MirrorSetup setup);
 
     // Opens `primaryPath` in the pool and, when it is mirrored, its mirror copy too. Returns the
-    // primary's file index (what read requests name). A mirror copy that cannot be opened is
-    // dropped with a warning (warnings()); the primary's errors are returned (the pool's openFile
-    // errors, naming the path).
-    Result<int> openFile(const std::string& primaryPath);
-    // Problems found while opening (a mirror copy that could not be opened), one message each.
+    // primary's file index (what read requests name). `buffered`: read the file buffered whatever
+    // the pool's mode (IoPool::openFile); the mirror copy of a buffered primary is read buffered
+    // too. A mirror copy that cannot be opened is dropped with a warning (warnings()); the
+    // primary's errors are returned (the pool's openFile errors, naming the path). A file read
+    // buffered because O_DIRECT was refused (IoPool::fileNote) adds its note to warnings().
+    Result<int> openFile(const std::string& primaryPath, bool buffered = false);
+    // Problems and notes found while opening (a mirror copy that could not be opened, a file read
+    // buffered because its file system refused O_DIRECT), one message each.
     const std::vector<std::string>& warnings() const { return m_warnings; }
 
     // The disk the expert's reads go to now (the split, the files, the mirror's state).

@@ -94,6 +94,7 @@ struct RawPart {
     int file = -1;
     DType dtype = DType::F32;
     uint64_t offset = 0, length = 0; // the part's bytes in the file
+    bool direct = false;             // the file reads through O_DIRECT: the range is rounded out
     int rows = 0, cols = 0;
 };
 
@@ -111,7 +112,6 @@ public:
 
     void load(ExpertId id, uint8_t* slot, LoadDone done) override {
         const std::array<RawPart, 3>& parts = entry(id);
-        const bool direct = m_pool.directIo();
         uint64_t f32At = 0, stageAt = m_f32Bytes;
         struct Plan {
             uint8_t* dst;  // where the read lands
@@ -125,6 +125,7 @@ public:
             const RawPart& r = parts[p];
             float* out = reinterpret_cast<float*>(slot + f32At);
             f32At += uint64_t(r.rows) * r.cols * 4;
+            const bool direct = r.direct;
             uint64_t off = r.offset, len = r.length, skip = 0;
             if (direct) {
                 off = alignDown(r.offset, kSlotAlign);
@@ -250,6 +251,10 @@ Result<std::unique_ptr<ExpertSource>> openContainerSource(const convert::Contain
                                           alignUp(slot, kSlotAlign), c.describe()));
 }
 
+bool checkpointReadsBuffered(aio::DirectIo mode, DType expertDtype) {
+    return mode == aio::DirectIo::Off || (mode == aio::DirectIo::Auto && expertDtype == DType::F32);
+}
+
 Result<std::unique_ptr<ExpertSource>> openCheckpointSource(const Checkpoint& ckpt,
                                                            const ModelConfig& cfg,
                                                            aio::IoPool& pool,
@@ -258,7 +263,16 @@ Result<std::unique_ptr<ExpertSource>> openCheckpointSource(const Checkpoint& ckp
     std::vector<std::array<RawPart, 3>> parts(size_t(cfg.nLayers) * cfg.nExperts);
     std::map<int, int> files; // checkpoint shard -> pool file
     uint64_t f32 = 0, staging = 0, readBytes = 0;
-    const bool direct = pool.directIo();
+    // The first routed expert's gate tells the experts' dtype (a checkpoint stores one).
+    DType expertDtype = DType::F32;
+    for (int l = 0; l < cfg.nLayers; ++l) {
+        if (!cfg.sparseLayer[l]) continue;
+        Result<std::array<ExpertTensorRange, 3>> loc = locateExpert(ckpt, cfg, l, 0);
+        if (!loc) return loc.status();
+        expertDtype = (*loc)[0].tensor->dtype;
+        break;
+    }
+    const bool buffered = checkpointReadsBuffered(pool.directIoMode(), expertDtype);
     for (int l = 0; l < cfg.nLayers; ++l) {
         if (!cfg.sparseLayer[l]) continue;
         for (int e = 0; e < cfg.nExperts; ++e) {
@@ -275,7 +289,7 @@ Result<std::unique_ptr<ExpertSource>> openCheckpointSource(const Checkpoint& ckp
                                       ": streamed experts are read as F32, F16 or BF16");
                 auto it = files.find(t.shard);
                 if (it == files.end()) {
-                    Result<int> fi = router->openFile(ckpt.shardPaths()[size_t(t.shard)]);
+                    Result<int> fi = router->openFile(ckpt.shardPaths()[size_t(t.shard)], buffered);
                     if (!fi) return fi.status();
                     it = files.emplace(t.shard, *fi).first;
                 }
@@ -286,6 +300,8 @@ Result<std::unique_ptr<ExpertSource>> openCheckpointSource(const Checkpoint& ckp
                 rp.length = uint64_t(r.count) * dtypeSize(t.dtype);
                 rp.rows = r.rows;
                 rp.cols = r.cols;
+                rp.direct = pool.fileDirect(rp.file);
+                const bool direct = rp.direct;
                 f += uint64_t(r.count) * 4;
                 uint64_t len = rp.length;
                 if (direct)

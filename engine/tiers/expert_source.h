@@ -13,6 +13,7 @@
 // pure.
 #include "aio/io_pool.h"
 #include "core/status.h"
+#include "io/safetensors.h"
 #include "model/config.h"
 #include "model/weights.h"
 #include "tiers/disk_router.h"
@@ -69,8 +70,17 @@ Result<std::unique_ptr<ExpertSource>> openContainerSource(const convert::Contain
                                                           const ModelConfig& cfg, aio::IoPool& pool,
                                                           const MirrorSetup& mirror = {});
 
+// Whether openCheckpointSource opens a checkpoint's shards buffered under the pool's `mode`: Off
+// yes, On no; Auto (docs/tiers.md "Buffered or O_DIRECT") only when the experts are stored as
+// F32 (`expertDtype`): an O_DIRECT read of an F32 part lands in a staging area the size of the
+// part (its range is rounded out to whole blocks), which doubles the slot, where a buffered one
+// lands in the slot as stored. F16/BF16 parts are staged either way. Pure.
+bool checkpointReadsBuffered(aio::DirectIo mode, DType expertDtype);
+
 // An unconverted Hugging Face checkpoint (F32 / F16 / BF16); opens its shards in `pool` (and their
-// mirror copies, as above).
+// mirror copies, as above): O_DIRECT or buffered per checkpointReadsBuffered and each file's
+// check (IoPool::openFile); a part of a file read through O_DIRECT is read rounded out to
+// kSlotAlign boundaries into the slot's staging area.
 // Errors: those of locateExpert (model/weights.h), Unsupported for other dtypes, the pool's
 // openFile errors. `ckpt` and `pool` must outlive the source.
 Result<std::unique_ptr<ExpertSource>> openCheckpointSource(const Checkpoint& ckpt,

@@ -72,7 +72,8 @@ private:
 #define COLI_MAKE_POOL(var, backend_, depth, direct)                                               \
     std::unique_ptr<IoPool> var;                                                                   \
     {                                                                                              \
-        auto made_ = IoPool::create({(backend_), (depth), (direct)});                              \
+        auto made_ =                                                                               \
+            IoPool::create({(backend_), (depth), (direct) ? DirectIo::On : DirectIo::Off, {}});    \
         if (!made_ && (backend_) == IoBackend::Uring &&                                            \
             made_.status().code() == ErrorCode::Unsupported)                                       \
             GTEST_SKIP() << "io_uring unavailable here: " << made_.status().toString();            \

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
@@ -359,4 +360,57 @@ TEST(WorkerTiers, BudgetBelowTheUserPinsUnpinsThemWithANotice) {
     }));
     EXPECT_NE(notice.find("1 of your 1 user pins were unpinned"), std::string::npos) << notice;
     EXPECT_EQ(stateOf(w.tierStatus(), layer, expert) & tiers::kUserPinFlag, 0);
+}
+
+// docs/tiers.md "Buffered or O_DIRECT": a file whose O_DIRECT check fails (injected through the
+// test hook's environment variable) is read buffered, and the load notice names it and its file
+// system; the Tiers view's read mode says so. With the Direct I/O setting on, the same file fails
+// the load, named.
+TEST(WorkerTiers, RefusedODirectReachesTheLoadNotice) {
+    ASSERT_EQ(::setenv("COLI_TEST_REFUSE_DIRECT_IO", "qwen3moe", 1), 0);
+    {
+        EngineWorker w({.threads = 1}, nullptr);
+        Command c{CommandKind::Load};
+        c.id = 1;
+        c.dir = kModel;
+        w.post(std::move(c));
+        bool loaded = false;
+        std::string notice, failed;
+        ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {
+            if (ev.kind == EventKind::Loaded) loaded = true;
+            if (ev.kind == EventKind::LoadFailed) failed = ev.text;
+            if (ev.kind == EventKind::Notice) notice = ev.text;
+            return !failed.empty() || (loaded && !notice.empty());
+        }));
+        EXPECT_TRUE(failed.empty()) << failed;
+        EXPECT_NE(notice.find(kModel), std::string::npos) << notice;
+        EXPECT_NE(notice.find("read buffered: O_DIRECT refused on this file system ("),
+                  std::string::npos)
+            << notice;
+        EXPECT_EQ(w.tierStatus().readMode, "buffered");
+        EXPECT_FALSE(w.tierStatus().directIo);
+    }
+    {
+        EngineWorker w({.threads = 1}, nullptr);
+        Command c{CommandKind::Load};
+        c.id = 1;
+        c.dir = kModel;
+        c.load.directIo = true;
+        w.post(std::move(c));
+        std::string failed;
+        ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {
+            if (ev.kind == EventKind::LoadFailed) failed = ev.text;
+            return ev.kind == EventKind::Loaded || ev.kind == EventKind::LoadFailed;
+        }));
+        EXPECT_NE(failed.find(kModel), std::string::npos) << failed;
+        EXPECT_NE(failed.find("O_DIRECT refused on this file system ("), std::string::npos)
+            << failed;
+    }
+    ::unsetenv("COLI_TEST_REFUSE_DIRECT_IO");
+    // Without the injection the fixture's file reads O_DIRECT (this machine's file systems allow
+    // it) and the status says so.
+    EngineWorker w({.threads = 1}, nullptr);
+    load(w);
+    EXPECT_EQ(w.tierStatus().readMode, "O_DIRECT");
+    EXPECT_TRUE(w.tierStatus().directIo);
 }

@@ -17,14 +17,14 @@ ARGS = None
 PROMPT = "The Lord is my shepherd"
 
 
-def coli(*args):
-    env = dict(os.environ, XDG_DATA_HOME=os.path.join(ARGS.work, "xdg"))
+def coli(*args, env=None):
+    env = dict(os.environ, XDG_DATA_HOME=os.path.join(ARGS.work, "xdg"), **(env or {}))
     return subprocess.run([ARGS.coli, *args], capture_output=True, text=True, timeout=300, env=env)
 
 
-def generate(*extra, model=None):
+def generate(*extra, model=None, env=None):
     return coli("generate", model or ARGS.model, "-p", PROMPT, "-n", "24", "--temp", "0", "-t", "2",
-                *extra)
+                *extra, env=env)
 
 
 class Placement(unittest.TestCase):
@@ -54,6 +54,43 @@ class Placement(unittest.TestCase):
                     self.assertIn("O_DIRECT", r.stderr)
                 if "pread" in flags:
                     self.assertIn("pread-threads", r.stderr)
+
+    def test_direct_io_fallback_and_refusal(self):
+        # docs/tiers.md "Buffered or O_DIRECT": by default a file whose O_DIRECT check fails is
+        # read buffered with one note naming it and its file system; --direct-io refuses it;
+        # --buffered never tries. The refusal is injected (this machine's disks accept O_DIRECT).
+        shard = os.path.join(ARGS.model, "model.safetensors")
+        env = {"COLI_TEST_REFUSE_DIRECT_IO": "model.safetensors"}
+        want = generate("--resident", "--no-learn")
+        self.assertEqual(want.returncode, 0, want.stderr)
+        r = generate("--no-learn", "--ram-budget", "0", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, want.stdout)
+        notes = [l for l in r.stderr.splitlines() if "read buffered: O_DIRECT refused" in l]
+        self.assertEqual(len(notes), 1, r.stderr)
+        self.assertIn(shard, notes[0])
+        self.assertRegex(notes[0], r"on this file system \([^)]+\)")
+        self.assertRegex(r.stderr, r"experts: streamed from disk \(.*, buffered\)")
+        # Without the injection the default reads with O_DIRECT here, and says nothing.
+        r = generate("--no-learn", "--ram-budget", "0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, want.stdout)
+        self.assertNotIn("read buffered", r.stderr)
+        self.assertRegex(r.stderr, r"experts: streamed from disk \(.*, O_DIRECT\)")
+        # An explicit --direct-io refuses the file, naming it and the file system (exit 3).
+        r = generate("--no-learn", "--ram-budget", "0", "--direct-io", env=env)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn(shard + ": O_DIRECT refused on this file system (", r.stderr)
+        self.assertEqual(r.stdout, "")
+        # --buffered: no check, no note.
+        r = generate("--no-learn", "--ram-budget", "0", "--buffered", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, want.stdout)
+        self.assertNotIn("read buffered", r.stderr)
+        self.assertRegex(r.stderr, r"experts: streamed from disk \(.*, buffered\)")
+        r = generate("--no-learn", "--direct-io", "--buffered")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("excludes", r.stderr)
 
     def test_bad_flag_combinations_are_refused(self):
         for flags, message in ((["--ram-budget", "-5"], "cannot be negative"),

@@ -304,7 +304,7 @@ TEST(MirrorReads, PlacementInvarianceWithMirror) {
                                                     : k.kind == Case::Partial ? std::pair{1.0, 4.0}
                                                                               : std::pair{0.0, 1.0};
                 ModelLoadOptions o = streamed(mirrorDir, w);
-                o.tiers.directIo = k.direct;
+                o.tiers.directIo = k.direct ? aio::DirectIo::On : aio::DirectIo::Off;
                 o.tiers.ioBackend = k.backend;
                 o.tiers.prefetch = true;
                 auto m = Model::load(dir, o);

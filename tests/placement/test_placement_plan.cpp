@@ -104,6 +104,9 @@ std::unique_ptr<Model> loadStreaming(const fs::path& dir) {
     ModelLoadOptions opt;
     opt.threads = 1;
     opt.tiers.stream = true;
+    // Buffered reads: the slot is then f32 + the stored part (expectedFor); under O_DIRECT each
+    // staged part is rounded out to whole 4096-byte blocks (docs/tiers.md "Buffered or O_DIRECT").
+    opt.tiers.directIo = aio::DirectIo::Off;
     auto m = Model::load(dir.string(), opt);
     EXPECT_TRUE(m.isOk()) << m.status().message();
     return m ? std::move(m.value()) : nullptr;

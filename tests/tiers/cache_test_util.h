@@ -110,7 +110,7 @@ inline Result<std::unique_ptr<tiers::ExpertCache>> makeCache(const CacheFixture&
     aio::IoOptions io;
     io.backend = backend;
     io.queueDepth = depth;
-    io.directIo = direct;
+    io.directIo = direct ? aio::DirectIo::On : aio::DirectIo::Off;
     Result<std::unique_ptr<aio::IoPool>> pool = aio::IoPool::create(io);
     if (!pool) return pool.status();
     Result<std::unique_ptr<tiers::ExpertSource>> src =

@@ -8,6 +8,7 @@
 #include "aio/io_pool.h"
 #include "convert/converter.h"
 #include "forward/model.h"
+#include "io/safetensors.h"
 #include "sampler/sampler.h"
 #include "st_writer.h"
 #include "tiers/expert_cache.h"
@@ -16,7 +17,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -161,7 +164,7 @@ void checkModel(const std::string& dir, bool container) {
         o.path = p.path;
         o.tiers.stream = true;
         o.tiers.prefetch = p.prefetch;
-        o.tiers.directIo = p.direct;
+        o.tiers.directIo = p.direct ? aio::DirectIo::On : aio::DirectIo::Off;
         o.tiers.pinShare = p.pins ? 0.5 : 0.0;
         auto m = Model::load(path, o);
         ASSERT_TRUE(m.isOk()) << m.status().toString();
@@ -242,6 +245,110 @@ std::string fixture(const std::string& f) {
 
 } // namespace
 
+// A copy of checkpoint `src` in `dst` with every F32 tensor stored as BF16 (truncated: the copy
+// is its own baseline), the other files as they are.
+void bf16Copy(const std::string& src, const std::string& dst) {
+    namespace fs = std::filesystem;
+    fs::create_directories(dst);
+    for (const fs::directory_entry& e : fs::directory_iterator(src)) {
+        const fs::path to = fs::path(dst) / e.path().filename();
+        if (e.path().extension() != ".safetensors") {
+            fs::copy_file(e.path(), to);
+            continue;
+        }
+        auto f = SafetensorsFile::open(e.path().string());
+        ASSERT_TRUE(f.isOk()) << f.status().toString();
+        std::vector<st_test::Tensor> out;
+        for (const TensorInfo& t : (*f)->tensors()) {
+            std::vector<uint8_t> raw(t.nbytes);
+            ASSERT_TRUE((*f)->readRaw(t, 0, t.nbytes, raw.data()).isOk());
+            st_test::Tensor o{t.name, dtypeName(t.dtype), t.shape, raw};
+            if (t.dtype == DType::F32) {
+                std::vector<uint16_t> h(raw.size() / 4);
+                for (size_t i = 0; i < h.size(); ++i) {
+                    uint32_t u = 0;
+                    std::memcpy(&u, raw.data() + 4 * i, 4);
+                    h[i] = uint16_t(u >> 16);
+                }
+                o.dtype = "BF16";
+                o.data = st_test::u16Bytes(h);
+            }
+            out.push_back(std::move(o));
+        }
+        st_test::writeSafetensors(to, out);
+    }
+}
+
+// docs/tiers.md "Buffered or O_DIRECT": under the default (Auto) a file whose O_DIRECT check fails
+// is read buffered while its neighbours read O_DIRECT (the checkpoint source rounds out the parts
+// of O_DIRECT files only); tokens and logits stay those of the resident model. The refusal is
+// injected through the test hook's environment variable (aio/direct_probe.h). Under On the same
+// file refuses the load, naming it. An F32 checkpoint reads buffered under Auto (no check, no
+// note).
+TEST(PlacementInvariance, OneShardRefusingODirect) {
+    st_test::TempDir tmp;
+    const std::string bf16 = (tmp.path() / "mixtral-bf16").string();
+    bf16Copy(fixture("mixtral"), bf16); // 3 shards
+    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    const std::string refused = "model-00002-of-00003.safetensors";
+    struct Case {
+        std::string path, pattern, readMode;
+        size_t notes;
+    };
+    const Case cases[] = {
+        {bf16, refused, "O_DIRECT (1 of 2 files buffered)", 1}, // 2 of the 3 shards hold experts
+        // A container has one shard: refuse it, every file buffered.
+        {Containers::get().of(fixture("mixtral")), ".safetensors", "buffered", 1},
+        // F32 experts: buffered by the rule, so nothing is checked or noted.
+        {fixture("mixtral"), refused, "buffered", 0},
+    };
+    for (const Case& c : cases) {
+        ASSERT_FALSE(c.path.empty());
+        SCOPED_TRACE(c.path);
+        ModelLoadOptions base;
+        base.threads = 2;
+        auto resident = Model::load(c.path, base);
+        ASSERT_TRUE(resident.isOk()) << resident.status().toString();
+        const GenRun want = generate(**resident, false);
+        ASSERT_EQ(::setenv("COLI_TEST_REFUSE_DIRECT_IO", c.pattern.c_str(), 1), 0);
+        ModelLoadOptions o;
+        o.threads = 2;
+        o.tiers.stream = true;
+        EXPECT_EQ(o.tiers.directIo, aio::DirectIo::Auto); // the default
+        auto m = Model::load(c.path, o);
+        ModelLoadOptions on = o;
+        on.tiers.directIo = aio::DirectIo::On;
+        auto strict = Model::load(c.path, on);
+        ::unsetenv("COLI_TEST_REFUSE_DIRECT_IO");
+        ASSERT_TRUE(m.isOk()) << m.status().toString();
+        ASSERT_FALSE(strict.isOk());
+        EXPECT_EQ(strict.status().code(), ErrorCode::Unsupported);
+        EXPECT_NE(strict.status().message().find(c.pattern), std::string::npos)
+            << strict.status().message();
+        EXPECT_NE(strict.status().message().find("O_DIRECT refused on this file system ("),
+                  std::string::npos)
+            << strict.status().message();
+        const std::vector<std::string>& warnings = (*m)->warnings();
+        ASSERT_EQ(warnings.size(), c.notes) << "one note per refused file";
+        if (c.notes) {
+            EXPECT_NE(warnings[0].find(c.pattern), std::string::npos) << warnings[0];
+            EXPECT_NE(warnings[0].find("read buffered: O_DIRECT refused"), std::string::npos)
+                << warnings[0];
+        }
+        tiers::ExpertCache* cache = (*m)->expertCache();
+        ASSERT_NE(cache, nullptr);
+        EXPECT_EQ(cache->pool().readModeText(), c.readMode);
+        ASSERT_TRUE(cache->setBudget(0).isOk());
+        const GenRun got = generate(**m, false);
+        EXPECT_EQ(got.greedy, want.greedy);
+        EXPECT_EQ(got.sampled, want.sampled);
+        ASSERT_EQ(got.finalLogits.size(), want.finalLogits.size());
+        EXPECT_EQ(0, std::memcmp(got.finalLogits.data(), want.finalLogits.data(),
+                                 want.finalLogits.size() * sizeof(float)));
+        EXPECT_GT(cache->telemetry().counters.misses, 0u);
+    }
+}
+
 TEST(PlacementInvariance, FixtureCheckpoints) {
     for (const char* f : kFamilies) {
         SCOPED_TRACE(f);
@@ -267,7 +374,7 @@ TEST(PlacementInvariance, DefaultModelContainer) {
 // The placements above run on IoBackend::Auto; here both backends are named explicitly, so a
 // machine without io_uring says so (a visible skip) instead of silently testing pread alone.
 TEST(PlacementInvariance, BothIoBackends) {
-    auto uring = aio::IoPool::create({aio::IoBackend::Uring, 2, false});
+    auto uring = aio::IoPool::create({aio::IoBackend::Uring, 2, aio::DirectIo::Off, {}});
     const std::string dir = Containers::get().of(COLI_SHIPPED_MODEL_DIR);
     ASSERT_FALSE(dir.empty());
     ModelLoadOptions base;

@@ -17,18 +17,13 @@
 #include <cstring>
 #include <vector>
 
+#include "quant/avx2_helpers.h"
 #include "quant/kernel_table.h"
 #include "quant/matmul.h"
 
 namespace coli::quant::detail {
 
 namespace {
-
-float loadScale(const uint8_t* block) {
-    float s;
-    std::memcpy(&s, block, sizeof s);
-    return s;
-}
 
 // 32 consecutive int8 weights (values 0..15 in lo, 16..31 in hi) sign-extended to int16.
 inline void loadWeights32Int8(const uint8_t* p, __m256i& lo, __m256i& hi) {
@@ -50,15 +45,6 @@ inline __m256i loadWeights32Offset(const uint8_t* p) {
                             _mm256_set1_epi8(0x0F));
 }
 
-// x[0..31] -> x0, x2, .., x30, x1, x3, .., x31 (the order of loadWeights32Offset).
-inline __m256i deinterleaveActs32(const int8_t* x) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
-    const __m256i evenOdd = _mm256_shuffle_epi8(
-        v, _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10,
-                            12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
-    return _mm256_permute4x64_epi64(evenOdd, 0xD8); // 64-bit lanes 0, 2, 1, 3
-}
-
 inline void loadActs32(const int8_t* x, __m256i& lo, __m256i& hi) {
     lo = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
     hi = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 16)));
@@ -66,13 +52,6 @@ inline void loadActs32(const int8_t* x, __m256i& lo, __m256i& hi) {
 
 inline __m256i dot32(__m256i wlo, __m256i whi, __m256i xlo, __m256i xhi) {
     return _mm256_add_epi32(_mm256_madd_epi16(wlo, xlo), _mm256_madd_epi16(whi, xhi));
-}
-
-inline int32_t hsum(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
 }
 
 // Lane i = the sum of the 8 int32 lanes of p[i]: four rows' group dots in one vector, so the

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <vector>
 
+#include "quant/avx2_helpers.h"
 #include "quant/kernel_table.h"
 #include "quant/matmul.h"
 
@@ -27,23 +28,6 @@ namespace coli::quant::detail {
 namespace {
 
 constexpr int kRows = 8;
-
-// x[0..31] -> x0, x2, .., x30, x1, x3, .., x31 (the order of a 16-byte nibble load's low then
-// high nibbles).
-inline __m256i deinterleaveActs32(const int8_t* x) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
-    const __m256i evenOdd = _mm256_shuffle_epi8(
-        v, _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10,
-                            12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
-    return _mm256_permute4x64_epi64(evenOdd, 0xD8); // 64-bit lanes 0, 2, 1, 3
-}
-
-inline int32_t hsum(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
-}
 
 // Lane i = the sum of the 8 int32 lanes of p[i], i < 8.
 inline __m256i rowSums8(const __m256i p[8]) {
@@ -97,12 +81,6 @@ template <int Bits, int G> PreparedActs prepareActs(const MatmulArgs& a) {
             cbuf[static_cast<size_t>(t * groups + g)] = (Bits == 8 ? 128 : 8) * hsum(s);
         }
     return {xbuf.data(), cbuf.data()};
-}
-
-inline float loadScale(const uint8_t* p) {
-    float s;
-    std::memcpy(&s, p, sizeof s);
-    return s;
 }
 
 // Rows r .. r+nValid-1 (nValid 1..8; missing rows repeat the last one and are not stored).

@@ -1,0 +1,40 @@
+#pragma once
+// Internal: small AVX2 helpers shared by kernels_avx2.cpp and kernels_avx512vnni.cpp. Include only
+// from files compiled with at least -mavx2. Everything is in an anonymous namespace on purpose:
+// each kernel file gets its own copy, compiled with that file's flags. As ordinary inline
+// functions the linker could keep a single copy, possibly the AVX-512 one, and call it on a CPU
+// that has only AVX2.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace coli::quant::detail {
+namespace {
+
+// A block's f32 scale (its first 4 bytes; blocks are not aligned).
+inline float loadScale(const uint8_t* block) {
+    float s;
+    std::memcpy(&s, block, sizeof s);
+    return s;
+}
+
+// x[0..31] -> x0, x2, .., x30, x1, x3, .., x31 (a 16-byte nibble load's low then high nibbles).
+inline __m256i deinterleaveActs32(const int8_t* x) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+    const __m256i evenOdd = _mm256_shuffle_epi8(
+        v, _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10,
+                            12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+    return _mm256_permute4x64_epi64(evenOdd, 0xD8); // 64-bit lanes 0, 2, 1, 3
+}
+
+// The sum of the eight int32 lanes.
+inline int32_t hsum(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+} // namespace
+} // namespace coli::quant::detail

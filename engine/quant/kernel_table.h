@@ -2,6 +2,7 @@
 // Internal: the per-path kernel entry points behind dispatch.cpp. Not a public header.
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "quant/formats.h"
 
@@ -31,6 +32,25 @@ struct KernelTable {
     MatmulRowsFn matmulRows;
     GroupDotsFn groupDots;
 };
+
+// Calls f(bits, groupSize) with both as std::integral_constant, so a kernel file picks its
+// template instance for `fmt` with `Fn<decltype(bits)::value, decltype(g)::value>`.
+template <typename F> void withFormat(WeightFormat fmt, F&& f) {
+    using I8 = std::integral_constant<int, 8>;
+    using I4 = std::integral_constant<int, 4>;
+    using G32 = std::integral_constant<int, 32>;
+    using G64 = std::integral_constant<int, 64>;
+    switch (fmt) {
+    case WeightFormat::Q8_G32:
+        return f(I8{}, G32{});
+    case WeightFormat::Q8_G64:
+        return f(I8{}, G64{});
+    case WeightFormat::Q4_G32:
+        return f(I4{}, G32{});
+    case WeightFormat::Q4_G64:
+        return f(I4{}, G64{});
+    }
+}
 
 const KernelTable* scalarKernels();
 const KernelTable* avx2Kernels();       // nullptr when not compiled in

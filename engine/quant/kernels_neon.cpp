@@ -73,16 +73,9 @@ template <int Bits, int G> void matmulRowsT(const MatmulArgs& a, int64_t r0, int
 }
 
 void matmulRowsNeon(const MatmulArgs& a, int64_t r0, int64_t r1) {
-    switch (a.fmt) {
-    case WeightFormat::Q8_G32:
-        return matmulRowsT<8, 32>(a, r0, r1);
-    case WeightFormat::Q8_G64:
-        return matmulRowsT<8, 64>(a, r0, r1);
-    case WeightFormat::Q4_G32:
-        return matmulRowsT<4, 32>(a, r0, r1);
-    case WeightFormat::Q4_G64:
-        return matmulRowsT<4, 64>(a, r0, r1);
-    }
+    withFormat(a.fmt, [&](auto bits, auto g) {
+        matmulRowsT<decltype(bits)::value, decltype(g)::value>(a, r0, r1);
+    });
 }
 
 template <int Bits, int G>
@@ -94,16 +87,9 @@ void groupDotsT(const uint8_t* row, const int8_t* xq, int64_t cols, int32_t* dot
 
 void groupDotsNeon(WeightFormat fmt, const uint8_t* row, const int8_t* xq, int64_t cols,
                    int32_t* dots) {
-    switch (fmt) {
-    case WeightFormat::Q8_G32:
-        return groupDotsT<8, 32>(row, xq, cols, dots);
-    case WeightFormat::Q8_G64:
-        return groupDotsT<8, 64>(row, xq, cols, dots);
-    case WeightFormat::Q4_G32:
-        return groupDotsT<4, 32>(row, xq, cols, dots);
-    case WeightFormat::Q4_G64:
-        return groupDotsT<4, 64>(row, xq, cols, dots);
-    }
+    withFormat(fmt, [&](auto bits, auto g) {
+        groupDotsT<decltype(bits)::value, decltype(g)::value>(row, xq, cols, dots);
+    });
 }
 
 const KernelTable kNeon{matmulRowsNeon, groupDotsNeon};

@@ -44,7 +44,7 @@ public:
     // Runs n <= kChunk tokens at positions pos0.. and, when `logits` is set, writes the logits
     // of rows [firstLogitRow, n) to logits (one [vocab] row each). When `routing` is set, the
     // chunk's routing goes to its rows [row0, row0 + n). Called by every thread of the team; an
-    // error is left in ws.status (ws.failed) by the master.
+    // error is left in ws.status by the master.
     void run(const int32_t* tokens, int n, int pos0, int firstLogitRow, float* logits,
              RoutingTrace* routing, int row0) {
         const int d = c.dModel;
@@ -66,9 +66,9 @@ public:
             if (team.master()) times.attention += regionSeconds(tAttention);
             if (L.sparse) {
                 const auto tMoe = std::chrono::steady_clock::now();
-                moe(L, l, m.w.experts[l], n, routing, row0, moeIndex);
+                const bool ok = moe(L, l, m.w.experts[l], n, routing, row0, moeIndex);
                 if (team.master()) times.moe += regionSeconds(tMoe);
-                if (ws.failed) return;
+                if (!ok) return;
                 ++moeIndex;
             } else {
                 dense(L, n);
@@ -307,8 +307,9 @@ private:
         }
     }
 
-    // x += MoE(rmsnorm(x)): router, top-k experts, shared expert.
-    void moe(const LayerWeights& L, int layer, const std::vector<SwiGluWeights>& experts, int n,
+    // x += MoE(rmsnorm(x)): router, top-k experts, shared expert. False (on every thread) when
+    // the expert cache failed; the master left the error in ws.status.
+    bool moe(const LayerWeights& L, int layer, const std::vector<SwiGluWeights>& experts, int n,
              RoutingTrace* routing, int row0, int moeIndex) {
         const int d = c.dModel, K = c.topK;
         const bool shared = c.sharedFfn > 0;
@@ -337,7 +338,7 @@ private:
                     std::span<const int>(ws.unionCounts.data(), size_t(ws.nItems)));
                 if (!begun.isOk()) {
                     ws.status = begun;
-                    ws.failed = true;
+                    ws.routeFailed = true;
                 } else {
                     lookahead(layer, n);
                 }
@@ -347,7 +348,7 @@ private:
                     wholeChunkItem(L.shared, n, size_t(n) * K * size_t(c.expertFfn));
         }
         team.sync();
-        if (ws.failed) return;
+        if (ws.routeFailed) return false;
         if (ws.needGather) {
             gatherShare(n, expertMask);
             team.sync();
@@ -366,30 +367,34 @@ private:
                 downShare(team, all.subspan(size_t(ws.nItems)), d);
                 team.sync();
             }
-            streamExperts(routed);
-            if (ws.failed) return;
+            if (!streamExperts(routed)) return false;
         }
         combineRows(n, r0, r1);
         team.sync();
+        return true;
     }
 
     // Streamed routed experts, one at a time as the cache hands them out (master), each computed
-    // by the whole team.
-    void streamExperts(std::span<const FfnItem> routed) {
+    // by the whole team. False (on every thread) when the cache failed.
+    // The master rewrites ws.streamPos / ws.streamFailed only after the sync that ends the
+    // previous expert, so every thread has read them by then; a flag shared with an earlier
+    // phase (one thread still reading it while the master sets it) would let the threads part.
+    bool streamExperts(std::span<const FfnItem> routed) {
         for (;;) {
             if (team.master()) {
                 SwiGluView view;
                 Result<int> pos = m.cache->next(&view);
                 if (!pos) {
                     ws.status = pos.status();
-                    ws.failed = true;
+                    ws.streamFailed = true;
                 } else {
                     ws.streamPos = *pos;
                     if (*pos >= 0) ws.items[size_t(*pos)].w = view;
                 }
             }
             team.sync();
-            if (ws.failed || ws.streamPos < 0) return;
+            if (ws.streamFailed) return false;
+            if (ws.streamPos < 0) return true;
             const auto one = routed.subspan(size_t(ws.streamPos), 1);
             gateUpShare(team, one);
             team.sync();
@@ -553,7 +558,7 @@ Status forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache&
         const int firstLogitRow = allLogits ? 0 : cn - 1;
         float* out = allLogits ? logits.data() + size_t(c0) * V : (last ? logits.data() : nullptr);
         const int pos0 = kv.size();
-        ws.failed = false;
+        ws.routeFailed = ws.streamFailed = false;
         ws.status = Status::ok();
         ws.barrier.reset(m.threads);
 #pragma omp parallel num_threads(m.threads)
@@ -572,7 +577,7 @@ Status forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache&
             ChunkRunner(m, kv, times, team)
                 .run(tokens.data() + c0, cn, pos0, firstLogitRow, out, routing, c0);
         }
-        if (ws.failed) return ws.status;
+        if (ws.routeFailed || ws.streamFailed) return ws.status;
     }
     return {};
 }

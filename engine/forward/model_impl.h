@@ -50,9 +50,12 @@ struct FastWorkspace {
                          // max_position_embeddings
     // Shared between the team's threads of one chunk, written by the master before a sync.
     SpinBarrier barrier;
-    Status status;       // the chunk's error (streamed expert reads)
-    bool failed = false; // status is an error: every thread leaves the chunk
-    int streamPos = -1;  // the streamed expert the team computes next (ExpertCache::next)
+    // Each flag is written by the master in one phase only and read by all after the next sync;
+    // two flags, not one, so that no thread can still be reading one the master is setting.
+    Status status;             // the chunk's error (streamed expert reads)
+    bool routeFailed = false;  // ExpertCache::beginLayer failed
+    bool streamFailed = false; // ExpertCache::next failed
+    int streamPos = -1;        // the streamed expert the team computes next (ExpertCache::next)
     void allocate(const ModelConfig& c, int threads);
     // Makes the score rows hold `tokens` keys (called by forward() before computing).
     void reserveScores(int tokens, int maxTokens);

@@ -23,13 +23,7 @@ void QuantisedRows::allocate(int maxRows, int maxCols) {
 }
 
 void QuantisedRows::quantiseRow(int mask, const float* x, int cols, int r) {
-    for (int g : {32, 64}) {
-        if (!(mask & (g == 32 ? kGroup32 : kGroup64))) continue;
-        int8_t* q = (g == 32 ? m_q32 : m_q64).data() + size_t(r) * cols;
-        float* s = (g == 32 ? m_s32 : m_s64).data() + size_t(r) * (cols / g);
-        if (!quant::quantiseActivationRow(x, cols, g, q, s).isOk())
-            std::fill_n(s, cols / g, std::numeric_limits<float>::quiet_NaN());
-    }
+    quantiseRowPart(mask, x, cols, r, 0, cols); // groups are independent: the same bytes
 }
 
 void QuantisedRows::quantiseRowPart(int mask, const float* x, int cols, int r, int c0, int c1) {

@@ -144,9 +144,7 @@ private:
         }
         team.sync();
         if (const int mask = groupMask(L.o)) {
-            const auto [t0, t1] = team.share(n);
-            for (int64_t t = t0; t < t1; ++t)
-                ws.qin.quantiseRow(mask, ws.att.data() + size_t(t) * qDim, qDim, int(t));
+            quantiseShare(team, mask, ws.att.data(), n, qDim, ws.qin);
             team.sync();
         }
         const auto [r0, r1] = team.shareBlocks(d, 4);

@@ -28,6 +28,13 @@ namespace coli::quant::detail {
 namespace {
 
 constexpr int kRows = 8;
+// Software prefetch two blocks of eight rows ahead, into L2 (T1). Measured with `coli bench
+// kernels`' Kernel/int{4,8}-g64/{1024x2048,2048x1024}/n1 rows (two threads, one region, DRAM):
+// the next block into L1 (T0, as before) gave 0.55-0.70 of MemRead: the current and the fetched
+// block (2 x 17 KiB for int8) do not both fit the 32 KiB L1; into L2 one block ahead 0.51-0.92,
+// two blocks ahead 0.57-0.91 (int4) and 0.81-1.15 (int8), three to eight no better
+// (docs/performance.md).
+constexpr int64_t kPrefetchRows = 2 * kRows;
 
 // Lane i = the sum of the 8 int32 lanes of p[i], i < 8.
 inline __m256i rowSums8(const __m256i p[8]) {
@@ -85,7 +92,7 @@ template <int Bits, int G> PreparedActs prepareActs(const MatmulArgs& a) {
 
 // Rows r .. r+nValid-1 (nValid 1..8; missing rows repeat the last one and are not stored).
 template <int Bits, int G>
-void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, bool hasNext) {
+void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, bool prefetchAhead) {
     constexpr size_t kBlockBytes = 4 + G * Bits / 8;
     const int64_t groups = a.cols / G;
     const uint8_t* rowp[kRows];
@@ -99,12 +106,13 @@ void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, b
         acc[t] = _mm256_setzero_ps();
     for (int64_t gi = 0; gi < groups; ++gi) {
         const size_t off = static_cast<size_t>(gi) * kBlockBytes;
-        if (hasNext) {
-            // The next eight rows follow contiguously; fetch them at the pace this block is read.
-            const char* next =
-                reinterpret_cast<const char*>(rowp[0] + kRows * a.rowBytes + kRows * off);
+        if (prefetchAhead) {
+            // Rows follow contiguously: fetch the eight rows kPrefetchRows ahead at the pace this
+            // block is read, into L2 (see kPrefetchRows).
+            const char* ahead =
+                reinterpret_cast<const char*>(rowp[0] + kPrefetchRows * a.rowBytes + kRows * off);
             for (size_t b = 0; b < kRows * kBlockBytes; b += 64)
-                _mm_prefetch(next + b, _MM_HINT_T0);
+                _mm_prefetch(ahead + b, _MM_HINT_T1);
         }
         // Weights as unsigned bytes in the activations' order: w[i][c] for 32-value chunk c.
         constexpr int kChunks = G / 32;
@@ -166,7 +174,7 @@ template <int Bits, int G> void matmulRowsT(const MatmulArgs& a, int64_t r0, int
     const PreparedActs px = prepareActs<Bits, G>(a);
     for (int64_t r = r0; r < r1; r += kRows)
         rows8<Bits, G>(a, px, r, static_cast<int>(std::min<int64_t>(kRows, r1 - r)),
-                       r + 2 * kRows <= r1);
+                       r + kPrefetchRows + kRows <= a.rows);
 }
 
 void matmulRowsVnni(const MatmulArgs& a, int64_t r0, int64_t r1) {

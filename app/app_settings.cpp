@@ -16,11 +16,20 @@
 #include <QSettings>
 #include <QUrl>
 
+#include <optional>
 #include <thread>
 
 namespace coli::app {
 
 namespace {
+
+// The read mode as the setting stores it; nullopt for any other text.
+std::optional<aio::DirectIo> parseReadMode(const QString& mode) {
+    if (mode == QLatin1String("auto")) return aio::DirectIo::Auto;
+    if (mode == QLatin1String("direct")) return aio::DirectIo::On;
+    if (mode == QLatin1String("buffered")) return aio::DirectIo::Off;
+    return std::nullopt;
+}
 QSettings open() {
     return QSettings(QStringLiteral("Colibri"), QStringLiteral("Colibri Desktop"));
 }
@@ -117,13 +126,17 @@ void AppSettings::setRamBudgetMiB(int mib) {
     store(QStringLiteral("engine/ramBudgetMiB"), mib);
     emit ramBudgetChanged();
 }
-bool AppSettings::directIo() const {
-    return value(QStringLiteral("engine/directIo"), false).toBool();
+QString AppSettings::readMode() const {
+    const QString mode = value(QStringLiteral("engine/readMode"), QString()).toString();
+    if (parseReadMode(mode)) return mode;
+    // Before the three-way choice: a switch, on meaning O_DIRECT always.
+    return value(QStringLiteral("engine/directIo"), false).toBool() ? QStringLiteral("direct")
+                                                                    : QStringLiteral("auto");
 }
-void AppSettings::setDirectIo(bool on) {
-    if (on == directIo()) return;
-    store(QStringLiteral("engine/directIo"), on);
-    emit directIoChanged();
+void AppSettings::setReadMode(const QString& mode) {
+    if (!parseReadMode(mode) || mode == readMode()) return;
+    store(QStringLiteral("engine/readMode"), mode);
+    emit readModeChanged();
     setReloadNeeded(true);
 }
 QString AppSettings::mirrorFolder() const {
@@ -193,7 +206,7 @@ LoadSettings AppSettings::loadSettings(int fallbackThreads) const {
     LoadSettings l;
     l.threads = threads() > 0 ? threads() : fallbackThreads;
     l.ramBudgetBytes = uint64_t(ramBudgetMiB()) << 20;
-    l.directIo = directIo();
+    l.readMode = parseReadMode(readMode()).value_or(aio::DirectIo::Auto);
     l.prefetch = prefetch();
     l.mirrorDir = mirrorFolder().toStdString();
     return l;

@@ -42,7 +42,11 @@ class AppSettings : public QObject {
     Q_PROPERTY(int defaultThreads READ defaultThreads CONSTANT)
     // RAM for streamed experts in MiB, 0 = automatic (from MemAvailable at load).
     Q_PROPERTY(int ramBudgetMiB READ ramBudgetMiB WRITE setRamBudgetMiB NOTIFY ramBudgetChanged)
-    Q_PROPERTY(bool directIo READ directIo WRITE setDirectIo NOTIFY directIoChanged)
+    // How expert files are read (docs/tiers.md "Buffered or O_DIRECT"), next load: "auto" (the
+    // engine's rule: O_DIRECT for each file that passes its check), "direct" (O_DIRECT always;
+    // a file system without it fails the load), "buffered" (the page cache). A setting saved by
+    // an older version as engine/directIo = true reads as "direct".
+    Q_PROPERTY(QString readMode READ readMode WRITE setReadMode NOTIFY readModeChanged)
     Q_PROPERTY(bool prefetch READ prefetch WRITE setPrefetch NOTIFY prefetchChanged)
     // A mirror of model files on a second disk (`coli mirror stage`; docs/mirror.md), applied at
     // the next model load; "" = none.
@@ -81,8 +85,8 @@ public:
     int defaultThreads() const;
     int ramBudgetMiB() const;
     void setRamBudgetMiB(int mib);
-    bool directIo() const;
-    void setDirectIo(bool on);
+    QString readMode() const;
+    void setReadMode(const QString& mode); // other values than the three above are ignored
     bool prefetch() const;
     void setPrefetch(bool on);
     QString mirrorFolder() const;
@@ -157,7 +161,7 @@ signals:
     void themeChanged();
     void threadsChanged();
     void ramBudgetChanged();
-    void directIoChanged();
+    void readModeChanged();
     void prefetchChanged();
     void mirrorFolderChanged();
     void samplingChanged();

@@ -82,7 +82,7 @@ void connectSettings(AppSettings* settings, EngineController* controller, int fa
         loadOptions();
         controller->tiers()->setPrefetchEnabled(settings->prefetch());
     });
-    QObject::connect(settings, &AppSettings::directIoChanged, controller, loadOptions);
+    QObject::connect(settings, &AppSettings::readModeChanged, controller, loadOptions);
     QObject::connect(settings, &AppSettings::mirrorFolderChanged, controller, loadOptions);
     QObject::connect(settings, &AppSettings::samplingChanged, controller, [=] {
         GenerateParams p = controller->generateParams();

@@ -108,12 +108,22 @@ Page {
                     Accessible.name: qsTr("RAM budget for streamed experts in MiB (0 = automatic)")
                     onValueModified: page.appSettings.ramBudgetMiB = value
                 }
-                Name { text: qsTr("Direct I/O") }
-                Switch {
-                    objectName: "directIoSetting"
-                    checked: page.appSettings ? page.appSettings.directIo : false
-                    Accessible.name: qsTr("Direct I/O for expert reads, always (off: automatic)")
-                    onToggled: page.appSettings.directIo = checked
+                Name { text: qsTr("Expert reads") }
+                ComboBox {
+                    objectName: "readModeSetting"
+                    textRole: "text"
+                    valueRole: "value"
+                    model: [
+                        { text: qsTr("Automatic (O_DIRECT where it works)"), value: "auto" },
+                        { text: qsTr("O_DIRECT always"), value: "direct" },
+                        { text: qsTr("Buffered (page cache)"), value: "buffered" }
+                    ]
+                    implicitContentWidthPolicy: ComboBox.WidestText
+                    // Not indexOfValue(): it answers -1 while the model is being set.
+                    currentIndex: Math.max(0, ["auto", "direct", "buffered"].indexOf(
+                                               page.appSettings ? page.appSettings.readMode : "auto"))
+                    Accessible.name: qsTr("How expert files are read from disk")
+                    onActivated: page.appSettings.readMode = currentValue
                 }
                 Name { text: qsTr("Prefetch experts") }
                 Switch {
@@ -145,7 +155,7 @@ Page {
                         onClicked: page.appSettings.mirrorFolder = ""
                     }
                 }
-                Hint { text: qsTr("Threads, direct I/O and the mirror folder (model files copied to a second disk by coli mirror stage, to split expert reads between the disks) apply when a model is loaded; the RAM budget and prefetch apply at the next load (and live from the Tiers view). Automatic threads: %1.").arg(page.appSettings ? page.appSettings.defaultThreads : 0) }
+                Hint { text: qsTr("Threads, expert reads and the mirror folder (model files copied to a second disk by coli mirror stage, to split expert reads between the disks) apply when a model is loaded; the RAM budget and prefetch apply at the next load (and live from the Tiers view). Automatic threads: %1.").arg(page.appSettings ? page.appSettings.defaultThreads : 0) }
                 RowLayout {
                     Layout.columnSpan: 2
                     visible: page.appSettings !== null && page.appSettings.reloadNeeded

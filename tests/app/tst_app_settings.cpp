@@ -38,6 +38,7 @@ private slots:
     void themeChoiceAndSystemScheme();
     void portalValues();
     void reloadNeededForThreadsAndDirectIo();
+    void olderDirectIoSwitchReadsAsDirect();
     void recentModelsAndStartFolder();
     void failedFolderIsNotReopened();
     void commandLineWinsOverSettings();
@@ -50,12 +51,13 @@ void TstAppSettings::valuesPersistAndAreClamped() {
         QCOMPARE(a.threads(), 0);
         QCOMPARE(a.ramBudgetMiB(), 0);
         QVERIFY(a.prefetch());
-        QVERIFY(!a.directIo());
+        QCOMPARE(a.readMode(), QStringLiteral("auto"));
         QVERIFY(!a.customSampling());
         QCOMPARE(a.maxNewTokens(), 512);
         a.setThreads(3);
         a.setRamBudgetMiB(768);
-        a.setDirectIo(true);
+        a.setReadMode(QStringLiteral("buffered"));
+        a.setReadMode(QStringLiteral("sometimes")); // not a mode: ignored
         a.setPrefetch(false);
         a.setCustomSampling(true);
         a.setTemperature(0.3);
@@ -70,7 +72,7 @@ void TstAppSettings::valuesPersistAndAreClamped() {
     AppSettings b(QStringLiteral("/default"));
     QCOMPARE(b.threads(), 3);
     QCOMPARE(b.ramBudgetMiB(), 768);
-    QVERIFY(b.directIo());
+    QCOMPARE(b.readMode(), QStringLiteral("buffered"));
     QVERIFY(!b.prefetch());
     QCOMPARE(b.topP(), 1.0);
     QCOMPARE(b.theme(), QStringLiteral("dark"));
@@ -84,7 +86,11 @@ void TstAppSettings::valuesPersistAndAreClamped() {
     const LoadSettings l = b.loadSettings(5);
     QCOMPARE(l.threads, 3);
     QCOMPARE(l.ramBudgetBytes, uint64_t(768) << 20);
-    QVERIFY(l.directIo);
+    QVERIFY(l.readMode == coli::aio::DirectIo::Off);
+    b.setReadMode(QStringLiteral("direct"));
+    QVERIFY(b.loadSettings(5).readMode == coli::aio::DirectIo::On);
+    b.setReadMode(QStringLiteral("auto"));
+    QVERIFY(b.loadSettings(5).readMode == coli::aio::DirectIo::Auto);
     QVERIFY(!l.prefetch);
     b.setThreads(0);
     QCOMPARE(b.loadSettings(5).threads, 5); // automatic: the caller's default
@@ -129,8 +135,20 @@ void TstAppSettings::reloadNeededForThreadsAndDirectIo() {
     QVERIFY(a.reloadNeeded());
     a.modelLoadEnded(QStringLiteral("/m"), true);
     QVERIFY(!a.reloadNeeded());
-    a.setDirectIo(true);
+    a.setReadMode(QStringLiteral("direct"));
     QVERIFY(a.reloadNeeded());
+}
+
+void TstAppSettings::olderDirectIoSwitchReadsAsDirect() {
+    {
+        QSettings s(QStringLiteral("Colibri"), QStringLiteral("Colibri Desktop"));
+        s.setValue(QStringLiteral("engine/directIo"), true); // as the switch saved it
+    }
+    AppSettings a(QString{});
+    QCOMPARE(a.readMode(), QStringLiteral("direct"));
+    QVERIFY(a.loadSettings(1).readMode == coli::aio::DirectIo::On);
+    a.setReadMode(QStringLiteral("buffered")); // the new key wins from now on
+    QCOMPARE(AppSettings(QString{}).readMode(), QStringLiteral("buffered"));
 }
 
 void TstAppSettings::recentModelsAndStartFolder() {

@@ -553,8 +553,9 @@ void TstAppUi::tabReachesNamedControls() {
     QStringList settings = walk(60);
     const QString schain = settings.join(" | ");
     qInfo("settings view tab chain: %s", qPrintable(schain));
-    for (const char* name : {"Theme: Dark", "Forward-pass threads", "RAM budget", "Direct I/O",
-                             "Use these sampling values", "Usage database file"})
+    for (const char* name :
+         {"Theme: Dark", "Forward-pass threads", "RAM budget", "How expert files are read",
+          "Use these sampling values", "Usage database file"})
         QVERIFY2(schain.contains(QLatin1String(name)), qPrintable(schain));
     QVERIFY2(g_warnings.isEmpty(), qPrintable(g_warnings.join('\n')));
 }

@@ -8,6 +8,7 @@
 //     Generate commands (a stopped answer must not start later); nothing is delivered.
 //   - push(Quit) cancels everything the same way, drops all queued commands and delivers Quit next.
 // Thread-safety: every member may be called from any thread.
+#include "aio/io_pool.h"
 #include "chat/chat_template.h"
 #include "probe/topic_probe.h"
 #include "runtime/sampling_defaults.h"
@@ -56,9 +57,10 @@ enum class CommandKind {
 struct LoadSettings {
     int threads = 0;             // forward-pass threads; 0 = the worker's default
     uint64_t ramBudgetBytes = 0; // RAM for streamed experts; 0 = automatic (from MemAvailable)
-    bool directIo = false;       // force O_DIRECT expert reads; off: the engine's rule (Auto)
-    bool prefetch = true;        // router-lookahead prefetch
-    std::string mirrorDir;       // a mirror of model files on a second disk; "" = none
+    // Expert reads: Auto (the engine's rule), On (O_DIRECT always), Off (buffered).
+    aio::DirectIo readMode = aio::DirectIo::Auto;
+    bool prefetch = true;  // router-lookahead prefetch
+    std::string mirrorDir; // a mirror of model files on a second disk; "" = none
 };
 
 struct Command {

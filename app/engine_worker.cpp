@@ -144,7 +144,13 @@ void EngineWorker::publishTiers(int tokens, const tiers::TierTelemetry* after) {
     st.streaming = cache != nullptr;
     if (cache) {
         tiers::TierTelemetry t = after ? *after : cache->telemetry();
-        if (tokens > 0) st.last = t.counters - st.counters;
+        if (tokens > 0) {
+            st.last = t.counters - st.counters;
+            if (m_decoding) {
+                st.lastDecode = st.last;
+                st.decodeCounters = st.decodeCounters + st.last;
+            }
+        }
         st.counters = t.counters;
         st.residency = t.residency;
         st.experts = std::move(t.experts); // ~5 bytes per expert, latest-wins with the rest
@@ -180,9 +186,9 @@ void EngineWorker::doLoad(const Command& c) {
     publishTiers(0, nullptr); // no tiers until the next model is in
     ModelLoadOptions mo;
     mo.threads = c.load.threads > 0 ? c.load.threads : m_opt.threads;
-    // The setting forces O_DIRECT (refusing a file system without it); off, the engine's rule
-    // (docs/tiers.md "Buffered or O_DIRECT") chooses per file.
-    mo.tiers.directIo = c.load.directIo ? aio::DirectIo::On : aio::DirectIo::Auto;
+    // The setting: the engine's rule (docs/tiers.md "Buffered or O_DIRECT") chooses per file,
+    // or O_DIRECT always (refusing a file system without it), or buffered always.
+    mo.tiers.directIo = c.load.readMode;
     mo.tiers.prefetch = c.load.prefetch;
     mo.tiers.mirrorDir = c.load.mirrorDir; // disk weights measured at load
     // Routed experts stream from disk through the expert cache (docs/tiers.md); its budget is
@@ -431,7 +437,10 @@ void EngineWorker::doGenerate(const Command& c) {
     GenerateParams params = c.params;
     params.sampler = resolveSampling(c.sampling, m_model->generationConfig());
     if (Status st = validate(params); !st.isOk()) return fail(samplingErrorForUser(st.message()));
+    m_decoding = false; // the prompt's steps first: publishTiers counts them as prefill
+    params.onPrefillDone = [this] { m_decoding = true; };
     auto stats = m_session->generate(ids, params, onPiece, c.cancel.get());
+    m_decoding = false;
     if (!stats.isOk()) {
         return fail(stats.status().message());
     }

@@ -98,6 +98,7 @@ private:
     double m_busyBefore = 0; // seconds generating in earlier answers
     std::chrono::steady_clock::time_point m_generateStart{};
     bool m_inGenerate = false;
+    bool m_decoding = false;           // a turn's prompt has run: forward steps are decode steps
     bool m_learning = false;           // the loaded model's usage was applied
     bool m_generatedSinceLoad = false; // a turn ran before the learned usage arrived
     bool m_mirrorNoticed = false;      // the mirror's switch-off was told (one notice per load)

@@ -86,6 +86,8 @@ storage::RunRecord runOf(const GenerateStats& s) {
     r.tiers.prefetchIssued = s.tiers.prefetchIssued;
     r.tiers.prefetchUsed = s.tiers.prefetchUsed;
     r.tiers.tokens = s.tiers.tokens;
+    r.tiers.prefill =
+        storage::RunTierCounters::Prefill{s.tiersPrefill.bytesRead, s.tiersPrefill.tokens};
     return r;
 }
 } // namespace
@@ -619,7 +621,8 @@ void SessionManager::openSession(qint64 id) {
                         r.ttft = run.ttftSeconds;
                         if (run.tiers.routed > 0) {
                             r.hitRate = run.expertHitRate();
-                            r.mibPerToken = run.mibReadPerToken();
+                            r.mibPerToken = run.mibReadPerDecodeToken();
+                            r.prefillMibPerToken = run.mibReadPerPromptToken();
                         }
                     }
             rows.append(r);

@@ -226,6 +226,8 @@ const TierStatus& SyntheticTelemetry::step() {
     total.evictions += step.evictions;
     total.tokens += 1;
     total.ioWaitSeconds += 0.004 * double(step.misses) / double(std::max(1, moeLayers()));
+    m_status.lastDecode = step; // every simulated step is a decode token
+    m_status.decodeCounters = total;
     publish();
     return m_status;
 }

@@ -71,8 +71,14 @@ void TierMonitor::recompute() {
     m_hitSession = sesShares ? sesShares->ready() : -1;
     m_recall = ratio(double(ses.lookaheadRecalled), double(ses.lookaheadRouted));
     m_precision = ratio(double(ses.prefetchCorrect), double(ses.prefetchPredicted));
-    m_mibLast = tiers::bytesReadPerToken(last) / kMiB;
-    m_mibSession = tiers::bytesReadPerToken(ses) / kMiB;
+    // Read per token: decode steps and prompt steps apart (-1: no such token yet).
+    auto mib = [](const tiers::TierCounters& c) {
+        return c.tokens > 0 ? tiers::bytesReadPerToken(c) / kMiB : -1.0;
+    };
+    const tiers::TierCounters sesDecode = m_now.decodeCounters - m_base.decodeCounters;
+    m_mibLast = mib(m_now.lastDecode);
+    m_mibSession = mib(sesDecode);
+    m_mibPromptSession = mib(ses - sesDecode);
     const double busy = m_now.busySeconds - m_base.busySeconds;
     m_ioWait = busy > 0 ? std::clamp(ses.ioWaitSeconds / busy, 0.0, 1.0) : 0;
 

@@ -12,7 +12,10 @@
 //                     (disk); the four add up to 1
 //   recall          = lookaheadRecalled / lookaheadRouted; precision = prefetchCorrect /
 //                     prefetchPredicted
-//   MiB per token   = bytesRead / 2^20 / tokens
+//   MiB per token   = bytesRead / 2^20 / tokens, for the answers' decode steps (last: the last
+//                     decode step; -1 before one) and apart for the prompts' prefill steps
+//                     (mibPerPromptTokenSession; -1 without prompt tokens): a prefill chunk reads
+//                     each routed expert once for all its tokens
 //   I/O wait share  = ioWaitSeconds / seconds the engine thread spent generating
 //   bytes per disk  = bytesReadPrimary and bytesReadMirror over the session (the model's disk and
 //                     the mirror's, docs/mirror.md)
@@ -46,6 +49,7 @@ class TierMonitor : public QObject {
     Q_PROPERTY(double prefetchPrecision READ prefetchPrecision NOTIFY changed)
     Q_PROPERTY(double mibPerTokenLast READ mibPerTokenLast NOTIFY changed)
     Q_PROPERTY(double mibPerTokenSession READ mibPerTokenSession NOTIFY changed)
+    Q_PROPERTY(double mibPerPromptTokenSession READ mibPerPromptTokenSession NOTIFY changed)
     Q_PROPERTY(double ioWaitShare READ ioWaitShare NOTIFY changed)
     Q_PROPERTY(bool prefetch READ prefetch NOTIFY changed)
     Q_PROPERTY(bool directIo READ directIo NOTIFY changed)
@@ -104,6 +108,7 @@ public:
     double prefetchPrecision() const { return m_precision; }
     double mibPerTokenLast() const { return m_mibLast; }
     double mibPerTokenSession() const { return m_mibSession; }
+    double mibPerPromptTokenSession() const { return m_mibPromptSession; }
     double ioWaitShare() const { return m_ioWait; }
     bool prefetch() const { return m_now.prefetch; }
     bool directIo() const { return m_now.directIo; }
@@ -139,7 +144,7 @@ private:
     std::function<void(uint64_t)> m_requestBudget;
     std::function<void(bool)> m_requestPrefetch;
     double m_hitLast = -1, m_hitSession = -1, m_recall = -1, m_precision = -1;
-    double m_mibLast = 0, m_mibSession = 0, m_ioWait = 0;
+    double m_mibLast = -1, m_mibSession = -1, m_mibPromptSession = -1, m_ioWait = 0;
 };
 
 } // namespace coli::app

@@ -16,9 +16,14 @@ namespace coli::app {
 struct TierStatus {
     uint64_t serial = 0;    // incremented at every publication (0: no model with streamed experts)
     bool streaming = false; // routed experts stream through the expert cache
-    tiers::TierCounters counters;   // cumulative since load
-    tiers::TierCounters last;       // the last forward step's counters (after - before); its
-                                    // `tokens` is the step's tokens (1 for a decode token)
+    tiers::TierCounters counters; // cumulative since load
+    tiers::TierCounters last;     // the last forward step's counters (after - before); its
+                                  // `tokens` is the step's tokens (1 for a decode token)
+    // The decode steps' part of `counters` (steps after a turn's prompt ran); counters -
+    // decodeCounters is the prompts' part. A prefill chunk reads each routed expert once for all
+    // its tokens, so the two read per token differ and are shown apart.
+    tiers::TierCounters decodeCounters;
+    tiers::TierCounters lastDecode; // the last decode step's counters (tokens == 1)
     tiers::TierResidency residency; // after the last step
     int pinCapacity = 0;            // experts the hot-store may hold under this budget
     uint64_t minimumBudget = 0;     // bytes: the working set (the smallest budget allowed)

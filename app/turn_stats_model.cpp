@@ -30,7 +30,7 @@ TurnStatsModel::Turn TurnStatsModel::turnOf(const storage::RunRecord& r, int tur
         t.hitInFlight = shares->inFlight;
         t.hitDisk = shares->disk;
     }
-    t.mibPerToken = r.mibReadPerToken();
+    t.mibPerToken = r.mibReadPerDecodeToken();
     const storage::TimeSplit& s = r.split;
     const double total = s.attentionS + s.expertFfnS + s.expertWaitS + s.samplingS + s.otherS;
     t.attention = ratio(s.attentionS, total);

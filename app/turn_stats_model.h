@@ -16,7 +16,9 @@
 //   hitDisk             misses / routed                  (read from disk on demand)
 //                       the four add up to 1 when tiered, all 0 otherwise (as TierMonitor)
 //   hitRate             hitPinned + hitCache: found ready in RAM
-//   mibPerToken         bytesRead / 2^20 / tokens run through the model
+//   mibPerToken         MiB of experts read per decode step (RunRecord::mibReadPerDecodeToken:
+//                       the prompt's prefill apart; runs saved before it was stored: per token of
+//                       the whole turn)
 //   attentionShare, expertFfnShare, expertWaitShare, samplingShare, otherShare
 //                       shares of the engine thread's wall time during the turn; they add up to
 //                       1 (all 0 when no time was measured)

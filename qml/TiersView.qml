@@ -29,6 +29,8 @@ Page {
         return (bytes / 1048576).toFixed(bytes >= 100 * 1048576 ? 0 : 1) + " MiB"
     }
     function pct(x) { return x < 0 ? "–" : (100 * x).toFixed(1) + " %" }
+    function mibFigure(x) { return x < 0 ? "–" : x.toFixed(2) + " MiB" }
+    function mibNumber(x) { return x < 0 ? "–" : x.toFixed(2) }
 
     background: Rectangle { color: Theme.background }
 
@@ -194,9 +196,15 @@ Page {
                     last: live ? pct(tiers.hitRateLast) : "–"
                 }
                 FigureTile {
-                    label: qsTr("Read per token")
-                    session: live ? tiers.mibPerTokenSession.toFixed(2) + " MiB" : "–"
-                    last: live ? tiers.mibPerTokenLast.toFixed(2) + " MiB" : "–"
+                    // The prompt's figure apart: a prefill chunk reads each routed expert once
+                    // for all its tokens, far less per token than a decode step.
+                    objectName: "readPerTokenTile"
+                    label: qsTr("Read per answer token")
+                    session: live ? view.mibFigure(tiers.mibPerTokenSession) : "–"
+                    // Short: a longer line widens the tile and wraps the row at 960 pixels.
+                    hint: qsTr("last %1 · prompt %2")
+                          .arg(live ? view.mibNumber(tiers.mibPerTokenLast) : "–")
+                          .arg(live ? view.mibNumber(tiers.mibPerPromptTokenSession) : "–")
                 }
                 FigureTile {
                     label: qsTr("Waiting for reads")

@@ -226,6 +226,14 @@ CREATE TABLE download_files(
     PRIMARY KEY(download, path)) WITHOUT ROWID;
 )sql";
 
+// Version 5: a run's prompt part of the expert reads (GenerateStats::tiersPrefill), so a turn's
+// read per decode token and per prompt token are told apart (a prefill chunk reads each routed
+// expert once for all its tokens). NULL in runs saved before version 5 (only the totals known).
+constexpr const char* kV5 = R"sql(
+ALTER TABLE runs ADD COLUMN prefill_bytes_read INTEGER CHECK(prefill_bytes_read >= 0);
+ALTER TABLE runs ADD COLUMN prefill_tier_tokens INTEGER CHECK(prefill_tier_tokens >= 0);
+)sql";
+
 struct TableColumns {
     const char* table;
     std::vector<const char*> columns;
@@ -268,7 +276,9 @@ const std::vector<TableColumns>& expectedTables() {
           "evictions",
           "prefetch_issued",
           "prefetch_used",
-          "tier_tokens"}},
+          "tier_tokens",
+          "prefill_bytes_read",
+          "prefill_tier_tokens"}},
         {"app_state", {"key", "value"}},
         {"sessions_fts", {"title"}},
         {"messages_fts", {"text"}},
@@ -305,7 +315,7 @@ const std::vector<const char*>& expectedTriggers() {
 static_assert(kApplicationId == 1131375721, "kV1 spells kApplicationId in decimal");
 
 const std::vector<Migration>& schemaMigrations() {
-    static const std::vector<Migration> steps = {{1, kV1}, {2, kV2}, {3, kV3}, {4, kV4}};
+    static const std::vector<Migration> steps = {{1, kV1}, {2, kV2}, {3, kV3}, {4, kV4}, {5, kV5}};
     return steps;
 }
 

@@ -60,9 +60,13 @@ Json runJson(const RunRecord& r) {
                   {"evictions", t.evictions},
                   {"prefetch_issued", t.prefetchIssued},
                   {"prefetch_used", t.prefetchUsed},
-                  {"tokens", t.tokens}}},
+                  {"tokens", t.tokens},
+                  {"prefill_bytes_read", t.prefill ? Json(t.prefill->bytesRead) : Json()},
+                  {"prefill_tokens", t.prefill ? Json(t.prefill->tokens) : Json()}}},
                 {"expert_hit_rate", r.expertHitRate()},
-                {"mib_read_per_token", r.mibReadPerToken()}};
+                {"mib_read_per_decode_token", r.mibReadPerDecodeToken()},
+                {"mib_read_per_prompt_token",
+                 r.mibReadPerPromptToken() >= 0 ? Json(r.mibReadPerPromptToken()) : Json()}};
 }
 
 // "temperature 0.7, top_k 40": the keys as stored, for people.
@@ -180,7 +184,7 @@ std::string exportJson(const SessionInfo& session, const std::vector<MessageReco
             {"run", std::move(run)}});
     }
     const Json doc{{"format", "colibri-session"},
-                   {"version", 1},
+                   {"version", 2},
                    {"title", session.title},
                    {"created", isoTime(session.createdMs)},
                    {"updated", isoTime(session.updatedMs)},

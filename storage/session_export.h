@@ -21,9 +21,10 @@ namespace coli::storage {
 // Messages are written in the order given (loadMessages: by position).
 std::string exportMarkdown(const SessionInfo& session, const std::vector<MessageRecord>& messages);
 
-// The session as a JSON document (UTF-8, 2-space indent), format version 1:
+// The session as a JSON document (UTF-8, 2-space indent), format version 2 (version 1 had
+// "mib_read_per_token", the whole turn's read per token, and no prompt part):
 // {
-//   "format": "colibri-session", "version": 1,
+//   "format": "colibri-session", "version": 2,
 //   "title": str, "created": "<UTC ISO 8601 ms>", "updated": "...",
 //   "created_ms": int, "updated_ms": int,                         (Unix ms)
 //   "model": {"identity": str, "path": str},
@@ -37,8 +38,11 @@ std::string exportMarkdown(const SessionInfo& session, const std::vector<Message
 // "generated_tokens", "tokens_per_second", "ttft_seconds", "prefill_seconds", "decode_seconds",
 // "time_split": {"attention_s", "expert_ffn_s", "expert_wait_s", "sampling_s", "other_s"},
 // "tiers": {"routed", "hits_pinned", "hits_cache", "in_flight_hits", "misses", "bytes_read",
-// "evictions", "prefetch_issued", "prefetch_used", "tokens"}, "expert_hit_rate",
-// "mib_read_per_token", "created_ms". Database ids are not exported.
+// "evictions", "prefetch_issued", "prefetch_used", "tokens", "prefill_bytes_read",
+// "prefill_tokens" (the prompt's part; null for runs saved before it was stored)},
+// "expert_hit_rate", "mib_read_per_decode_token" (RunRecord::mibReadPerDecodeToken),
+// "mib_read_per_prompt_token" (null when unknown or no prompt token ran), "created_ms".
+// Database ids are not exported.
 std::string exportJson(const SessionInfo& session, const std::vector<MessageRecord>& messages,
                        const std::vector<RunRecord>& runs = {});
 

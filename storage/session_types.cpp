@@ -91,9 +91,19 @@ double RunRecord::expertHitRate() const {
     return ready / double(tiers.routed);
 }
 
-double RunRecord::mibReadPerToken() const {
-    if (tiers.tokens == 0) return 0;
-    return double(tiers.bytesRead) / (1024.0 * 1024.0) / double(tiers.tokens);
+double RunRecord::mibReadPerDecodeToken() const {
+    uint64_t bytes = tiers.bytesRead, tokens = tiers.tokens;
+    if (tiers.prefill && tiers.prefill->tokens <= tokens && tiers.prefill->bytesRead <= bytes) {
+        bytes -= tiers.prefill->bytesRead;
+        tokens -= tiers.prefill->tokens;
+    }
+    if (tokens == 0) return 0;
+    return double(bytes) / (1024.0 * 1024.0) / double(tokens);
+}
+
+double RunRecord::mibReadPerPromptToken() const {
+    if (!tiers.prefill || tiers.prefill->tokens == 0) return -1;
+    return double(tiers.prefill->bytesRead) / (1024.0 * 1024.0) / double(tiers.prefill->tokens);
 }
 
 } // namespace coli::storage

@@ -121,6 +121,14 @@ struct RunTierCounters {
     uint64_t prefetchIssued = 0; // lookahead reads started
     uint64_t prefetchUsed = 0;   // prefetched experts later used
     uint64_t tokens = 0;         // tokens the tiers counted (prefilled + generated)
+    // The prompt's part of bytesRead and tokens (the turn's prefill steps); unknown (nullopt) in
+    // runs saved before schema version 5. Both set or both unknown.
+    struct Prefill {
+        uint64_t bytesRead = 0;
+        uint64_t tokens = 0;
+        bool operator==(const Prefill&) const = default;
+    };
+    std::optional<Prefill> prefill;
 
     bool operator==(const RunTierCounters&) const = default;
 };
@@ -144,8 +152,13 @@ struct RunRecord {
     // routed experts found ready in RAM: (hitsPinned + hitsCache - inFlightHits) / routed;
     // 0 when nothing was routed (a dense model).
     double expertHitRate() const;
-    // bytesRead / 2^20 / tiers.tokens; 0 when no token was counted.
-    double mibReadPerToken() const;
+    // MiB (2^20 bytes) of experts read per decode step: (bytesRead - prefill.bytesRead) / 2^20 /
+    // (tokens - prefill.tokens); for a run without the prompt part (saved before schema 5) the
+    // whole turn's bytesRead / 2^20 / tokens; 0 when no token was counted.
+    double mibReadPerDecodeToken() const;
+    // MiB read per prompt token: prefill.bytesRead / 2^20 / prefill.tokens; -1 when unknown or no
+    // prompt token went through the model (the whole prompt reused).
+    double mibReadPerPromptToken() const;
 
     bool operator==(const RunRecord&) const = default;
 };

@@ -502,6 +502,14 @@ Result<int64_t> SessionStore::addRunImpl(const RunRecord& r, bool ownTransaction
     for (const auto& [name, v] : counters)
         if (v > uint64_t(std::numeric_limits<int64_t>::max()))
             return bad(std::string(name) + " " + std::to_string(v) + " exceeds 2^63 - 1");
+    if (const auto& p = t.prefill) { // the prompt's part of the turn's counters
+        if (p->bytesRead > t.bytesRead)
+            return bad("prefill_bytes_read " + std::to_string(p->bytesRead) +
+                       " exceeds bytes_read " + std::to_string(t.bytesRead));
+        if (p->tokens > t.tokens)
+            return bad("prefill_tier_tokens " + std::to_string(p->tokens) +
+                       " exceeds tier_tokens " + std::to_string(t.tokens));
+    }
 
     Transaction tx(conn(), file());
     if (ownTransaction) COLI_RETURN_IF_ERROR(tx.begin(what));
@@ -513,8 +521,8 @@ Result<int64_t> SessionStore::addRunImpl(const RunRecord& r, bool ownTransaction
         "tokens_per_second, ttft_seconds, prefill_seconds, decode_seconds, attention_s, "
         "expert_ffn_s, expert_wait_s, sampling_s, other_s, routed, hits_pinned, hits_cache, "
         "in_flight_hits, misses, bytes_read, evictions, prefetch_issued, prefetch_used, "
-        "tier_tokens) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-        "?) RETURNING id",
+        "tier_tokens, prefill_bytes_read, prefill_tier_tokens) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         file()));
     int i = 1;
     s.bind(i++, r.session);
@@ -525,6 +533,13 @@ Result<int64_t> SessionStore::addRunImpl(const RunRecord& r, bool ownTransaction
         s.bind(i++, v);
     for (const auto& [name, v] : counters)
         s.bind(i++, int64_t(v));
+    if (t.prefill) {
+        s.bind(i++, int64_t(t.prefill->bytesRead));
+        s.bind(i++, int64_t(t.prefill->tokens));
+    } else {
+        s.bindNull(i++);
+        s.bindNull(i++);
+    }
     const int rc = s.step();
     if (rc != SQLITE_ROW) return sqliteStatus(conn(), rc, file(), what);
     const int64_t id = s.int64(0);
@@ -541,7 +556,8 @@ Result<std::vector<RunRecord>> SessionStore::loadRuns(int64_t session) {
         "tokens_per_second, ttft_seconds, prefill_seconds, decode_seconds, attention_s, "
         "expert_ffn_s, expert_wait_s, sampling_s, other_s, routed, hits_pinned, hits_cache, "
         "in_flight_hits, misses, bytes_read, evictions, prefetch_issued, prefetch_used, "
-        "tier_tokens FROM runs WHERE session = ? ORDER BY id",
+        "tier_tokens, prefill_bytes_read, prefill_tier_tokens FROM runs WHERE session = ? ORDER "
+        "BY id",
         file()));
     s.bind(1, session);
     std::vector<RunRecord> out;
@@ -564,6 +580,8 @@ Result<std::vector<RunRecord>> SessionStore::loadRuns(int64_t session) {
              {&t.routed, &t.hitsPinned, &t.hitsCache, &t.inFlightHits, &t.misses, &t.bytesRead,
               &t.evictions, &t.prefetchIssued, &t.prefetchUsed, &t.tokens})
             *u = uint64_t(s.int64(c++));
+        if (!s.isNull(c) && !s.isNull(c + 1))
+            t.prefill = RunTierCounters::Prefill{uint64_t(s.int64(c)), uint64_t(s.int64(c + 1))};
         out.push_back(r);
     }
     if (rc != SQLITE_DONE)

@@ -149,6 +149,7 @@ Result<GenerateStats> Session::generate(std::span<const int32_t> prompt,
     }
     stats.prefillSeconds = secondsSince(tPrefill, Clock::now());
     if (cache) tiersAfterPrefill = cache->counters();
+    if (params.onPrefillDone) params.onPrefillDone();
     const int prefilled = stats.promptTokens - stats.reusedTokens;
     if (stats.prefillSeconds > 0) stats.prefillTokensPerSecond = prefilled / stats.prefillSeconds;
 

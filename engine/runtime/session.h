@@ -84,6 +84,11 @@ struct GenerateParams {
     SamplerParams sampler;
     std::vector<std::string> stopStrings; // non-empty, valid UTF-8; never emitted
     bool ignoreEos = false;               // keep sampling past EOS ids (their text is not emitted)
+    // Called once on generate()'s thread when the prompt's forward passes have run, before the
+    // first token is sampled (not when generate() fails or is cancelled during the prompt): the
+    // expert cache's token observer (tiers/expert_cache.h) saw every prefill step before it and
+    // sees only decode steps after it. May be empty.
+    std::function<void()> onPrefillDone;
 };
 
 // Where the engine thread's wall time went during one generate() call, in seconds: a partition

@@ -2,28 +2,41 @@
 
 namespace coli::tiers {
 
-TierCounters operator-(const TierCounters& a, const TierCounters& b) {
+namespace {
+
+// op(a.f, b.f) for every field f: the one list of TierCounters' fields that + and - share.
+template <class Op> TierCounters fieldwise(const TierCounters& a, const TierCounters& b, Op op) {
     TierCounters d;
-    d.routed = a.routed - b.routed;
-    d.hitsPinned = a.hitsPinned - b.hitsPinned;
-    d.hitsCache = a.hitsCache - b.hitsCache;
-    d.inFlightHits = a.inFlightHits - b.inFlightHits;
-    d.misses = a.misses - b.misses;
-    d.readsIssued = a.readsIssued - b.readsIssued;
-    d.bytesRead = a.bytesRead - b.bytesRead;
-    d.bytesReadPrimary = a.bytesReadPrimary - b.bytesReadPrimary;
-    d.bytesReadMirror = a.bytesReadMirror - b.bytesReadMirror;
-    d.evictions = a.evictions - b.evictions;
-    d.failedReads = a.failedReads - b.failedReads;
-    d.prefetchIssued = a.prefetchIssued - b.prefetchIssued;
-    d.prefetchUsed = a.prefetchUsed - b.prefetchUsed;
-    d.prefetchPredicted = a.prefetchPredicted - b.prefetchPredicted;
-    d.prefetchCorrect = a.prefetchCorrect - b.prefetchCorrect;
-    d.lookaheadRouted = a.lookaheadRouted - b.lookaheadRouted;
-    d.lookaheadRecalled = a.lookaheadRecalled - b.lookaheadRecalled;
-    d.ioWaitSeconds = a.ioWaitSeconds - b.ioWaitSeconds;
-    d.tokens = a.tokens - b.tokens;
+    d.routed = op(a.routed, b.routed);
+    d.hitsPinned = op(a.hitsPinned, b.hitsPinned);
+    d.hitsCache = op(a.hitsCache, b.hitsCache);
+    d.inFlightHits = op(a.inFlightHits, b.inFlightHits);
+    d.misses = op(a.misses, b.misses);
+    d.readsIssued = op(a.readsIssued, b.readsIssued);
+    d.bytesRead = op(a.bytesRead, b.bytesRead);
+    d.bytesReadPrimary = op(a.bytesReadPrimary, b.bytesReadPrimary);
+    d.bytesReadMirror = op(a.bytesReadMirror, b.bytesReadMirror);
+    d.evictions = op(a.evictions, b.evictions);
+    d.failedReads = op(a.failedReads, b.failedReads);
+    d.prefetchIssued = op(a.prefetchIssued, b.prefetchIssued);
+    d.prefetchUsed = op(a.prefetchUsed, b.prefetchUsed);
+    d.prefetchPredicted = op(a.prefetchPredicted, b.prefetchPredicted);
+    d.prefetchCorrect = op(a.prefetchCorrect, b.prefetchCorrect);
+    d.lookaheadRouted = op(a.lookaheadRouted, b.lookaheadRouted);
+    d.lookaheadRecalled = op(a.lookaheadRecalled, b.lookaheadRecalled);
+    d.ioWaitSeconds = op(a.ioWaitSeconds, b.ioWaitSeconds);
+    d.tokens = op(a.tokens, b.tokens);
     return d;
+}
+
+} // namespace
+
+TierCounters operator-(const TierCounters& a, const TierCounters& b) {
+    return fieldwise(a, b, [](auto x, auto y) { return x - y; });
+}
+
+TierCounters operator+(const TierCounters& a, const TierCounters& b) {
+    return fieldwise(a, b, [](auto x, auto y) { return x + y; });
 }
 
 double hitRate(const TierCounters& c) {

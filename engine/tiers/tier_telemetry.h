@@ -36,6 +36,8 @@ struct TierCounters {
 // after - before, field by field: the counters of the steps between two cumulative snapshots
 // (a turn's, a token's). `after` must be the later snapshot of the same cache (each field >=).
 TierCounters operator-(const TierCounters& after, const TierCounters& before);
+// a + b, field by field: the counters of two disjoint sets of steps together.
+TierCounters operator+(const TierCounters& a, const TierCounters& b);
 // Routed experts found ready in RAM (pinned or cache, not still being read) / routed; 0 when
 // nothing was routed.
 double hitRate(const TierCounters& c);

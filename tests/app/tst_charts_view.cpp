@@ -40,7 +40,11 @@ struct View {
     QQuickWindow* window = nullptr;
 
     explicit View(const QString& db) {
-        controller = std::make_unique<EngineController>(WorkerOptions{.threads = 1});
+        // The smallest RAM budget (the working set): decode steps read experts, so the "read per
+        // answer token" chart has a curve (with every expert cached after the first prompt it is
+        // 0 from then on, drawn on the axis).
+        controller =
+            std::make_unique<EngineController>(WorkerOptions{.threads = 1, .expertBudgetBytes = 1});
         setLength(24);
         sessions = std::make_unique<SessionManager>(controller.get(),
                                                     StorageWorkerOptions{.path = db.toStdString()});

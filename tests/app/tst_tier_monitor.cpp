@@ -96,6 +96,11 @@ private slots:
         s.last.misses = 2;
         s.last.bytesRead = 1024 * 1024;
         s.last.tokens = 1;
+        // Of the 5 tokens, 3 were decode steps that read 9 MiB (the last one of them the step
+        // above); the prompt's 2 tokens read 1 MiB in one chunk.
+        s.decodeCounters.bytesRead = 9 * 1024 * 1024;
+        s.decodeCounters.tokens = 3;
+        s.lastDecode = s.last;
         s.residency.pinnedExperts = 3;
         s.residency.pinnedBytes = 3000;
         s.residency.cachedExperts = 5;
@@ -108,7 +113,8 @@ private slots:
         QCOMPARE(mon.hitRateLast(), 0.8);
         QCOMPARE(mon.prefetchRecall(), 0.4);
         QCOMPARE(mon.prefetchPrecision(), 0.75);
-        QCOMPARE(mon.mibPerTokenSession(), 2.0);
+        QCOMPARE(mon.mibPerTokenSession(), 3.0);       // decode: 9 MiB / 3 tokens
+        QCOMPARE(mon.mibPerPromptTokenSession(), 0.5); // prompt: 1 MiB / 2 tokens
         QCOMPARE(mon.mibPerTokenLast(), 1.0);
         QCOMPARE(mon.ioWaitShare(), 0.25);
         const TierRowsModel& rows = *mon.rows();
@@ -131,6 +137,20 @@ private slots:
         QCOMPARE(pinned.share + cache.share + loading.share + free.share, 1.0);
         QCOMPARE(disk.bytes, 55 * 400.0);
         QCOMPARE(free.hitSession, -1.0);
+    }
+
+    void aPromptAloneGivesNoAnswerFigure() {
+        TierMonitor mon;
+        TierStatus s = base();
+        mon.apply(s);
+        s.serial = 2;
+        s.counters.tokens = 30; // one prefill chunk of 30 tokens read 15 MiB; no decode step yet
+        s.counters.bytesRead = 15 * 1024 * 1024;
+        s.last = s.counters;
+        mon.apply(s);
+        QCOMPARE(mon.mibPerPromptTokenSession(), 0.5);
+        QCOMPARE(mon.mibPerTokenSession(), -1.0); // shown "–", never the prompt's figure
+        QCOMPARE(mon.mibPerTokenLast(), -1.0);
     }
 
     void resetSessionCountsFromNowAndAReloadRestarts() {

@@ -157,6 +157,36 @@ TEST(WorkerTiers, LoadTimeSettingsAreClamped) {
     EXPECT_EQ(big.tierStatus().residency.budgetBytes, big.tierStatus().maximumBudget);
 }
 
+// The Tiers view's read per token is the decode steps' apart from the prompt's: the worker counts
+// the steps after GenerateParams::onPrefillDone as decode steps, and they match the engine's own
+// split of the turn (GenerateStats::tiersDecode).
+TEST(WorkerTiers, DecodeStepsAreCountedApartFromThePrompt) {
+    EngineWorker w({.threads = 1}, nullptr);
+    load(w);
+    const TierStatus before = w.tierStatus();
+    w.post(generate(2));
+    GenerateStats stats;
+    bool finished = false;
+    ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {
+        if (ev.kind == EventKind::Finished) {
+            stats = ev.stats;
+            finished = true;
+        }
+        return ev.kind == EventKind::Finished || ev.kind == EventKind::Failed;
+    }));
+    ASSERT_TRUE(finished);
+    const TierStatus s = w.tierStatus();
+    const tiers::TierCounters decode = s.decodeCounters - before.decodeCounters;
+    const tiers::TierCounters prompt = (s.counters - before.counters) - decode;
+    // 40 sampled tokens: the last is not run through the model.
+    EXPECT_EQ(decode.tokens, 39u);
+    EXPECT_EQ(prompt.tokens, uint64_t(stats.promptTokens - stats.reusedTokens));
+    EXPECT_EQ(decode.routed, stats.tiersDecode.routed);
+    EXPECT_EQ(prompt.routed, stats.tiersPrefill.routed);
+    EXPECT_EQ(s.lastDecode.tokens, 1u);
+    EXPECT_GT(decode.routed, 0u);
+}
+
 // The Brain and Atlas views' map travels with every status: one state byte and a hit count per
 // (layer, expert), the hits adding up to the routed count of the same snapshot.
 TEST(WorkerTiers, ExpertMapIsPublishedWithEveryStatus) {
@@ -395,7 +425,7 @@ TEST(WorkerTiers, RefusedODirectReachesTheLoadNotice) {
         Command c{CommandKind::Load};
         c.id = 1;
         c.dir = kModel;
-        c.load.directIo = true;
+        c.load.readMode = aio::DirectIo::On;
         w.post(std::move(c));
         std::string failed;
         ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {

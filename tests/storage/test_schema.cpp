@@ -1,4 +1,4 @@
-// Schema migrations: from an empty file, from the checked-in v1, v2, v3 and v4 fixtures (each older
+// Schema migrations: from an empty file, from the checked-in v1 ... v5 fixtures (each older
 // one upgraded to the current version keeping its rows), the mechanism taking a file to a
 // (test-only) next version, a failing step rolled back, a newer file refused untouched, missing
 // columns and search triggers refused.
@@ -119,7 +119,7 @@ TEST(Schema, V1FixtureIsUpgradedToV2WithEmptySessionTables) {
     {
         auto st = Storage::open(path);
         ASSERT_TRUE(st.isOk()) << st.status().toString();
-        EXPECT_EQ(st.value()->commits(), 3u); // the v2, v3 and v4 steps, one transaction each
+        EXPECT_EQ(st.value()->commits(), 4u); // the v2, v3, v4 and v5 steps, one transaction each
     }
     RawDb raw(path);
     EXPECT_EQ(raw.queryInt("PRAGMA user_version"), kSchemaVersion);
@@ -163,7 +163,7 @@ TEST(Schema, CheckedInV2FixtureOpensValidatesAndReads) {
     loadDump(path, fixtureSql("v2.sql"));
     auto st = Storage::open(path);
     ASSERT_TRUE(st.isOk()) << st.status().toString();
-    EXPECT_EQ(st.value()->commits(), 2u); // the v3 and v4 steps
+    EXPECT_EQ(st.value()->commits(), 3u); // the v3, v4 and v5 steps
     Storage& db = *st.value();
     auto heat = db.loadHeat(1);
     ASSERT_TRUE(heat.isOk());
@@ -217,7 +217,10 @@ TEST(Schema, CheckedInV2FixtureOpensValidatesAndReads) {
     EXPECT_EQ(r.split.expertFfnS, 3.0);
     EXPECT_EQ(r.tiers.bytesRead, 13841203200u);
     EXPECT_DOUBLE_EQ(r.expertHitRate(), (6144.0 + 20480 - 1024) / 30720);
-    EXPECT_DOUBLE_EQ(r.mibReadPerToken(), 13841203200.0 / 1048576 / 162);
+    // Saved before the prompt's part was stored: the whole turn's figure, no prompt figure.
+    EXPECT_FALSE(r.tiers.prefill.has_value());
+    EXPECT_DOUBLE_EQ(r.mibReadPerDecodeToken(), 13841203200.0 / 1048576 / 162);
+    EXPECT_EQ(r.mibReadPerPromptToken(), -1.0);
 
     auto last = sessions.lastSessionId();
     ASSERT_TRUE(last.isOk());
@@ -250,7 +253,7 @@ TEST(Schema, V2FixtureIsUpgradedToV3KeepingEveryRow) {
     {
         auto st = Storage::open(path);
         ASSERT_TRUE(st.isOk()) << st.status().toString();
-        EXPECT_EQ(st.value()->commits(), 2u); // v3 and v4
+        EXPECT_EQ(st.value()->commits(), 3u); // v3, v4 and v5
     }
     RawDb raw(path);
     EXPECT_EQ(raw.queryInt("PRAGMA user_version"), kSchemaVersion);
@@ -283,7 +286,7 @@ TEST(Schema, CheckedInV3FixtureOpensValidatesAndReads) {
     loadDump(path, fixtureSql("v3.sql"));
     auto st = Storage::open(path);
     ASSERT_TRUE(st.isOk()) << st.status().toString();
-    EXPECT_EQ(st.value()->commits(), 1u); // the v4 step
+    EXPECT_EQ(st.value()->commits(), 2u); // the v4 and v5 steps
     Storage& db = *st.value();
     auto heat = db.loadHeat(1);
     ASSERT_TRUE(heat.isOk());
@@ -331,7 +334,7 @@ TEST(Schema, V1V2V3FixturesAreUpgradedToV4KeepingEveryRow) {
             ASSERT_TRUE(st.isOk()) << st.status().toString();
         }
         RawDb raw(path);
-        EXPECT_EQ(raw.queryInt("PRAGMA user_version"), 4);
+        EXPECT_EQ(raw.queryInt("PRAGMA user_version"), kSchemaVersion);
         for (const auto& [table, n] : rows)
             EXPECT_EQ(count(raw, table), n) << table;
         EXPECT_EQ(count(raw, "downloads"), 0);
@@ -371,7 +374,7 @@ TEST(Schema, CheckedInV4FixtureOpensValidatesAndReads) {
     loadDump(path, fixtureSql("v4.sql"));
     auto st = Storage::open(path);
     ASSERT_TRUE(st.isOk()) << st.status().toString();
-    EXPECT_EQ(st.value()->commits(), 0u); // nothing to migrate
+    EXPECT_EQ(st.value()->commits(), 1u); // the v5 step
     DownloadStore downloads(*st.value());
     auto unfinished = downloads.list(true);
     ASSERT_TRUE(unfinished.isOk()) << unfinished.status().toString();
@@ -398,6 +401,61 @@ TEST(Schema, CheckedInV4FixtureOpensValidatesAndReads) {
     EXPECT_EQ(half.state, DownloadFileState::Pending);
     EXPECT_TRUE(paused.value()->files[0].lfsSha256.empty());
     EXPECT_EQ(paused.value()->files[0].state, DownloadFileState::Done);
+}
+
+TEST(Schema, V4FixtureIsUpgradedToV5WithThePromptPartUnknown) {
+    TempDir t;
+    const std::string path = t.file("v4.db");
+    loadDump(path, fixtureSql("v4.sql"));
+    {
+        auto st = Storage::open(path);
+        ASSERT_TRUE(st.isOk()) << st.status().toString();
+        SessionStore sessions(*st.value());
+        auto runs = sessions.loadRuns(2);
+        ASSERT_TRUE(runs.isOk()) << runs.status().toString();
+        ASSERT_EQ(runs.value().size(), 1u);
+        const RunRecord& r = runs.value()[0];
+        EXPECT_EQ(r.tiers.bytesRead, 146800640000u); // every counter kept
+        EXPECT_FALSE(r.tiers.prefill.has_value());   // the old run's prompt part: unknown
+        EXPECT_DOUBLE_EQ(r.mibReadPerDecodeToken(), 146800640000.0 / 1048576 / 352);
+        EXPECT_EQ(r.mibReadPerPromptToken(), -1.0);
+    }
+    RawDb raw(path);
+    EXPECT_EQ(raw.queryInt("PRAGMA user_version"), 5);
+    EXPECT_EQ(raw.queryInt("SELECT count(*) FROM runs WHERE prefill_bytes_read IS NULL AND "
+                           "prefill_tier_tokens IS NULL"),
+              2);
+    // The new columns refuse negative values, as every counter does.
+    EXPECT_NE(raw.exec("UPDATE runs SET prefill_bytes_read = -1 WHERE id = 1"), SQLITE_OK);
+    EXPECT_NE(raw.exec("UPDATE runs SET prefill_tier_tokens = -1 WHERE id = 1"), SQLITE_OK);
+}
+
+TEST(Schema, CheckedInV5FixtureOpensValidatesAndReads) {
+    TempDir t;
+    const std::string path = t.file("v5.db");
+    loadDump(path, fixtureSql("v5.sql"));
+    auto st = Storage::open(path);
+    ASSERT_TRUE(st.isOk()) << st.status().toString();
+    EXPECT_EQ(st.value()->commits(), 0u); // nothing to migrate
+    SessionStore sessions(*st.value());
+    auto first = sessions.loadRuns(1);
+    ASSERT_TRUE(first.isOk()) << first.status().toString();
+    ASSERT_EQ(first.value().size(), 1u);
+    const RunRecord& r1 = first.value()[0];
+    ASSERT_TRUE(r1.tiers.prefill.has_value());
+    EXPECT_EQ(r1.tiers.prefill->bytesRead, 1073741824u);
+    EXPECT_EQ(r1.tiers.prefill->tokens, 42u);
+    // 120 decode steps read the rest: (13841203200 - 2^30) bytes.
+    EXPECT_DOUBLE_EQ(r1.mibReadPerDecodeToken(), (13841203200.0 - 1073741824) / 1048576 / 120);
+    EXPECT_DOUBLE_EQ(r1.mibReadPerPromptToken(), 1024.0 / 42);
+    auto second = sessions.loadRuns(2);
+    ASSERT_TRUE(second.isOk()) << second.status().toString();
+    ASSERT_EQ(second.value().size(), 2u);
+    EXPECT_FALSE(second.value()[0].tiers.prefill.has_value());
+    const RunRecord& r3 = second.value()[1];
+    ASSERT_TRUE(r3.tiers.prefill.has_value());
+    EXPECT_EQ(r3.mibReadPerPromptToken(), 0.0); // two prompt tokens, nothing read
+    EXPECT_DOUBLE_EQ(r3.mibReadPerDecodeToken(), 1342177280.0 / 1048576 / 20);
 }
 
 TEST(Schema, MissingSearchTriggerIsMalformed) {

@@ -79,6 +79,7 @@ RunRecord sampleRun() {
     r.tiers.misses = 20;
     r.tiers.bytesRead = 3 * 1048576;
     r.tiers.tokens = 42;
+    r.tiers.prefill = RunTierCounters::Prefill{1048576, 32}; // the prompt: 1 MiB over 32 tokens
     return r;
 }
 
@@ -89,7 +90,7 @@ TEST(SessionExport, JsonParsesBackWithEveryField) {
     const json j = json::parse(text, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << text;
     EXPECT_EQ(j["format"], "colibri-session");
-    EXPECT_EQ(j["version"], 1);
+    EXPECT_EQ(j["version"], 2);
     EXPECT_EQ(j["title"], "Tricky \"title\"\nwith a break");
     EXPECT_EQ(j["created"], "2025-12-01T00:00:00.123Z");
     EXPECT_EQ(j["created_ms"], 1764547200123);
@@ -118,7 +119,18 @@ TEST(SessionExport, JsonParsesBackWithEveryField) {
     EXPECT_EQ(run["time_split"]["expert_ffn_s"], 2.0);
     EXPECT_EQ(run["tiers"]["in_flight_hits"], 10);
     EXPECT_DOUBLE_EQ(run["expert_hit_rate"].get<double>(), 0.7);
-    EXPECT_DOUBLE_EQ(run["mib_read_per_token"].get<double>(), 3.0 / 42);
+    EXPECT_EQ(run["tiers"]["prefill_bytes_read"], 1048576);
+    EXPECT_EQ(run["tiers"]["prefill_tokens"], 32);
+    EXPECT_DOUBLE_EQ(run["mib_read_per_decode_token"].get<double>(), 2.0 / 10); // 3 - 1 MiB
+    EXPECT_DOUBLE_EQ(run["mib_read_per_prompt_token"].get<double>(), 1.0 / 32);
+    // A run saved before the prompt part was stored: the whole turn's figure, no prompt figure.
+    RunRecord old = sampleRun();
+    old.tiers.prefill.reset();
+    const json jo = json::parse(exportJson(sampleSession(), sampleMessages(), {old}));
+    const json& oldRun = jo["messages"][1]["run"];
+    EXPECT_TRUE(oldRun["tiers"]["prefill_bytes_read"].is_null());
+    EXPECT_DOUBLE_EQ(oldRun["mib_read_per_decode_token"].get<double>(), 3.0 / 42);
+    EXPECT_TRUE(oldRun["mib_read_per_prompt_token"].is_null());
     EXPECT_EQ(msgs[3]["stop_reason"], "cancelled");
     EXPECT_TRUE(msgs[3]["run"].is_null()); // its run was not given
     EXPECT_EQ(msgs[3]["position"], 3);

@@ -86,7 +86,8 @@ RunRecord sampleRun(int64_t session) {
     r.prefillSeconds = 0.62;
     r.decodeSeconds = 6.49;
     r.split = {2.1, 3.0, 1.6, 0.05, 0.35};
-    r.tiers = {30720, 6144, 20480, 1024, 4096, 13841203200, 512, 2048, 1536, 152};
+    r.tiers = {30720, 6144, 20480, 1024, 4096, 13841203200, 512, 2048, 1536, 152, std::nullopt};
+    r.tiers.prefill = RunTierCounters::Prefill{1073741824, 32}; // the prompt's 32 tokens: 1 GiB
     return r;
 }
 
@@ -344,6 +345,7 @@ TEST_F(Sessions, RunsRoundTripAndBadValuesAreRefused) {
     RunRecord second = sampleRun(s);
     second.createdMs = 0; // now
     second.tiers.bytesRead = uint64_t(std::numeric_limits<int64_t>::max());
+    second.tiers.prefill.reset(); // unknown: stored as NULL, read back unknown
     ASSERT_TRUE(store->addRun(second).isOk());
     auto runs = store->loadRuns(s);
     ASSERT_TRUE(runs.isOk()) << runs.status().toString();
@@ -352,10 +354,14 @@ TEST_F(Sessions, RunsRoundTripAndBadValuesAreRefused) {
     EXPECT_EQ(runs.value()[0], r);
     EXPECT_GT(runs.value()[1].createdMs, 1764547200000);
     EXPECT_EQ(runs.value()[1].tiers.bytesRead, uint64_t(std::numeric_limits<int64_t>::max()));
+    EXPECT_FALSE(runs.value()[1].tiers.prefill.has_value());
     EXPECT_DOUBLE_EQ(r.expertHitRate(), (6144.0 + 20480 - 1024) / 30720);
-    EXPECT_DOUBLE_EQ(r.mibReadPerToken(), 13841203200.0 / 1048576 / 152);
+    // Decode steps apart from the prompt: (all bytes - the prompt's) / (all tokens - 32).
+    EXPECT_DOUBLE_EQ(r.mibReadPerDecodeToken(), (13841203200.0 - 1073741824) / 1048576 / 120);
+    EXPECT_DOUBLE_EQ(r.mibReadPerPromptToken(), 1024.0 / 32);
     EXPECT_EQ(RunRecord{}.expertHitRate(), 0.0); // a dense model routes nothing
-    EXPECT_EQ(RunRecord{}.mibReadPerToken(), 0.0);
+    EXPECT_EQ(RunRecord{}.mibReadPerDecodeToken(), 0.0);
+    EXPECT_EQ(RunRecord{}.mibReadPerPromptToken(), -1.0);
 
     const uint64_t commits = storage->commits();
     RunRecord bad = sampleRun(s);
@@ -372,6 +378,11 @@ TEST_F(Sessions, RunsRoundTripAndBadValuesAreRefused) {
     bad = sampleRun(s);
     bad.tiers.misses = std::numeric_limits<uint64_t>::max();
     EXPECT_EQ(store->addRun(bad).status().code(), ErrorCode::InvalidArgument);
+    bad = sampleRun(s);
+    bad.tiers.prefill->tokens = bad.tiers.tokens + 1; // the prompt's part exceeds the whole
+    auto over = store->addRun(bad);
+    EXPECT_EQ(over.status().code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(over.status().message().find("prefill_tier_tokens"), std::string::npos);
     bad = sampleRun(9999);
     EXPECT_EQ(store->addRun(bad).status().code(), ErrorCode::NotFound);
     EXPECT_EQ(storage->commits(), commits);

@@ -176,8 +176,10 @@ void registerAll() {
                   {1024, 2048},
                   {2048, 1024}, // gate/up and down of OLMoE-1B-7B's experts
                   {192, 192}};  // the default model's experts (gate, up, down)
-    for (WeightFormat f :
-         {WeightFormat::Q8_G32, WeightFormat::Q8_G64, WeightFormat::Q4_G32, WeightFormat::Q4_G64})
+    // The -r8 layouts (what `coli convert` writes) next to the plain ones: the same bytes and
+    // work, read as one stream per eight rows instead of eight.
+    for (WeightFormat f : {WeightFormat::Q8_G32, WeightFormat::Q8_G64, WeightFormat::Q4_G32,
+                           WeightFormat::Q4_G64, WeightFormat::Q8_G64_R8, WeightFormat::Q4_G64_R8})
         for (const auto& s : shapes)
             for (int64_t n : {1, 8}) {
                 const std::string name = std::string("Kernel/") + formatInfo(f).name + "/" +

@@ -106,6 +106,15 @@ uint64_t bytesFor(StoredFormat f, const std::vector<int64_t>& shape, bool* ok) {
     return storedBytes(f, cols > 0 ? n / cols : 0, cols);
 }
 
+// Empty when f's rows fill whole tiles (or f is not tiled); else why not (quant/formats.h).
+std::string tileProblem(StoredFormat f, const std::vector<int64_t>& shape) {
+    if (!isQuantised(f) || shape.size() != 2) return {};
+    const int tile = quant::formatInfo(weightFormat(f)).rowTile;
+    if (shape[0] % tile == 0) return {};
+    return std::to_string(shape[0]) + " rows stored as " + storedFormatName(f) +
+           ", whose tiles are " + std::to_string(tile) + " rows";
+}
+
 } // namespace
 
 const ExpertEntry* Container::expert(int layer, int e) const {
@@ -253,6 +262,8 @@ Result<Container> parseManifest(const std::string& text, const std::string& src)
         if (bytesFor(t.format, t.shape, &ok) != t.length || !ok)
             return r.err(w, "length " + std::to_string(t.length) + " does not match format " +
                                 storedFormatName(t.format) + " and its shape");
+        if (const std::string why = tileProblem(t.format, t.shape); !why.empty())
+            return r.err(w, why);
         c.tensors.push_back(std::move(t));
     }
 
@@ -285,6 +296,8 @@ Result<Container> parseManifest(const std::string& text, const std::string& src)
             if (!isQuantised(part->format) ||
                 bytesFor(part->format, part->shape, &ok) != part->length || !ok)
                 return r.err(pw, "length does not match a quantised format and its shape");
+            if (const std::string why = tileProblem(part->format, part->shape); !why.empty())
+                return r.err(pw, why);
             if (part->offset > e.length || part->length > e.length - part->offset)
                 return r.err(pw, "outside the expert's blob");
         }

@@ -220,7 +220,7 @@ private:
                                 storedFormatName(m_o.experts) + " experts need that)"};
                 PlannedPart p;
                 p.src = *s;
-                p.format = f;
+                p.format = formatForRows(f, s->rows);
                 p.shape = {s->rows, s->cols};
                 p.offset = alignUp(at, kPartAlign);
                 p.length = storedBytes(f, s->rows, s->cols);
@@ -251,6 +251,7 @@ private:
         PlannedPart p;
         const int64_t cols = t.shape.empty() ? 1 : t.shape.back();
         p.src = {t.name, 0, cols > 0 ? n / cols : 0, cols};
+        f = formatForRows(f, p.src.rows);
         p.format = f;
         p.shape = t.shape;
         p.length = storedBytes(f, p.src.rows, p.src.cols);

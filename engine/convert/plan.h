@@ -18,8 +18,9 @@ namespace coli::convert {
 
 constexpr uint64_t kAlign = 4096;   // expert blobs and the data section start at multiples
 constexpr uint64_t kPartAlign = 64; // gate/up/down inside an expert blob start at multiples
-constexpr int kContainerFormatVersion = 1;
-constexpr int kConverterVersion = 1; // bump when the bytes written for the same input change
+// 2: quantised matrices whose rows divide by 8 are stored in the -r8 layouts (quant/formats.h).
+constexpr int kContainerFormatVersion = 2;
+constexpr int kConverterVersion = 2; // bump when the bytes written for the same input change
 
 struct PlanOptions {
     StoredFormat experts = StoredFormat::Q4_G64; // Q4_G64, Q4_G32, Q8_G64 or Q8_G32

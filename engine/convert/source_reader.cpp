@@ -7,7 +7,8 @@ namespace coli::convert {
 
 int64_t rowsPerPiece(int64_t cols) {
     constexpr int64_t kElems = int64_t(4) << 20; // 16 MiB of f32
-    return std::max<int64_t>(1, cols > 0 ? kElems / cols : kElems);
+    const int64_t rows = cols > 0 ? kElems / cols : kElems;
+    return std::max<int64_t>(quant::kRowTile, rows / quant::kRowTile * quant::kRowTile);
 }
 
 Status encodeRows(const SourceCheckpoint& ck, const PlannedPart& part, int64_t row0, int64_t nRows,

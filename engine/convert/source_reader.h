@@ -11,7 +11,8 @@
 
 namespace coli::convert {
 
-// Rows per piece so that one piece's f32 copy stays near 16 MiB (at least one row).
+// Rows per piece so that one piece's f32 copy stays near 16 MiB: a multiple of 8 (whole tiles of
+// the -r8 formats, quant/formats.h), at least 8.
 int64_t rowsPerPiece(int64_t cols);
 
 // Encodes rows [row0, row0 + nRows) of `part` into `out` (resized to exactly the bytes those

@@ -11,9 +11,16 @@ struct FormatRow {
     const char* name;
 };
 constexpr FormatRow kFormats[] = {
-    {StoredFormat::F32, "f32"},         {StoredFormat::BF16, "bf16"},
-    {StoredFormat::Q8_G32, "int8-g32"}, {StoredFormat::Q8_G64, "int8-g64"},
-    {StoredFormat::Q4_G32, "int4-g32"}, {StoredFormat::Q4_G64, "int4-g64"},
+    {StoredFormat::F32, "f32"},
+    {StoredFormat::BF16, "bf16"},
+    {StoredFormat::Q8_G32, "int8-g32"},
+    {StoredFormat::Q8_G64, "int8-g64"},
+    {StoredFormat::Q4_G32, "int4-g32"},
+    {StoredFormat::Q4_G64, "int4-g64"},
+    {StoredFormat::Q8_G32_R8, "int8-g32-r8"},
+    {StoredFormat::Q8_G64_R8, "int8-g64-r8"},
+    {StoredFormat::Q4_G32_R8, "int4-g32-r8"},
+    {StoredFormat::Q4_G64_R8, "int4-g64-r8"},
 };
 
 struct ClassRow {
@@ -57,9 +64,48 @@ quant::WeightFormat weightFormat(StoredFormat f) {
         return quant::WeightFormat::Q8_G64;
     case StoredFormat::Q4_G32:
         return quant::WeightFormat::Q4_G32;
+    case StoredFormat::Q8_G32_R8:
+        return quant::WeightFormat::Q8_G32_R8;
+    case StoredFormat::Q8_G64_R8:
+        return quant::WeightFormat::Q8_G64_R8;
+    case StoredFormat::Q4_G32_R8:
+        return quant::WeightFormat::Q4_G32_R8;
+    case StoredFormat::Q4_G64_R8:
+        return quant::WeightFormat::Q4_G64_R8;
     default:
         return quant::WeightFormat::Q4_G64;
     }
+}
+
+namespace {
+
+StoredFormat storedFormat(quant::WeightFormat f) {
+    switch (f) {
+    case quant::WeightFormat::Q8_G32:
+        return StoredFormat::Q8_G32;
+    case quant::WeightFormat::Q8_G64:
+        return StoredFormat::Q8_G64;
+    case quant::WeightFormat::Q4_G32:
+        return StoredFormat::Q4_G32;
+    case quant::WeightFormat::Q4_G64:
+        return StoredFormat::Q4_G64;
+    case quant::WeightFormat::Q8_G32_R8:
+        return StoredFormat::Q8_G32_R8;
+    case quant::WeightFormat::Q8_G64_R8:
+        return StoredFormat::Q8_G64_R8;
+    case quant::WeightFormat::Q4_G32_R8:
+        return StoredFormat::Q4_G32_R8;
+    case quant::WeightFormat::Q4_G64_R8:
+        return StoredFormat::Q4_G64_R8;
+    }
+    return StoredFormat::Q4_G64;
+}
+
+} // namespace
+
+StoredFormat formatForRows(StoredFormat f, int64_t rows) {
+    if (!isQuantised(f)) return f;
+    return storedFormat(quant::formatForRows(weightFormat(f), rows));
 }
 
 int groupSize(StoredFormat f) {
@@ -87,6 +133,10 @@ StoredFormat formatForCols(StoredFormat wanted, int64_t cols, StoredFormat fallb
             return StoredFormat::Q8_G32;
         case StoredFormat::Q4_G64:
             return StoredFormat::Q4_G32;
+        case StoredFormat::Q8_G64_R8:
+            return StoredFormat::Q8_G32_R8;
+        case StoredFormat::Q4_G64_R8:
+            return StoredFormat::Q4_G32_R8;
         default:
             break;
         }

@@ -9,9 +9,21 @@
 
 namespace coli::convert {
 
-enum class StoredFormat { F32, BF16, Q8_G32, Q8_G64, Q4_G32, Q4_G64 };
+enum class StoredFormat {
+    F32,
+    BF16,
+    Q8_G32,
+    Q8_G64,
+    Q4_G32,
+    Q4_G64,
+    Q8_G32_R8, // the same formats with rows in tiles of eight (quant/formats.h; format version 2)
+    Q8_G64_R8,
+    Q4_G32_R8,
+    Q4_G64_R8
+};
 
-// "f32", "bf16", "int8-g32", "int8-g64", "int4-g32", "int4-g64" (the manifest's spelling).
+// "f32", "bf16", "int8-g32", "int8-g64", "int4-g32", "int4-g64", and "int8-g32-r8" ..
+// "int4-g64-r8" (the manifest's spelling).
 const char* storedFormatName(StoredFormat f);
 bool parseStoredFormat(const std::string& name, StoredFormat* out); // false when unknown
 bool isQuantised(StoredFormat f);
@@ -27,6 +39,10 @@ uint64_t storedBytes(StoredFormat f, int64_t rows, int64_t cols);
 // not a multiple of 32 either. Sets *ok false (and returns wanted) when fallback is unusable
 // (passed as `wanted` itself, meaning "no fallback").
 StoredFormat formatForCols(StoredFormat wanted, int64_t cols, StoredFormat fallback, bool* ok);
+
+// The layout of a quantised matrix of `rows` rows: the -r8 variant of f when rows is a positive
+// multiple of 8, the plain one otherwise (quant::formatForRows); f itself when not quantised.
+StoredFormat formatForRows(StoredFormat f, int64_t rows);
 
 // Tensor classes, each with one quantisation choice (the manifest's "quantisation" object).
 enum class TensorClass { Experts, Dense, Embeddings, LmHead, Norms, Router, Other };

@@ -55,7 +55,7 @@ void gateUpShare(const Team& team, std::span<const FfnItem> items) {
 }
 
 void downShare(const Team& team, std::span<const FfnItem> items, int dModel) {
-    const auto [r0, r1] = team.shareBlocks(dModel, 4);
+    const auto [r0, r1] = team.shareRows(dModel);
     for (const FfnItem& it : items)
         if (it.cnt > 0) matmulRows(it.w.down, downInput(it), it.y, nullptr, r0, r1);
 }

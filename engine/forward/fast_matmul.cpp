@@ -89,7 +89,7 @@ void matmulRows(const MatrixView& W, const ActInput& in, float* Y, const float* 
 }
 
 void matmulShare(const Team& team, std::span<const MatJob> jobs, const ActInput& in) {
-    constexpr int64_t kBlock = 4;
+    constexpr int64_t kBlock = Team::kRowBlock; // a thread's rows start at an -r8 tile
     int64_t blocks = 0;
     for (const MatJob& j : jobs)
         blocks += (j.w.rows + kBlock - 1) / kBlock;

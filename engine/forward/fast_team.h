@@ -31,6 +31,11 @@ struct Team {
         const auto [b0, b1] = share((n + block - 1) / block);
         return {std::min(n, b0 * block), std::min(n, b1 * block)};
     }
+    // This thread's output rows of a matrix with n rows: blocks of kRowBlock. Every phase that
+    // splits d_model (or vocab) rows uses this one split, because some consume the rows another
+    // wrote without a barrier between them (e.g. the down projections, then the residual add).
+    static constexpr int64_t kRowBlock = 8; // whole tiles of the -r8 formats (quant/formats.h)
+    std::pair<int64_t, int64_t> shareRows(int64_t n) const { return shareBlocks(n, kRowBlock); }
 };
 
 } // namespace coli

@@ -147,7 +147,7 @@ private:
             quantiseShare(team, mask, ws.att.data(), n, qDim, ws.qin);
             team.sync();
         }
-        const auto [r0, r1] = team.shareBlocks(d, 4);
+        const auto [r0, r1] = team.shareRows(d);
         matmulRows(L.o, ws.qin.input(ws.att.data(), 0, n, qDim), ws.o.data(), ptr(L.oBias), r0, r1);
         addResidualRows(ws.o.data(), n, r0, r1);
         team.sync();
@@ -214,7 +214,7 @@ private:
         gateUpShare(team, std::span<const FfnItem>(&item, 1));
         team.sync();
         downShare(team, std::span<const FfnItem>(&item, 1), c.dModel);
-        const auto [r0, r1] = team.shareBlocks(c.dModel, 4);
+        const auto [r0, r1] = team.shareRows(c.dModel);
         addResidualRows(ws.y.data(), n, r0, r1);
         team.sync();
     }
@@ -353,7 +353,7 @@ private:
         }
         const std::span<const FfnItem> routed(ws.items.data(), size_t(ws.nItems));
         const std::span<const FfnItem> all(ws.items.data(), size_t(ws.nItems + (shared ? 1 : 0)));
-        const auto [r0, r1] = team.shareBlocks(d, 4);
+        const auto [r0, r1] = team.shareRows(d);
         if (!m.cache) {
             gateUpShare(team, all);
             team.sync();
@@ -475,7 +475,7 @@ private:
             }
         }
         team.sync();
-        const auto [r0, r1] = team.shareBlocks(c.vocabSize, 4);
+        const auto [r0, r1] = team.shareRows(c.vocabSize);
         matmulRows(out, ws.qin.input(ws.h.data() + size_t(firstLogitRow) * d, 0, rows, d), logits,
                    nullptr, r0, r1);
         const float inv = c.logitsScaling;

@@ -21,7 +21,7 @@ Status quantiseMatrix(Matrix& m, quant::WeightFormat preferred, const std::strin
                       std::vector<TensorQuantReport>* report) {
     if (m.empty()) return Status::ok();
     if (m.quantised()) return {ErrorCode::InvalidArgument, name + " is already quantised"};
-    const auto fmt = formatForCols(preferred, m.cols);
+    auto fmt = formatForCols(preferred, m.cols);
     TensorQuantReport r;
     r.name = name;
     r.bytesF32 = int64_t(m.data.size()) * 4;
@@ -31,6 +31,8 @@ Status quantiseMatrix(Matrix& m, quant::WeightFormat preferred, const std::strin
         if (report) report->push_back(r);
         return Status::ok();
     }
+    // Rows in tiles of eight where they divide (formats.h): the SIMD kernels then read one stream.
+    fmt = quant::formatForRows(*fmt, m.rows);
     std::vector<uint8_t> q(quant::rowBytes(*fmt, m.cols) * size_t(m.rows));
     Status s = quant::quantiseRows(*fmt, m.data.data(), m.rows, m.cols, q.data());
     if (!s.isOk()) return {s.code(), name + ": " + s.message()};
@@ -68,7 +70,7 @@ Status quantiseMlp(SwiGluWeights& e, quant::WeightFormat f, const std::string& p
 
 std::optional<quant::WeightFormat> formatForCols(quant::WeightFormat preferred, int64_t cols) {
     if (cols > 0 && cols % quant::formatInfo(preferred).groupSize == 0) return preferred;
-    const quant::WeightFormat g32 = withGroup32(preferred);
+    const quant::WeightFormat g32 = withGroup32(quant::plainFormat(preferred));
     if (cols > 0 && cols % 32 == 0) return g32;
     return std::nullopt;
 }

@@ -23,8 +23,7 @@ Matrix f32Matrix(int64_t rows, int64_t cols) {
 
 void Matrix::rowF32(int r, float* out) const {
     if (quantised()) {
-        const size_t rb = quant::rowBytes(qfmt, cols);
-        quant::dequantiseRows(qfmt, q.data() + static_cast<size_t>(r) * rb, 1, cols, out);
+        quant::dequantiseRow(qfmt, q.data(), cols, r, out);
     } else {
         std::copy(row(r), row(r) + cols, out);
     }

@@ -98,8 +98,8 @@ Status checkArgs(WeightFormat fmt, const uint8_t* w, int64_t rows, int64_t cols,
         return {ErrorCode::Unsupported, std::string("quantMatmul: kernel path ") +
                                             kernelPathName(path) +
                                             " is not available on this CPU/build"};
-    if (rows < 0 || cols <= 0 || cols % fi.groupSize != 0 || x.cols != cols ||
-        x.groupSize != fi.groupSize || x.nTokens < 0)
+    if (rows < 0 || rows % fi.rowTile != 0 || cols <= 0 || cols % fi.groupSize != 0 ||
+        x.cols != cols || x.groupSize != fi.groupSize || x.nTokens < 0)
         return {ErrorCode::InvalidArgument, std::string("quantMatmul: ") + fi.name + " weights [" +
                                                 std::to_string(rows) + ", " + std::to_string(cols) +
                                                 "] vs activations cols " + std::to_string(x.cols) +
@@ -188,10 +188,9 @@ Status quantGroupDots(WeightFormat fmt, const uint8_t* w, int64_t rows, int64_t 
     COLI_RETURN_IF_ERROR(checkArgs(fmt, w, rows, cols, x, dots, path));
     const detail::KernelTable* table = tableFor(path);
     const int64_t groups = cols / x.groupSize;
-    const size_t rb = rowBytes(fmt, cols);
     for (int64_t t = 0; t < x.nTokens; ++t)
         for (int64_t r = 0; r < rows; ++r)
-            table->groupDots(fmt, w + static_cast<size_t>(r) * rb, x.q + t * cols, cols,
+            table->groupDots(fmt, rowBlocks(fmt, w, cols, r), x.q + t * cols, cols,
                              dots + (t * rows + r) * groups);
     return Status::ok();
 }

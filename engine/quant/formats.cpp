@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace coli::quant {
 
@@ -42,20 +43,29 @@ bool shapeOk(int64_t rows, int64_t cols, int g) {
 FormatInfo formatInfo(WeightFormat fmt) {
     switch (fmt) {
     case WeightFormat::Q8_G32:
-        return {"int8-g32", 32, 8, 4 + 32};
+        return {"int8-g32", 32, 8, 4 + 32, 1};
     case WeightFormat::Q8_G64:
-        return {"int8-g64", 64, 8, 4 + 64};
+        return {"int8-g64", 64, 8, 4 + 64, 1};
     case WeightFormat::Q4_G32:
-        return {"int4-g32", 32, 4, 4 + 16};
+        return {"int4-g32", 32, 4, 4 + 16, 1};
     case WeightFormat::Q4_G64:
-        return {"int4-g64", 64, 4, 4 + 32};
+        return {"int4-g64", 64, 4, 4 + 32, 1};
+    case WeightFormat::Q8_G32_R8:
+        return {"int8-g32-r8", 32, 8, 4 + 32, kRowTile};
+    case WeightFormat::Q8_G64_R8:
+        return {"int8-g64-r8", 64, 8, 4 + 64, kRowTile};
+    case WeightFormat::Q4_G32_R8:
+        return {"int4-g32-r8", 32, 4, 4 + 16, kRowTile};
+    case WeightFormat::Q4_G64_R8:
+        return {"int4-g64-r8", 64, 4, 4 + 32, kRowTile};
     }
-    return {"?", 32, 8, 36};
+    return {"?", 32, 8, 36, 1};
 }
 
 bool parseWeightFormat(const char* name, WeightFormat* out) {
-    for (WeightFormat f :
-         {WeightFormat::Q8_G32, WeightFormat::Q8_G64, WeightFormat::Q4_G32, WeightFormat::Q4_G64}) {
+    for (WeightFormat f : {WeightFormat::Q8_G32, WeightFormat::Q8_G64, WeightFormat::Q4_G32,
+                           WeightFormat::Q4_G64, WeightFormat::Q8_G32_R8, WeightFormat::Q8_G64_R8,
+                           WeightFormat::Q4_G32_R8, WeightFormat::Q4_G64_R8}) {
         if (std::strcmp(name, formatInfo(f).name) == 0) {
             *out = f;
             return true;
@@ -64,10 +74,85 @@ bool parseWeightFormat(const char* name, WeightFormat* out) {
     return false;
 }
 
+WeightFormat tiledFormat(WeightFormat fmt) {
+    switch (fmt) {
+    case WeightFormat::Q8_G32:
+        return WeightFormat::Q8_G32_R8;
+    case WeightFormat::Q8_G64:
+        return WeightFormat::Q8_G64_R8;
+    case WeightFormat::Q4_G32:
+        return WeightFormat::Q4_G32_R8;
+    case WeightFormat::Q4_G64:
+        return WeightFormat::Q4_G64_R8;
+    default:
+        return fmt;
+    }
+}
+
+WeightFormat plainFormat(WeightFormat fmt) {
+    switch (fmt) {
+    case WeightFormat::Q8_G32_R8:
+        return WeightFormat::Q8_G32;
+    case WeightFormat::Q8_G64_R8:
+        return WeightFormat::Q8_G64;
+    case WeightFormat::Q4_G32_R8:
+        return WeightFormat::Q4_G32;
+    case WeightFormat::Q4_G64_R8:
+        return WeightFormat::Q4_G64;
+    default:
+        return fmt;
+    }
+}
+
+WeightFormat formatForRows(WeightFormat fmt, int64_t rows) {
+    return rows > 0 && rows % kRowTile == 0 ? tiledFormat(fmt) : plainFormat(fmt);
+}
+
 size_t rowBytes(WeightFormat fmt, int64_t cols) {
     const FormatInfo fi = formatInfo(fmt);
     return static_cast<size_t>(cols / fi.groupSize) * fi.blockBytes;
 }
+
+RowBlocks rowBlocks(WeightFormat fmt, const uint8_t* w, int64_t cols, int64_t r) {
+    const FormatInfo fi = formatInfo(fmt);
+    const size_t rb = rowBytes(fmt, cols);
+    if (fi.rowTile == 1) {
+        const uint8_t* row = w + static_cast<size_t>(r) * rb;
+        return {row, row + 4, fi.blockBytes};
+    }
+    const uint8_t* tile = w + static_cast<size_t>(r / kRowTile) * kRowTile * rb;
+    const size_t i = static_cast<size_t>(r % kRowTile);
+    return {tile + 4 * i, tile + 4 * kRowTile + i * (fi.blockBytes - 4), kRowTile * fi.blockBytes};
+}
+
+namespace {
+
+// One row of `cols` values as plain blocks (scale, values) into out (rowBytes bytes).
+void quantiseRow(const FormatInfo& fi, const float* row, int64_t cols, uint8_t* out) {
+    const int g = fi.groupSize;
+    const int limit = fi.bits == 8 ? 127 : 7;
+    for (int64_t c0 = 0; c0 < cols; c0 += g) {
+        const float* v = row + c0;
+        const float scale = groupAbsMax(v, g) / static_cast<float>(limit);
+        std::memcpy(out, &scale, sizeof scale);
+        if (fi.bits == 8) {
+            for (int i = 0; i < g; ++i)
+                out[4 + i] =
+                    static_cast<uint8_t>(static_cast<int8_t>(quantiseValue(v[i], scale, limit)));
+        } else {
+            for (int j = 0; j < g / 2; ++j) {
+                const unsigned lo =
+                    static_cast<unsigned>(quantiseValue(v[2 * j], scale, limit)) & 15u;
+                const unsigned hi =
+                    static_cast<unsigned>(quantiseValue(v[2 * j + 1], scale, limit)) & 15u;
+                out[4 + j] = static_cast<uint8_t>(lo | (hi << 4));
+            }
+        }
+        out += fi.blockBytes;
+    }
+}
+
+} // namespace
 
 Status quantiseRows(WeightFormat fmt, const float* src, int64_t rows, int64_t cols, uint8_t* dst) {
     const FormatInfo fi = formatInfo(fmt);
@@ -77,60 +162,60 @@ Status quantiseRows(WeightFormat fmt, const float* src, int64_t rows, int64_t co
                 "quantiseRows: " + std::string(fi.name) + " needs cols a " +
                     "positive multiple of " + std::to_string(g) + ", got rows " +
                     std::to_string(rows) + " cols " + std::to_string(cols)};
-    const int limit = fi.bits == 8 ? 127 : 7;
+    if (rows % fi.rowTile != 0)
+        return {ErrorCode::InvalidArgument,
+                "quantiseRows: " + std::string(fi.name) + " needs rows a multiple of " +
+                    std::to_string(fi.rowTile) + ", got " + std::to_string(rows)};
     const size_t rb = rowBytes(fmt, cols);
+    const size_t valueBytes = fi.blockBytes - 4;
+    std::vector<uint8_t> plain(fi.rowTile == 1 ? 0 : rb);
     for (int64_t r = 0; r < rows; ++r) {
         const float* row = src + r * cols;
         for (int64_t c = 0; c < cols; ++c)
             if (!std::isfinite(row[c]))
                 return {ErrorCode::Numeric, "quantiseRows: non-finite value at row " +
                                                 std::to_string(r) + " col " + std::to_string(c)};
-        uint8_t* out = dst + static_cast<size_t>(r) * rb;
-        for (int64_t c0 = 0; c0 < cols; c0 += g) {
-            const float* v = row + c0;
-            const float scale = groupAbsMax(v, g) / static_cast<float>(limit);
-            std::memcpy(out, &scale, sizeof scale);
-            if (fi.bits == 8) {
-                for (int i = 0; i < g; ++i)
-                    out[4 + i] = static_cast<uint8_t>(
-                        static_cast<int8_t>(quantiseValue(v[i], scale, limit)));
-            } else {
-                for (int j = 0; j < g / 2; ++j) {
-                    const unsigned lo =
-                        static_cast<unsigned>(quantiseValue(v[2 * j], scale, limit)) & 15u;
-                    const unsigned hi =
-                        static_cast<unsigned>(quantiseValue(v[2 * j + 1], scale, limit)) & 15u;
-                    out[4 + j] = static_cast<uint8_t>(lo | (hi << 4));
-                }
-            }
-            out += fi.blockBytes;
+        if (fi.rowTile == 1) {
+            quantiseRow(fi, row, cols, dst + static_cast<size_t>(r) * rb);
+            continue;
+        }
+        quantiseRow(fi, row, cols, plain.data());
+        const RowBlocks b = rowBlocks(fmt, dst, cols, r);
+        uint8_t* scale = dst + (b.scale - dst);
+        uint8_t* values = dst + (b.values - dst);
+        for (int64_t gi = 0; gi < cols / g; ++gi) {
+            const uint8_t* block = plain.data() + static_cast<size_t>(gi) * fi.blockBytes;
+            std::memcpy(scale + gi * b.stride, block, 4);
+            std::memcpy(values + gi * b.stride, block + 4, valueBytes);
         }
     }
     return Status::ok();
 }
 
-float blockScale(WeightFormat fmt, const uint8_t* row, int64_t col) {
-    const FormatInfo fi = formatInfo(fmt);
-    return loadScale(row + static_cast<size_t>(col / fi.groupSize) * fi.blockBytes);
+float blockScale(WeightFormat fmt, const uint8_t* w, int64_t cols, int64_t r, int64_t col) {
+    const RowBlocks b = rowBlocks(fmt, w, cols, r);
+    return loadScale(b.scale + static_cast<size_t>(col / formatInfo(fmt).groupSize) * b.stride);
 }
 
-int quantValue(WeightFormat fmt, const uint8_t* row, int64_t col) {
+int quantValue(WeightFormat fmt, const uint8_t* w, int64_t cols, int64_t r, int64_t col) {
     const FormatInfo fi = formatInfo(fmt);
-    const uint8_t* block = row + static_cast<size_t>(col / fi.groupSize) * fi.blockBytes;
+    const RowBlocks b = rowBlocks(fmt, w, cols, r);
+    const uint8_t* values = b.values + static_cast<size_t>(col / fi.groupSize) * b.stride;
     const int i = static_cast<int>(col % fi.groupSize);
-    if (fi.bits == 8) return static_cast<int8_t>(block[4 + i]);
-    const uint8_t b = block[4 + i / 2];
-    return nibbleToInt((i % 2 == 0) ? (b & 15u) : (b >> 4));
+    if (fi.bits == 8) return static_cast<int8_t>(values[i]);
+    const uint8_t v = values[i / 2];
+    return nibbleToInt((i % 2 == 0) ? (v & 15u) : (v >> 4));
+}
+
+void dequantiseRow(WeightFormat fmt, const uint8_t* w, int64_t cols, int64_t r, float* dst) {
+    for (int64_t c = 0; c < cols; ++c)
+        dst[c] =
+            blockScale(fmt, w, cols, r, c) * static_cast<float>(quantValue(fmt, w, cols, r, c));
 }
 
 void dequantiseRows(WeightFormat fmt, const uint8_t* src, int64_t rows, int64_t cols, float* dst) {
-    const size_t rb = rowBytes(fmt, cols);
-    for (int64_t r = 0; r < rows; ++r) {
-        const uint8_t* row = src + static_cast<size_t>(r) * rb;
-        for (int64_t c = 0; c < cols; ++c)
-            dst[r * cols + c] =
-                blockScale(fmt, row, c) * static_cast<float>(quantValue(fmt, row, c));
-    }
+    for (int64_t r = 0; r < rows; ++r)
+        dequantiseRow(fmt, src, cols, r, dst + r * cols);
 }
 
 size_t activationScratchBytes(int groupSize, int64_t nTokens, int64_t cols) {

@@ -24,8 +24,9 @@ struct MatmulArgs {
 
 // Computes y for rows [r0, r1) and all tokens, in the order defined in matmul.h.
 using MatmulRowsFn = void (*)(const MatmulArgs& a, int64_t r0, int64_t r1);
-// dots[g] = idot of one quantised row and one token's int8 activations, g over cols / G.
-using GroupDotsFn = void (*)(WeightFormat fmt, const uint8_t* row, const int8_t* xq, int64_t cols,
+// dots[g] = idot of one quantised row (its blocks: formats.h rowBlocks) and one token's int8
+// activations, g over cols / G.
+using GroupDotsFn = void (*)(WeightFormat fmt, const RowBlocks& row, const int8_t* xq, int64_t cols,
                              int32_t* dots);
 
 struct KernelTable {
@@ -34,7 +35,11 @@ struct KernelTable {
 };
 
 // Calls f(bits, groupSize) with both as std::integral_constant, so a kernel file picks its
-// template instance for `fmt` with `Fn<decltype(bits)::value, decltype(g)::value>`.
+// template instance for `fmt` with `Fn<decltype(bits)::value, decltype(g)::value>`. A format and
+// its -r8 variant share an instance: kernels address blocks through rowBlocks.
+// Kernels read row r's blocks at rowBlocks(a.fmt, a.w, a.cols, r); the bytes of rows
+// [r, r + n) for r and n multiples of 8 are [r * rowBytes, (r + n) * rowBytes) in every layout,
+// which is what their software prefetch walks.
 template <typename F> void withFormat(WeightFormat fmt, F&& f) {
     using I8 = std::integral_constant<int, 8>;
     using I4 = std::integral_constant<int, 4>;
@@ -42,12 +47,16 @@ template <typename F> void withFormat(WeightFormat fmt, F&& f) {
     using G64 = std::integral_constant<int, 64>;
     switch (fmt) {
     case WeightFormat::Q8_G32:
+    case WeightFormat::Q8_G32_R8:
         return f(I8{}, G32{});
     case WeightFormat::Q8_G64:
+    case WeightFormat::Q8_G64_R8:
         return f(I8{}, G64{});
     case WeightFormat::Q4_G32:
+    case WeightFormat::Q4_G32_R8:
         return f(I4{}, G32{});
     case WeightFormat::Q4_G64:
+    case WeightFormat::Q4_G64_R8:
         return f(I4{}, G64{});
     }
 }

@@ -84,17 +84,29 @@ template <int G> void rows4Q8(const MatmulArgs& a, int64_t r, int nValid, bool h
     constexpr size_t kChunkBytes = 32;
     constexpr size_t kBlockBytes = 4 + G;
     const int64_t groups = a.cols / G;
-    const uint8_t* rowp[4];
-    for (int i = 0; i < 4; ++i)
-        rowp[i] = a.w + static_cast<size_t>(r + std::min(i, nValid - 1)) * a.rowBytes;
+    // Row i's scales and values (formats.h rowBlocks: either layout); rows past nValid repeat
+    // the last one.
+    const uint8_t* sp[4];
+    const uint8_t* vp[4];
+    size_t stride = 0;
+    for (int i = 0; i < 4; ++i) {
+        const RowBlocks b = rowBlocks(a.fmt, a.w, a.cols, r + std::min(i, nValid - 1));
+        sp[i] = b.scale;
+        vp[i] = b.values;
+        stride = b.stride;
+    }
+    const uint8_t* blockBase = a.w + static_cast<size_t>(r) * a.rowBytes;
+    // Four rows inside one tile of an -r8 format: their scales lie side by side.
+    const bool inTile = formatInfo(a.fmt).rowTile > 1 && r % 4 == 0 && nValid == 4;
     __m128 acc[kMaxBatch];
     for (int64_t t = 0; t < a.nTokens; ++t)
         acc[t] = _mm_setzero_ps();
     for (int64_t gi = 0; gi < groups; ++gi) {
-        const size_t off = static_cast<size_t>(gi) * kBlockBytes;
+        const size_t off = static_cast<size_t>(gi) * stride;
         if (hasNext) {
             // The next four rows follow contiguously; fetch them at the pace this block is read.
-            const char* next = reinterpret_cast<const char*>(rowp[0] + 4 * a.rowBytes + 4 * off);
+            const char* next =
+                reinterpret_cast<const char*>(blockBase + 4 * a.rowBytes + 4 * gi * kBlockBytes);
             for (size_t b = 0; b < 4 * kBlockBytes; b += 64)
                 _mm_prefetch(next + b, _MM_HINT_T0);
         }
@@ -102,9 +114,10 @@ template <int G> void rows4Q8(const MatmulArgs& a, int64_t r, int nValid, bool h
         __m256i w[4][kChunks][2];
         for (int i = 0; i < 4; ++i)
             for (int c = 0; c < kChunks; ++c)
-                loadWeights32Int8(rowp[i] + off + 4 + c * kChunkBytes, w[i][c][0], w[i][c][1]);
-        const __m128 ws = _mm_set_ps(loadScale(rowp[3] + off), loadScale(rowp[2] + off),
-                                     loadScale(rowp[1] + off), loadScale(rowp[0] + off));
+                loadWeights32Int8(vp[i] + off + c * kChunkBytes, w[i][c][0], w[i][c][1]);
+        const __m128 ws = inTile ? _mm_loadu_ps(reinterpret_cast<const float*>(sp[0] + off))
+                                 : _mm_set_ps(loadScale(sp[3] + off), loadScale(sp[2] + off),
+                                              loadScale(sp[1] + off), loadScale(sp[0] + off));
         for (int64_t t = 0; t < a.nTokens; ++t) {
             const int8_t* x = a.xq + t * a.cols + gi * G;
             __m256i p[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
@@ -175,9 +188,20 @@ template <int G>
 void rows4Q4(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, bool hasNext) {
     constexpr size_t kBlockBytes = 4 + G / 2;
     const int64_t groups = a.cols / G;
-    const uint8_t* rowp[4];
-    for (int i = 0; i < 4; ++i)
-        rowp[i] = a.w + static_cast<size_t>(r + std::min(i, nValid - 1)) * a.rowBytes;
+    // Row i's scales and values (formats.h rowBlocks: either layout); rows past nValid repeat
+    // the last one.
+    const uint8_t* sp[4];
+    const uint8_t* vp[4];
+    size_t stride = 0;
+    for (int i = 0; i < 4; ++i) {
+        const RowBlocks b = rowBlocks(a.fmt, a.w, a.cols, r + std::min(i, nValid - 1));
+        sp[i] = b.scale;
+        vp[i] = b.values;
+        stride = b.stride;
+    }
+    const uint8_t* blockBase = a.w + static_cast<size_t>(r) * a.rowBytes;
+    // Four rows inside one tile of an -r8 format: their scales lie side by side.
+    const bool inTile = formatInfo(a.fmt).rowTile > 1 && r % 4 == 0 && nValid == 4;
     const __m256i ones16 = _mm256_set1_epi16(1);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x88));
@@ -185,9 +209,10 @@ void rows4Q4(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid,
     for (int64_t t = 0; t < a.nTokens; ++t)
         acc[t] = _mm_setzero_ps();
     for (int64_t gi = 0; gi < groups; ++gi) {
-        const size_t off = static_cast<size_t>(gi) * kBlockBytes;
+        const size_t off = static_cast<size_t>(gi) * stride;
         if (hasNext) {
-            const char* next = reinterpret_cast<const char*>(rowp[0] + 4 * a.rowBytes + 4 * off);
+            const char* next =
+                reinterpret_cast<const char*>(blockBase + 4 * a.rowBytes + 4 * gi * kBlockBytes);
             for (size_t b = 0; b < 4 * kBlockBytes; b += 64)
                 _mm_prefetch(next + b, _MM_HINT_T0);
         }
@@ -196,15 +221,16 @@ void rows4Q4(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid,
         for (int i = 0; i < 4; ++i) {
             if constexpr (G == 64) {
                 const __m256i v = _mm256_xor_si256(
-                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[i] + off + 4)), flip);
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(vp[i] + off)), flip);
                 lo[i] = _mm256_and_si256(v, low4);
                 hi[i] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
             } else {
-                lo[i] = loadWeights32Offset(rowp[i] + off + 4);
+                lo[i] = loadWeights32Offset(vp[i] + off);
             }
         }
-        const __m128 ws = _mm_set_ps(loadScale(rowp[3] + off), loadScale(rowp[2] + off),
-                                     loadScale(rowp[1] + off), loadScale(rowp[0] + off));
+        const __m128 ws = inTile ? _mm_loadu_ps(reinterpret_cast<const float*>(sp[0] + off))
+                                 : _mm_set_ps(loadScale(sp[3] + off), loadScale(sp[2] + off),
+                                              loadScale(sp[1] + off), loadScale(sp[0] + off));
         for (int64_t t = 0; t < a.nTokens; ++t) {
             const int8_t* x = px.x + t * a.cols + gi * G;
             __m256i p[4];
@@ -247,13 +273,13 @@ void matmulRowsAvx2(const MatmulArgs& a, int64_t r0, int64_t r1) {
 }
 
 template <int Bits, int G>
-void groupDotsT(const uint8_t* row, const int8_t* xq, int64_t cols, int32_t* dots) {
+void groupDotsT(const RowBlocks& row, const int8_t* xq, int64_t cols, int32_t* dots) {
     constexpr size_t kChunkBytes = 32 * Bits / 8;
     constexpr size_t kBlockBytes = 4 + G * Bits / 8;
     for (int64_t gi = 0; gi < cols / G; ++gi) {
         __m256i p = _mm256_setzero_si256();
         for (int c = 0; c < G / 32; ++c) {
-            const uint8_t* w = row + gi * kBlockBytes + 4 + c * kChunkBytes;
+            const uint8_t* w = row.values + gi * row.stride + c * kChunkBytes;
             const int8_t* x = xq + gi * G + 32 * c;
             if constexpr (Bits == 8) {
                 __m256i wlo, whi, xlo, xhi;
@@ -273,7 +299,7 @@ void groupDotsT(const uint8_t* row, const int8_t* xq, int64_t cols, int32_t* dot
     }
 }
 
-void groupDotsAvx2(WeightFormat fmt, const uint8_t* row, const int8_t* xq, int64_t cols,
+void groupDotsAvx2(WeightFormat fmt, const RowBlocks& row, const int8_t* xq, int64_t cols,
                    int32_t* dots) {
     withFormat(fmt, [&](auto bits, auto g) {
         groupDotsT<decltype(bits)::value, decltype(g)::value>(row, xq, cols, dots);

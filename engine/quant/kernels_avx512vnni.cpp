@@ -95,9 +95,19 @@ template <int Bits, int G>
 void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, bool prefetchAhead) {
     constexpr size_t kBlockBytes = 4 + G * Bits / 8;
     const int64_t groups = a.cols / G;
-    const uint8_t* rowp[kRows];
-    for (int i = 0; i < kRows; ++i)
-        rowp[i] = a.w + static_cast<size_t>(r + std::min(i, nValid - 1)) * a.rowBytes;
+    // Row i's scales and values (formats.h rowBlocks: either layout); rows past nValid repeat
+    // the last one.
+    const uint8_t* sp[kRows];
+    const uint8_t* vp[kRows];
+    size_t stride = 0;
+    for (int i = 0; i < kRows; ++i) {
+        const RowBlocks b = rowBlocks(a.fmt, a.w, a.cols, r + std::min(i, nValid - 1));
+        sp[i] = b.scale;
+        vp[i] = b.values;
+        stride = b.stride;
+    }
+    const uint8_t* blockBase = a.w + static_cast<size_t>(r) * a.rowBytes;
+    const bool wholeTile = formatInfo(a.fmt).rowTile == kRows && r % kRows == 0 && nValid == kRows;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i eight = _mm256_set1_epi8(0x08);
     const __m256i flip8 = _mm256_set1_epi8(static_cast<char>(0x80));
@@ -105,12 +115,12 @@ void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, b
     for (int64_t t = 0; t < a.nTokens; ++t)
         acc[t] = _mm256_setzero_ps();
     for (int64_t gi = 0; gi < groups; ++gi) {
-        const size_t off = static_cast<size_t>(gi) * kBlockBytes;
+        const size_t off = static_cast<size_t>(gi) * stride;
         if (prefetchAhead) {
             // Rows follow contiguously: fetch the eight rows kPrefetchRows ahead at the pace this
             // block is read, into L2 (see kPrefetchRows).
-            const char* ahead =
-                reinterpret_cast<const char*>(rowp[0] + kPrefetchRows * a.rowBytes + kRows * off);
+            const char* ahead = reinterpret_cast<const char*>(
+                blockBase + kPrefetchRows * a.rowBytes + kRows * gi * kBlockBytes);
             for (size_t b = 0; b < kRows * kBlockBytes; b += 64)
                 _mm_prefetch(ahead + b, _MM_HINT_T1);
         }
@@ -118,7 +128,7 @@ void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, b
         constexpr int kChunks = G / 32;
         __m256i w[kRows][kChunks];
         for (int i = 0; i < kRows; ++i) {
-            const uint8_t* p = rowp[i] + off + 4;
+            const uint8_t* p = vp[i] + off;
             if constexpr (Bits == 8) {
                 for (int c = 0; c < kChunks; ++c)
                     w[i][c] = _mm256_xor_si256(
@@ -135,12 +145,15 @@ void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, b
                     low4, eight, 0x6A);
             }
         }
-        // Eight scalar loads: faster than a gather on AMD Zen 4 (measured with `coli bench
-        // kernels`' HotKernel rows).
-        const __m256 ws = _mm256_setr_ps(loadScale(rowp[0] + off), loadScale(rowp[1] + off),
-                                         loadScale(rowp[2] + off), loadScale(rowp[3] + off),
-                                         loadScale(rowp[4] + off), loadScale(rowp[5] + off),
-                                         loadScale(rowp[6] + off), loadScale(rowp[7] + off));
+        // A whole tile of an -r8 format: the eight scales side by side. Otherwise eight scalar
+        // loads: faster than a gather on AMD Zen 4 (measured with `coli bench kernels`'
+        // HotKernel rows).
+        const __m256 ws = wholeTile
+                              ? _mm256_loadu_ps(reinterpret_cast<const float*>(sp[0] + off))
+                              : _mm256_setr_ps(loadScale(sp[0] + off), loadScale(sp[1] + off),
+                                               loadScale(sp[2] + off), loadScale(sp[3] + off),
+                                               loadScale(sp[4] + off), loadScale(sp[5] + off),
+                                               loadScale(sp[6] + off), loadScale(sp[7] + off));
         for (int64_t t = 0; t < a.nTokens; ++t) {
             const int8_t* x = px.x + t * a.cols + gi * G;
             __m256i xc[kChunks];
@@ -185,7 +198,7 @@ void matmulRowsVnni(const MatmulArgs& a, int64_t r0, int64_t r1) {
 
 // One row's group dots with the same instructions as rows8 (the offset trick and VPDPBUSD).
 template <int Bits, int G>
-void groupDotsT(const uint8_t* row, const int8_t* xq, int64_t cols, int32_t* dots) {
+void groupDotsT(const RowBlocks& row, const int8_t* xq, int64_t cols, int32_t* dots) {
     MatmulArgs a{};
     a.cols = cols;
     a.xq = xq;
@@ -194,7 +207,7 @@ void groupDotsT(const uint8_t* row, const int8_t* xq, int64_t cols, int32_t* dot
     constexpr size_t kBlockBytes = 4 + G * Bits / 8;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     for (int64_t gi = 0; gi < cols / G; ++gi) {
-        const uint8_t* p = row + gi * kBlockBytes + 4;
+        const uint8_t* p = row.values + gi * row.stride;
         const int8_t* x = px.x + gi * G;
         __m256i s = _mm256_setzero_si256();
         if constexpr (Bits == 8) {
@@ -224,7 +237,7 @@ void groupDotsT(const uint8_t* row, const int8_t* xq, int64_t cols, int32_t* dot
     }
 }
 
-void groupDotsVnni(WeightFormat fmt, const uint8_t* row, const int8_t* xq, int64_t cols,
+void groupDotsVnni(WeightFormat fmt, const RowBlocks& row, const int8_t* xq, int64_t cols,
                    int32_t* dots) {
     withFormat(fmt, [&](auto bits, auto g) {
         groupDotsT<decltype(bits)::value, decltype(g)::value>(row, xq, cols, dots);

@@ -38,12 +38,12 @@ template <int Bits> inline void loadWeights32(const uint8_t* p, int8x16_t& lo, i
     }
 }
 
-template <int Bits, int G> inline int32_t groupDot(const uint8_t* block, const int8_t* x) {
+template <int Bits, int G> inline int32_t groupDot(const uint8_t* values, const int8_t* x) {
     constexpr size_t kChunkBytes = 32 * Bits / 8;
     int32x4_t acc = vdupq_n_s32(0);
     for (int c = 0; c < G / 32; ++c) {
         int8x16_t wlo, whi;
-        loadWeights32<Bits>(block + 4 + c * kChunkBytes, wlo, whi);
+        loadWeights32<Bits>(values + c * kChunkBytes, wlo, whi);
         acc = vdotq_s32(acc, wlo, vld1q_s8(x + 32 * c));
         acc = vdotq_s32(acc, whi, vld1q_s8(x + 32 * c + 16));
     }
@@ -51,18 +51,17 @@ template <int Bits, int G> inline int32_t groupDot(const uint8_t* block, const i
 }
 
 template <int Bits, int G> void matmulRowsT(const MatmulArgs& a, int64_t r0, int64_t r1) {
-    constexpr size_t kBlockBytes = 4 + G * Bits / 8;
     const int64_t groups = a.cols / G;
     float acc[kMaxBatch];
     for (int64_t r = r0; r < r1; ++r) {
-        const uint8_t* row = a.w + static_cast<size_t>(r) * a.rowBytes;
+        const RowBlocks row = rowBlocks(a.fmt, a.w, a.cols, r);
         for (int64_t t = 0; t < a.nTokens; ++t)
             acc[t] = 0.0f;
         for (int64_t gi = 0; gi < groups; ++gi) {
-            const uint8_t* block = row + gi * kBlockBytes;
-            const float ws = loadScale(block);
+            const size_t off = static_cast<size_t>(gi) * row.stride;
+            const float ws = loadScale(row.scale + off);
             for (int64_t t = 0; t < a.nTokens; ++t) {
-                const int32_t d = groupDot<Bits, G>(block, a.xq + t * a.cols + gi * G);
+                const int32_t d = groupDot<Bits, G>(row.values + off, a.xq + t * a.cols + gi * G);
                 const float scale = ws * a.xs[t * groups + gi];
                 acc[t] = acc[t] + static_cast<float>(d) * scale;
             }
@@ -79,13 +78,12 @@ void matmulRowsNeon(const MatmulArgs& a, int64_t r0, int64_t r1) {
 }
 
 template <int Bits, int G>
-void groupDotsT(const uint8_t* row, const int8_t* xq, int64_t cols, int32_t* dots) {
-    constexpr size_t kBlockBytes = 4 + G * Bits / 8;
+void groupDotsT(const RowBlocks& row, const int8_t* xq, int64_t cols, int32_t* dots) {
     for (int64_t gi = 0; gi < cols / G; ++gi)
-        dots[gi] = groupDot<Bits, G>(row + gi * kBlockBytes, xq + gi * G);
+        dots[gi] = groupDot<Bits, G>(row.values + gi * row.stride, xq + gi * G);
 }
 
-void groupDotsNeon(WeightFormat fmt, const uint8_t* row, const int8_t* xq, int64_t cols,
+void groupDotsNeon(WeightFormat fmt, const RowBlocks& row, const int8_t* xq, int64_t cols,
                    int32_t* dots) {
     withFormat(fmt, [&](auto bits, auto g) {
         groupDotsT<decltype(bits)::value, decltype(g)::value>(row, xq, cols, dots);

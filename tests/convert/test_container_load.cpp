@@ -15,6 +15,7 @@
 #include "model/config.h"
 #include "model/quantise_weights.h"
 #include "model/weights.h"
+#include "quant/formats.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -375,7 +376,7 @@ TEST(ContainerLoad, RefusesATensorWithTheWrongShape) {
     std::string file;
     for (auto& t : j["tensors"])
         if (t["name"] == name) {
-            ASSERT_EQ(t["format"], "int8-g64");
+            ASSERT_EQ(t["format"], "int8-g64-r8");
             const int64_t rows = t["shape"][0], cols = t["shape"][1];
             t["shape"] = {rows / 2, cols * 2};
             file = t["file"];
@@ -388,6 +389,107 @@ TEST(ContainerLoad, RefusesATensorWithTheWrongShape) {
     EXPECT_EQ(m.status().code(), ErrorCode::Malformed) << msg;
     for (const std::string& part : {std::string("colibri.json"), name, file, std::string("needs")})
         EXPECT_NE(msg.find(part), std::string::npos) << part << " not in: " << msg;
+}
+
+// Rewrites [offset, offset + length) of `file` from the -r8 layout `tiled` to its plain layout.
+void untileInPlace(const fs::path& file, uint64_t offset, uint64_t length, StoredFormat tiled,
+                   const std::vector<int64_t>& shape) {
+    const quant::WeightFormat t = weightFormat(tiled), p = quant::plainFormat(t);
+    const int64_t rows = shape[0], cols = shape[1];
+    std::vector<uint8_t> in(length), out(length);
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(std::streamoff(offset));
+    f.read(reinterpret_cast<char*>(in.data()), std::streamsize(length));
+    const quant::FormatInfo fi = quant::formatInfo(t);
+    for (int64_t r = 0; r < rows; ++r) {
+        const quant::RowBlocks a = quant::rowBlocks(t, in.data(), cols, r);
+        const quant::RowBlocks b = quant::rowBlocks(p, out.data(), cols, r);
+        for (int64_t g = 0; g < cols / fi.groupSize; ++g) {
+            std::memcpy(out.data() + (b.scale - out.data()) + g * b.stride, a.scale + g * a.stride,
+                        4);
+            std::memcpy(out.data() + (b.values - out.data()) + g * b.stride,
+                        a.values + g * a.stride, fi.blockBytes - 4);
+        }
+    }
+    f.seekp(std::streamoff(offset));
+    f.write(reinterpret_cast<const char*>(out.data()), std::streamsize(length));
+    ASSERT_TRUE(f.good()) << file;
+}
+
+StoredFormat plainStored(StoredFormat f) {
+    StoredFormat out = f;
+    EXPECT_TRUE(
+        parseStoredFormat(quant::formatInfo(quant::plainFormat(weightFormat(f))).name, &out));
+    return out;
+}
+
+// A container as format version 1 wrote it (every matrix in the plain layout) still loads, and
+// gives the same logits as the -r8 container it was made from: the layout changes no bit.
+TEST(ContainerLoad, AVersionOneContainerGivesTheSameLogits) {
+    st_test::TempDir tmp;
+    const std::string c = scratchCopy(qwenContainer(), tmp);
+    auto box = openContainer(c);
+    ASSERT_TRUE(box.isOk()) << box.status().toString();
+    EXPECT_EQ(box->formatVersion, 2);
+    int rewritten = 0;
+    auto untile = [&](const std::string& file, uint64_t offset, auto& part) {
+        if (!isQuantised(part.format) || quant::formatInfo(weightFormat(part.format)).rowTile == 1)
+            return;
+        untileInPlace(fs::path(c) / file, offset, part.length, part.format, part.shape);
+        part.format = plainStored(part.format);
+        ++rewritten;
+    };
+    for (TensorEntry& t : box->tensors)
+        untile(t.file, t.offset, t);
+    for (ExpertEntry& e : box->experts)
+        for (ExpertPart* part : {&e.gate, &e.up, &e.down})
+            untile(e.file, e.offset + part->offset, *part);
+    ASSERT_GT(rewritten, 10);
+    box->formatVersion = 1;
+    writeText(fs::path(c) / kManifestName, manifestToJson(*box));
+    auto v1 = openContainer(c);
+    ASSERT_TRUE(v1.isOk()) << v1.status().toString();
+    for (const ExpertEntry& e : v1->experts)
+        EXPECT_EQ(quant::formatInfo(weightFormat(e.gate.format)).rowTile, 1);
+    for (int threads : {1, 2}) {
+        auto a = loadModel(qwenContainer(), {}, ForwardPath::Fast, threads);
+        auto b = loadModel(c, {}, ForwardPath::Fast, threads);
+        ASSERT_TRUE(a && b);
+        const std::vector<float> x = allLogits(*a), y = allLogits(*b);
+        ASSERT_EQ(x.size(), y.size());
+        ASSERT_FALSE(x.empty());
+        EXPECT_EQ(0, std::memcmp(x.data(), y.data(), x.size() * sizeof(float)))
+            << threads << " thread(s): the plain layout changed the logits";
+    }
+}
+
+// An -r8 format on a row count that is not a multiple of 8 would put the last tile past the
+// tensor's bytes: refused at load, naming the tensor.
+TEST(ContainerLoad, RefusesATiledFormatOnRaggedRows) {
+    st_test::TempDir tmp;
+    const std::string c = scratchCopy(qwenContainer(), tmp);
+    const fs::path man = fs::path(c) / kManifestName;
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(readText(man));
+    std::string name;
+    for (auto& t : j["tensors"])
+        if (name.empty() && t["format"] == "int8-g64-r8") {
+            // The same number of blocks (so the length still matches), fewer and wider rows.
+            int64_t rows = t["shape"][0], cols = t["shape"][1];
+            while (rows % 8 == 0) {
+                rows /= 2;
+                cols *= 2;
+            }
+            t["shape"] = {rows, cols};
+            name = t["name"];
+        }
+    ASSERT_FALSE(name.empty()) << "no int8-g64-r8 tensor in the fixture's container";
+    writeText(man, j.dump(1) + "\n");
+    auto m = Model::load(c, {});
+    ASSERT_FALSE(m.isOk());
+    EXPECT_EQ(m.status().code(), ErrorCode::Malformed) << m.status().toString();
+    EXPECT_NE(m.status().message().find(name), std::string::npos) << m.status().toString();
+    EXPECT_NE(m.status().message().find("whose tiles are 8 rows"), std::string::npos)
+        << m.status().toString();
 }
 
 TEST(ContainerLoad, RefusesAMissingTensor) {

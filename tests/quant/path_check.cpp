@@ -19,8 +19,34 @@ const char* fillName(Fill fill) {
     return "?";
 }
 
+std::vector<uint8_t> retile(WeightFormat to, const std::vector<uint8_t>& plain, int64_t rows,
+                            int64_t cols) {
+    const WeightFormat from = plainFormat(to);
+    const FormatInfo fi = formatInfo(to);
+    std::vector<uint8_t> out(plain.size());
+    for (int64_t r = 0; r < rows; ++r) {
+        const RowBlocks src = rowBlocks(from, plain.data(), cols, r);
+        const RowBlocks dst = rowBlocks(to, out.data(), cols, r);
+        const size_t scaleAt = size_t(dst.scale - out.data()),
+                     valuesAt = size_t(dst.values - out.data());
+        for (int64_t gi = 0; gi < cols / fi.groupSize; ++gi) {
+            std::memcpy(out.data() + scaleAt + gi * dst.stride, src.scale + gi * src.stride, 4);
+            std::memcpy(out.data() + valuesAt + gi * dst.stride, src.values + gi * src.stride,
+                        fi.blockBytes - 4);
+        }
+    }
+    return out;
+}
+
 Problem makeProblem(WeightFormat fmt, int64_t rows, int64_t cols, int64_t nTokens, Fill fill,
                     uint32_t seed) {
+    if (plainFormat(fmt) != fmt) {
+        // The plain problem's numbers, laid out in tiles: the results must be the same bits.
+        Problem p = makeProblem(plainFormat(fmt), rows, cols, nTokens, fill, seed);
+        p.w = retile(fmt, p.w, rows, cols);
+        p.fmt = fmt;
+        return p;
+    }
     const FormatInfo fi = formatInfo(fmt);
     const int64_t groups = cols / fi.groupSize;
     Problem p{fmt, rows, cols, nTokens, {}, {}, {}};
@@ -119,12 +145,14 @@ std::string comparePathToScalar(KernelPath path, const Problem& p) {
 int runSweep(KernelPath path, std::vector<std::string>* failures) {
     int cases = 0;
     uint32_t seed = 1;
-    const int64_t rowCounts[] = {1, 3, 4, 5, 17, 64, 131};
-    for (WeightFormat fmt :
-         {WeightFormat::Q8_G32, WeightFormat::Q8_G64, WeightFormat::Q4_G32, WeightFormat::Q4_G64}) {
+    const std::vector<int64_t> rowCounts = {1, 3, 4, 5, 17, 64, 131};
+    const std::vector<int64_t> tiledRowCounts = {8, 16, 64, 136};
+    for (WeightFormat fmt : {WeightFormat::Q8_G32, WeightFormat::Q8_G64, WeightFormat::Q4_G32,
+                             WeightFormat::Q4_G64, WeightFormat::Q8_G32_R8, WeightFormat::Q8_G64_R8,
+                             WeightFormat::Q4_G32_R8, WeightFormat::Q4_G64_R8}) {
         const int g = formatInfo(fmt).groupSize;
         for (Fill fill : {Fill::Gaussian, Fill::RawRandom, Fill::Extreme}) {
-            for (int64_t rows : rowCounts) {
+            for (int64_t rows : formatInfo(fmt).rowTile == 1 ? rowCounts : tiledRowCounts) {
                 for (int64_t groups : {int64_t{1}, int64_t{3}, int64_t{8}}) {
                     for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{8}, int64_t{16},
                                       int64_t{17}}) {

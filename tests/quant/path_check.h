@@ -28,14 +28,21 @@ struct Problem {
     std::vector<float> xs;  // [nTokens, cols / G]
 };
 
+// For an -r8 format: the problem of its plain format with the same seed, its weights retiled
+// (rows must then be a multiple of 8).
 Problem makeProblem(WeightFormat fmt, int64_t rows, int64_t cols, int64_t nTokens, Fill fill,
                     uint32_t seed);
+
+// The weights `plain` (rows x cols in plainFormat(to)) laid out in the -r8 format `to`.
+std::vector<uint8_t> retile(WeightFormat to, const std::vector<uint8_t>& plain, int64_t rows,
+                            int64_t cols);
 
 // Empty when `path` matches scalar exactly on `p` (y by memcmp, integer dots by equality);
 // otherwise a description of the first mismatch.
 std::string comparePathToScalar(KernelPath path, const Problem& p);
 
-// Runs the standard sweep (all formats, fills, a set of shapes incl. ragged row counts, tokens
+// Runs the standard sweep (all formats, plain and -r8, fills, a set of shapes incl. ragged row
+// counts for the plain ones, tokens
 // 1..16 and 17 for the batch split) for `path`; returns the number of cases run and appends
 // failures to *failures.
 int runSweep(KernelPath path, std::vector<std::string>* failures);

@@ -79,9 +79,9 @@ TEST(QuantFormats, Int4LayoutByHand) {
     EXPECT_EQ(std::memcmp(b.data(), expectScale, 4), 0);
     EXPECT_EQ(b[4], 0x97); // low nibble = value 0, high nibble = value 1
     EXPECT_EQ(b[5], 0x02);
-    EXPECT_EQ(quantValue(WeightFormat::Q4_G64, b.data(), 1), -7);
+    EXPECT_EQ(quantValue(WeightFormat::Q4_G64, b.data(), 64, 0, 1), -7);
     b[4] = 0x08; // -8 in the low nibble is readable even though the quantiser never writes it
-    EXPECT_EQ(quantValue(WeightFormat::Q4_G64, b.data(), 0), -8);
+    EXPECT_EQ(quantValue(WeightFormat::Q4_G64, b.data(), 64, 0, 0), -8);
 }
 
 TEST(QuantFormats, RejectsBadInput) {
@@ -118,7 +118,7 @@ TEST(QuantFormats, QuantiseDequantiseErrorBound) {
         double worst = 0.0;
         for (int64_t r = 0; r < rows; ++r) {
             for (int64_t c = 0; c < cols; ++c) {
-                const float s = blockScale(f, q.data() + r * rowBytes(f, cols), c);
+                const float s = blockScale(f, q.data(), cols, r, c);
                 const double err = std::fabs(double(w[r * cols + c]) - d[r * cols + c]);
                 ASSERT_LE(err, s * 0.5 * (1 + 1e-6))
                     << formatInfo(f).name << " r" << r << " c" << c;

@@ -278,15 +278,24 @@ class TestAppSession : public QObject {
     App& app() { return *m_app; }
 
     // Types `text` into the composer and presses Enter; true once its answer started.
-    bool sendByKeyboard(const QString& text) {
+    // Empty when the message was sent (its row and the answer's row appeared), else why not.
+    // Waits are generous: on a loaded 2-core machine focus and the engine's reply can take
+    // seconds (a failure here once cascaded into three).
+    QString sendByKeyboard(const QString& text) {
         QQuickItem* input = visibleItem(w(), QStringLiteral("composerInput"));
-        if (!input) return false;
+        if (!input) return QStringLiteral("no visible composerInput");
         click(w(), input);
-        if (!QTest::qWaitFor([&] { return input->hasActiveFocus(); }, 2000)) return false;
+        if (!QTest::qWaitFor([&] { return input->hasActiveFocus(); }, 10000))
+            return QStringLiteral("the composer did not take the focus");
         const int rows = app().chat().rowCount();
         typeText(w(), text);
         QTest::keyClick(w(), Qt::Key_Return);
-        return app().chat().rowCount() == rows + 2 && app().controller->generating();
+        if (!QTest::qWaitFor([&] { return app().chat().rowCount() == rows + 2; }, 10000))
+            return QStringLiteral("after Return the chat has %1 rows, expected %2 (typed: '%3')")
+                .arg(app().chat().rowCount())
+                .arg(rows + 2)
+                .arg(input->property("text").toString());
+        return {};
     }
     bool waitAnswerEnd(int ms = 60000) {
         return QTest::qWaitFor([&] { return !app().controller->generating(); }, ms);
@@ -359,7 +368,7 @@ void TestAppSession::initTestCase() {
 void TestAppSession::sendStreamAndStop() {
     setAnswerLength(kLongAnswer);
     QSignalSpy flushes(app().controller.get(), &EngineController::piecesFlushed);
-    QVERIFY(sendByKeyboard(QStringLiteral("Tell me a fortune.")));
+    QCOMPARE(sendByKeyboard(QStringLiteral("Tell me a fortune.")), QString());
     QCOMPARE(app().chat().at(0).text, QStringLiteral("Tell me a fortune."));
     // Streaming: the text grows in several updates while the answer runs.
     QTRY_VERIFY_WITH_TIMEOUT(flushes.count() >= 3 || !app().controller->generating(), 30000);
@@ -431,9 +440,9 @@ void TestAppSession::secondChatAndEditAndResend() {
     click(w(), newChat);
     QCOMPARE(app().chat().rowCount(), 0);
     QCOMPARE(app().sessions->currentSessionId(), qint64(0));
-    QVERIFY(sendByKeyboard(QStringLiteral("Define lantern.")));
+    QCOMPARE(sendByKeyboard(QStringLiteral("Define lantern.")), QString());
     QVERIFY(waitAnswerEnd());
-    QVERIFY(sendByKeyboard(QStringLiteral("Quote the Bible.")));
+    QCOMPARE(sendByKeyboard(QStringLiteral("Quote the Bible.")), QString());
     QVERIFY(waitAnswerEnd());
     QCOMPARE(app().chat().rowCount(), 4);
     QVERIFY(app().settle());
@@ -604,7 +613,7 @@ void TestAppSession::budgetTypedDuringAnAnswer() {
     const double minimum = tiers->minimumBudgetBytes();
     QVERIFY2(tiers->budgetBytes() > minimum, "the budget cannot shrink: nothing to show");
     setAnswerLength(kLongAnswer);
-    QVERIFY(sendByKeyboard(QStringLiteral("Tell me another fortune.")));
+    QCOMPARE(sendByKeyboard(QStringLiteral("Tell me another fortune.")), QString());
     const int row = app().chat().rowCount() - 1;
     QTRY_VERIFY_WITH_TIMEOUT(app().chat().at(row).text.size() > 4, 30000);
     shortcut(Qt::Key_2);

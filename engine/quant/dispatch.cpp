@@ -139,6 +139,7 @@ static detail::MatmulArgs argsFor(WeightFormat fmt, const uint8_t* w, int64_t ro
                                   const QuantisedActivations& x, float* y, int64_t t0) {
     const int64_t groups = cols / x.groupSize;
     return {fmt,
+            formatInfo(fmt),
             x.groupSize,
             w,
             rowBytes(fmt, cols),

@@ -114,15 +114,7 @@ size_t rowBytes(WeightFormat fmt, int64_t cols) {
 }
 
 RowBlocks rowBlocks(WeightFormat fmt, const uint8_t* w, int64_t cols, int64_t r) {
-    const FormatInfo fi = formatInfo(fmt);
-    const size_t rb = rowBytes(fmt, cols);
-    if (fi.rowTile == 1) {
-        const uint8_t* row = w + static_cast<size_t>(r) * rb;
-        return {row, row + 4, fi.blockBytes};
-    }
-    const uint8_t* tile = w + static_cast<size_t>(r / kRowTile) * kRowTile * rb;
-    const size_t i = static_cast<size_t>(r % kRowTile);
-    return {tile + 4 * i, tile + 4 * kRowTile + i * (fi.blockBytes - 4), kRowTile * fi.blockBytes};
+    return rowBlocks(formatInfo(fmt), w, rowBytes(fmt, cols), r);
 }
 
 namespace {

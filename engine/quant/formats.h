@@ -84,6 +84,16 @@ struct RowBlocks {
     size_t stride; // bytes between a row's consecutive groups
 };
 RowBlocks rowBlocks(WeightFormat fmt, const uint8_t* w, int64_t cols, int64_t r);
+// The same from the format's info and rowBytes(fmt, cols), inline for the kernels' inner loops.
+inline RowBlocks rowBlocks(const FormatInfo& fi, const uint8_t* w, size_t rowBytes, int64_t r) {
+    if (fi.rowTile == 1) {
+        const uint8_t* row = w + static_cast<size_t>(r) * rowBytes;
+        return {row, row + 4, fi.blockBytes};
+    }
+    const uint8_t* tile = w + static_cast<size_t>(r / kRowTile) * kRowTile * rowBytes;
+    const size_t i = static_cast<size_t>(r % kRowTile);
+    return {tile + 4 * i, tile + 4 * kRowTile + i * (fi.blockBytes - 4), kRowTile * fi.blockBytes};
+}
 
 // Bytes of one quantised row of `cols` values. cols must be a positive multiple of G (checked by
 // quantiseRows / the kernels, not here).

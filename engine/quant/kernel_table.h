@@ -10,6 +10,7 @@ namespace coli::quant::detail {
 
 struct MatmulArgs {
     WeightFormat fmt;
+    FormatInfo fi; // formatInfo(fmt)
     int groupSize;
     const uint8_t* w; // rows * rowBytes
     size_t rowBytes;

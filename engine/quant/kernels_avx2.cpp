@@ -90,14 +90,14 @@ template <int G> void rows4Q8(const MatmulArgs& a, int64_t r, int nValid, bool h
     const uint8_t* vp[4];
     size_t stride = 0;
     for (int i = 0; i < 4; ++i) {
-        const RowBlocks b = rowBlocks(a.fmt, a.w, a.cols, r + std::min(i, nValid - 1));
+        const RowBlocks b = rowBlocks(a.fi, a.w, a.rowBytes, r + std::min(i, nValid - 1));
         sp[i] = b.scale;
         vp[i] = b.values;
         stride = b.stride;
     }
     const uint8_t* blockBase = a.w + static_cast<size_t>(r) * a.rowBytes;
     // Four rows inside one tile of an -r8 format: their scales lie side by side.
-    const bool inTile = formatInfo(a.fmt).rowTile > 1 && r % 4 == 0 && nValid == 4;
+    const bool inTile = a.fi.rowTile > 1 && r % 4 == 0 && nValid == 4;
     __m128 acc[kMaxBatch];
     for (int64_t t = 0; t < a.nTokens; ++t)
         acc[t] = _mm_setzero_ps();
@@ -194,14 +194,14 @@ void rows4Q4(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid,
     const uint8_t* vp[4];
     size_t stride = 0;
     for (int i = 0; i < 4; ++i) {
-        const RowBlocks b = rowBlocks(a.fmt, a.w, a.cols, r + std::min(i, nValid - 1));
+        const RowBlocks b = rowBlocks(a.fi, a.w, a.rowBytes, r + std::min(i, nValid - 1));
         sp[i] = b.scale;
         vp[i] = b.values;
         stride = b.stride;
     }
     const uint8_t* blockBase = a.w + static_cast<size_t>(r) * a.rowBytes;
     // Four rows inside one tile of an -r8 format: their scales lie side by side.
-    const bool inTile = formatInfo(a.fmt).rowTile > 1 && r % 4 == 0 && nValid == 4;
+    const bool inTile = a.fi.rowTile > 1 && r % 4 == 0 && nValid == 4;
     const __m256i ones16 = _mm256_set1_epi16(1);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x88));

@@ -101,13 +101,13 @@ void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, b
     const uint8_t* vp[kRows];
     size_t stride = 0;
     for (int i = 0; i < kRows; ++i) {
-        const RowBlocks b = rowBlocks(a.fmt, a.w, a.cols, r + std::min(i, nValid - 1));
+        const RowBlocks b = rowBlocks(a.fi, a.w, a.rowBytes, r + std::min(i, nValid - 1));
         sp[i] = b.scale;
         vp[i] = b.values;
         stride = b.stride;
     }
     const uint8_t* blockBase = a.w + static_cast<size_t>(r) * a.rowBytes;
-    const bool wholeTile = formatInfo(a.fmt).rowTile == kRows && r % kRows == 0 && nValid == kRows;
+    const bool wholeTile = a.fi.rowTile == kRows && r % kRows == 0 && nValid == kRows;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i eight = _mm256_set1_epi8(0x08);
     const __m256i flip8 = _mm256_set1_epi8(static_cast<char>(0x80));

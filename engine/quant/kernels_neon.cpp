@@ -54,7 +54,7 @@ template <int Bits, int G> void matmulRowsT(const MatmulArgs& a, int64_t r0, int
     const int64_t groups = a.cols / G;
     float acc[kMaxBatch];
     for (int64_t r = r0; r < r1; ++r) {
-        const RowBlocks row = rowBlocks(a.fmt, a.w, a.cols, r);
+        const RowBlocks row = rowBlocks(a.fi, a.w, a.rowBytes, r);
         for (int64_t t = 0; t < a.nTokens; ++t)
             acc[t] = 0.0f;
         for (int64_t gi = 0; gi < groups; ++gi) {

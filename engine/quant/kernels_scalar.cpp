@@ -33,11 +33,11 @@ void groupDotsScalar(WeightFormat fmt, const RowBlocks& row, const int8_t* xq, i
 }
 
 void matmulRowsScalar(const MatmulArgs& a, int64_t r0, int64_t r1) {
-    const FormatInfo fi = formatInfo(a.fmt);
+    const FormatInfo& fi = a.fi;
     const int g = fi.groupSize;
     const int64_t groups = a.cols / g;
     for (int64_t r = r0; r < r1; ++r) {
-        const RowBlocks row = rowBlocks(a.fmt, a.w, a.cols, r);
+        const RowBlocks row = rowBlocks(a.fi, a.w, a.rowBytes, r);
         for (int64_t t = 0; t < a.nTokens; ++t) {
             const int8_t* x = a.xq + t * a.cols;
             const float* xs = a.xs + t * groups;

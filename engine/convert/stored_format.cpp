@@ -56,52 +56,37 @@ bool isQuantised(StoredFormat f) {
     return f != StoredFormat::F32 && f != StoredFormat::BF16;
 }
 
-quant::WeightFormat weightFormat(StoredFormat f) {
-    switch (f) {
-    case StoredFormat::Q8_G32:
-        return quant::WeightFormat::Q8_G32;
-    case StoredFormat::Q8_G64:
-        return quant::WeightFormat::Q8_G64;
-    case StoredFormat::Q4_G32:
-        return quant::WeightFormat::Q4_G32;
-    case StoredFormat::Q8_G32_R8:
-        return quant::WeightFormat::Q8_G32_R8;
-    case StoredFormat::Q8_G64_R8:
-        return quant::WeightFormat::Q8_G64_R8;
-    case StoredFormat::Q4_G32_R8:
-        return quant::WeightFormat::Q4_G32_R8;
-    case StoredFormat::Q4_G64_R8:
-        return quant::WeightFormat::Q4_G64_R8;
-    default:
-        return quant::WeightFormat::Q4_G64;
-    }
-}
-
 namespace {
 
+// The quantised stored formats and their quant:: block formats, one to one.
+struct QuantRow {
+    StoredFormat stored;
+    quant::WeightFormat weights;
+};
+constexpr QuantRow kQuant[] = {
+    {StoredFormat::Q8_G32, quant::WeightFormat::Q8_G32},
+    {StoredFormat::Q8_G64, quant::WeightFormat::Q8_G64},
+    {StoredFormat::Q4_G32, quant::WeightFormat::Q4_G32},
+    {StoredFormat::Q4_G64, quant::WeightFormat::Q4_G64},
+    {StoredFormat::Q8_G32_R8, quant::WeightFormat::Q8_G32_R8},
+    {StoredFormat::Q8_G64_R8, quant::WeightFormat::Q8_G64_R8},
+    {StoredFormat::Q4_G32_R8, quant::WeightFormat::Q4_G32_R8},
+    {StoredFormat::Q4_G64_R8, quant::WeightFormat::Q4_G64_R8},
+};
+
 StoredFormat storedFormat(quant::WeightFormat f) {
-    switch (f) {
-    case quant::WeightFormat::Q8_G32:
-        return StoredFormat::Q8_G32;
-    case quant::WeightFormat::Q8_G64:
-        return StoredFormat::Q8_G64;
-    case quant::WeightFormat::Q4_G32:
-        return StoredFormat::Q4_G32;
-    case quant::WeightFormat::Q4_G64:
-        return StoredFormat::Q4_G64;
-    case quant::WeightFormat::Q8_G32_R8:
-        return StoredFormat::Q8_G32_R8;
-    case quant::WeightFormat::Q8_G64_R8:
-        return StoredFormat::Q8_G64_R8;
-    case quant::WeightFormat::Q4_G32_R8:
-        return StoredFormat::Q4_G32_R8;
-    case quant::WeightFormat::Q4_G64_R8:
-        return StoredFormat::Q4_G64_R8;
-    }
+    for (const QuantRow& r : kQuant)
+        if (r.weights == f) return r.stored;
     return StoredFormat::Q4_G64;
 }
 
 } // namespace
+
+quant::WeightFormat weightFormat(StoredFormat f) {
+    for (const QuantRow& r : kQuant)
+        if (r.stored == f) return r.weights;
+    return quant::WeightFormat::Q4_G64;
+}
 
 StoredFormat formatForRows(StoredFormat f, int64_t rows) {
     if (!isQuantised(f)) return f;

@@ -62,6 +62,22 @@ template <typename F> void withFormat(WeightFormat fmt, F&& f) {
     }
 }
 
+// Row i's scale and value pointers for rows r .. r+N-1 of a's matrix (formats.h rowBlocks, either
+// layout); rows past nValid repeat the last one (computed, never stored).
+template <int N> struct RowPointers {
+    const uint8_t* scale[N];
+    const uint8_t* values[N];
+    size_t stride = 0; // bytes between a row's consecutive groups
+    RowPointers(const MatmulArgs& a, int64_t r, int nValid) {
+        for (int i = 0; i < N; ++i) {
+            const RowBlocks b = rowBlocks(a.fi, a.w, a.rowBytes, r + (i < nValid ? i : nValid - 1));
+            scale[i] = b.scale;
+            values[i] = b.values;
+            stride = b.stride;
+        }
+    }
+};
+
 const KernelTable* scalarKernels();
 const KernelTable* avx2Kernels();       // nullptr when not compiled in
 const KernelTable* neonKernels();       // nullptr when not compiled in

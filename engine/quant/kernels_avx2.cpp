@@ -84,17 +84,10 @@ template <int G> void rows4Q8(const MatmulArgs& a, int64_t r, int nValid, bool h
     constexpr size_t kChunkBytes = 32;
     constexpr size_t kBlockBytes = 4 + G;
     const int64_t groups = a.cols / G;
-    // Row i's scales and values (formats.h rowBlocks: either layout); rows past nValid repeat
-    // the last one.
-    const uint8_t* sp[4];
-    const uint8_t* vp[4];
-    size_t stride = 0;
-    for (int i = 0; i < 4; ++i) {
-        const RowBlocks b = rowBlocks(a.fi, a.w, a.rowBytes, r + std::min(i, nValid - 1));
-        sp[i] = b.scale;
-        vp[i] = b.values;
-        stride = b.stride;
-    }
+    const RowPointers<4> rows(a, r, nValid);
+    const uint8_t* const* sp = rows.scale;
+    const uint8_t* const* vp = rows.values;
+    const size_t stride = rows.stride;
     const uint8_t* blockBase = a.w + static_cast<size_t>(r) * a.rowBytes;
     // Four rows inside one tile of an -r8 format: their scales lie side by side.
     const bool inTile = a.fi.rowTile > 1 && r % 4 == 0 && nValid == 4;
@@ -188,17 +181,10 @@ template <int G>
 void rows4Q4(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, bool hasNext) {
     constexpr size_t kBlockBytes = 4 + G / 2;
     const int64_t groups = a.cols / G;
-    // Row i's scales and values (formats.h rowBlocks: either layout); rows past nValid repeat
-    // the last one.
-    const uint8_t* sp[4];
-    const uint8_t* vp[4];
-    size_t stride = 0;
-    for (int i = 0; i < 4; ++i) {
-        const RowBlocks b = rowBlocks(a.fi, a.w, a.rowBytes, r + std::min(i, nValid - 1));
-        sp[i] = b.scale;
-        vp[i] = b.values;
-        stride = b.stride;
-    }
+    const RowPointers<4> rows(a, r, nValid);
+    const uint8_t* const* sp = rows.scale;
+    const uint8_t* const* vp = rows.values;
+    const size_t stride = rows.stride;
     const uint8_t* blockBase = a.w + static_cast<size_t>(r) * a.rowBytes;
     // Four rows inside one tile of an -r8 format: their scales lie side by side.
     const bool inTile = a.fi.rowTile > 1 && r % 4 == 0 && nValid == 4;
@@ -275,7 +261,6 @@ void matmulRowsAvx2(const MatmulArgs& a, int64_t r0, int64_t r1) {
 template <int Bits, int G>
 void groupDotsT(const RowBlocks& row, const int8_t* xq, int64_t cols, int32_t* dots) {
     constexpr size_t kChunkBytes = 32 * Bits / 8;
-    constexpr size_t kBlockBytes = 4 + G * Bits / 8;
     for (int64_t gi = 0; gi < cols / G; ++gi) {
         __m256i p = _mm256_setzero_si256();
         for (int c = 0; c < G / 32; ++c) {

@@ -95,17 +95,10 @@ template <int Bits, int G>
 void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, bool prefetchAhead) {
     constexpr size_t kBlockBytes = 4 + G * Bits / 8;
     const int64_t groups = a.cols / G;
-    // Row i's scales and values (formats.h rowBlocks: either layout); rows past nValid repeat
-    // the last one.
-    const uint8_t* sp[kRows];
-    const uint8_t* vp[kRows];
-    size_t stride = 0;
-    for (int i = 0; i < kRows; ++i) {
-        const RowBlocks b = rowBlocks(a.fi, a.w, a.rowBytes, r + std::min(i, nValid - 1));
-        sp[i] = b.scale;
-        vp[i] = b.values;
-        stride = b.stride;
-    }
+    const RowPointers<kRows> rows(a, r, nValid);
+    const uint8_t* const* sp = rows.scale;
+    const uint8_t* const* vp = rows.values;
+    const size_t stride = rows.stride;
     const uint8_t* blockBase = a.w + static_cast<size_t>(r) * a.rowBytes;
     const bool wholeTile = a.fi.rowTile == kRows && r % kRows == 0 && nValid == kRows;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -204,7 +197,6 @@ void groupDotsT(const RowBlocks& row, const int8_t* xq, int64_t cols, int32_t* d
     a.xq = xq;
     a.nTokens = 1;
     const PreparedActs px = prepareActs<Bits, G>(a);
-    constexpr size_t kBlockBytes = 4 + G * Bits / 8;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     for (int64_t gi = 0; gi < cols / G; ++gi) {
         const uint8_t* p = row.values + gi * row.stride;

@@ -38,6 +38,15 @@ std::vector<uint8_t> retile(WeightFormat to, const std::vector<uint8_t>& plain, 
     return out;
 }
 
+std::vector<float> gaussianValues(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v)
+        x = d(rng);
+    return v;
+}
+
 Problem makeProblem(WeightFormat fmt, int64_t rows, int64_t cols, int64_t nTokens, Fill fill,
                     uint32_t seed) {
     if (plainFormat(fmt) != fmt) {

@@ -20,6 +20,9 @@ enum class Fill {
 
 const char* fillName(Fill fill);
 
+// n values from N(0, 1), the same for the same seed.
+std::vector<float> gaussianValues(size_t n, uint32_t seed);
+
 struct Problem {
     WeightFormat fmt;
     int64_t rows = 0, cols = 0, nTokens = 0;

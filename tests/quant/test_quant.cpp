@@ -23,12 +23,7 @@ const WeightFormat kFormats[] = {WeightFormat::Q8_G32, WeightFormat::Q8_G64, Wei
                                  WeightFormat::Q4_G64};
 
 std::vector<float> gaussian(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v)
-        x = d(rng);
-    return v;
+    return coli::quant::testing::gaussianValues(n, seed);
 }
 
 } // namespace

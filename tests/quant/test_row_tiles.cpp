@@ -18,12 +18,7 @@ const WeightFormat kTiled[] = {WeightFormat::Q8_G32_R8, WeightFormat::Q8_G64_R8,
                                WeightFormat::Q4_G32_R8, WeightFormat::Q4_G64_R8};
 
 std::vector<float> gaussian(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v)
-        x = d(rng);
-    return v;
+    return coli::quant::testing::gaussianValues(n, seed);
 }
 
 } // namespace

@@ -139,6 +139,9 @@ std::string Container::describe() const {
         if (it == quantisation.end()) continue;
         s += (s.empty() ? "" : ", ") + it->second + " " + cls;
     }
+    // Version 1 stored every matrix row after row; the same bits, read slower (container.md).
+    if (formatVersion == 1)
+        s += "; format version 1, rows not tiled: convert again to decode faster";
     return s;
 }
 

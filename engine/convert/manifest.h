@@ -66,7 +66,8 @@ struct Container {
     // nullptr when absent. Linear / binary search; callers cache what they need.
     const ExpertEntry* expert(int layer, int expert) const;
     const TensorEntry* tensor(const std::string& name) const;
-    // "int4-g64 experts, int8-g64 dense, int8-g64 embeddings, ..." (for `coli info`).
+    // "int4-g64 experts, int8-g64 dense, int8-g64 embeddings, ..." (for `coli info`), plus a
+    // note to convert again when the container is format version 1 (untiled rows).
     std::string describe() const;
 };
 

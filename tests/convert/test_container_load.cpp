@@ -451,6 +451,10 @@ TEST(ContainerLoad, AVersionOneContainerGivesTheSameLogits) {
     ASSERT_TRUE(v1.isOk()) << v1.status().toString();
     for (const ExpertEntry& e : v1->experts)
         EXPECT_EQ(quant::formatInfo(weightFormat(e.gate.format)).rowTile, 1);
+    EXPECT_NE(v1->describe().find("convert again"), std::string::npos) << v1->describe();
+    auto v2 = openContainer(qwenContainer());
+    ASSERT_TRUE(v2.isOk());
+    EXPECT_EQ(v2->describe().find("convert again"), std::string::npos) << v2->describe();
     for (int threads : {1, 2}) {
         auto a = loadModel(qwenContainer(), {}, ForwardPath::Fast, threads);
         auto b = loadModel(c, {}, ForwardPath::Fast, threads);

@@ -223,7 +223,7 @@ private:
                 p.format = formatForRows(f, s->rows);
                 p.shape = {s->rows, s->cols};
                 p.offset = alignUp(at, kPartAlign);
-                p.length = storedBytes(f, s->rows, s->cols);
+                p.length = storedBytes(p.format, s->rows, s->cols);
                 at = p.offset + p.length;
                 it.parts.push_back(std::move(p));
             }

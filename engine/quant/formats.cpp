@@ -62,46 +62,43 @@ FormatInfo formatInfo(WeightFormat fmt) {
     return {"?", 32, 8, 36, 1};
 }
 
+namespace {
+
+// Each plain format and its -r8 variant.
+struct TilePair {
+    WeightFormat plain, tiled;
+};
+constexpr TilePair kTilePairs[] = {
+    {WeightFormat::Q8_G32, WeightFormat::Q8_G32_R8},
+    {WeightFormat::Q8_G64, WeightFormat::Q8_G64_R8},
+    {WeightFormat::Q4_G32, WeightFormat::Q4_G32_R8},
+    {WeightFormat::Q4_G64, WeightFormat::Q4_G64_R8},
+};
+
+} // namespace
+
 bool parseWeightFormat(const char* name, WeightFormat* out) {
-    for (WeightFormat f : {WeightFormat::Q8_G32, WeightFormat::Q8_G64, WeightFormat::Q4_G32,
-                           WeightFormat::Q4_G64, WeightFormat::Q8_G32_R8, WeightFormat::Q8_G64_R8,
-                           WeightFormat::Q4_G32_R8, WeightFormat::Q4_G64_R8}) {
-        if (std::strcmp(name, formatInfo(f).name) == 0) {
-            *out = f;
-            return true;
+    for (const TilePair& p : kTilePairs) {
+        for (WeightFormat f : {p.plain, p.tiled}) {
+            if (std::strcmp(name, formatInfo(f).name) == 0) {
+                *out = f;
+                return true;
+            }
         }
     }
     return false;
 }
 
 WeightFormat tiledFormat(WeightFormat fmt) {
-    switch (fmt) {
-    case WeightFormat::Q8_G32:
-        return WeightFormat::Q8_G32_R8;
-    case WeightFormat::Q8_G64:
-        return WeightFormat::Q8_G64_R8;
-    case WeightFormat::Q4_G32:
-        return WeightFormat::Q4_G32_R8;
-    case WeightFormat::Q4_G64:
-        return WeightFormat::Q4_G64_R8;
-    default:
-        return fmt;
-    }
+    for (const TilePair& p : kTilePairs)
+        if (p.plain == fmt) return p.tiled;
+    return fmt;
 }
 
 WeightFormat plainFormat(WeightFormat fmt) {
-    switch (fmt) {
-    case WeightFormat::Q8_G32_R8:
-        return WeightFormat::Q8_G32;
-    case WeightFormat::Q8_G64_R8:
-        return WeightFormat::Q8_G64;
-    case WeightFormat::Q4_G32_R8:
-        return WeightFormat::Q4_G32;
-    case WeightFormat::Q4_G64_R8:
-        return WeightFormat::Q4_G64;
-    default:
-        return fmt;
-    }
+    for (const TilePair& p : kTilePairs)
+        if (p.tiled == fmt) return p.plain;
+    return fmt;
 }
 
 WeightFormat formatForRows(WeightFormat fmt, int64_t rows) {
@@ -159,8 +156,8 @@ Status quantiseRows(WeightFormat fmt, const float* src, int64_t rows, int64_t co
                 "quantiseRows: " + std::string(fi.name) + " needs rows a multiple of " +
                     std::to_string(fi.rowTile) + ", got " + std::to_string(rows)};
     const size_t rb = rowBytes(fmt, cols);
-    const size_t valueBytes = fi.blockBytes - 4;
-    std::vector<uint8_t> plain(fi.rowTile == 1 ? 0 : rb);
+    // A tiled matrix: each tile's eight rows quantised as plain rows, then laid out as a tile.
+    std::vector<uint8_t> plain(fi.rowTile == 1 ? 0 : fi.rowTile * rb);
     for (int64_t r = 0; r < rows; ++r) {
         const float* row = src + r * cols;
         for (int64_t c = 0; c < cols; ++c)
@@ -171,18 +168,40 @@ Status quantiseRows(WeightFormat fmt, const float* src, int64_t rows, int64_t co
             quantiseRow(fi, row, cols, dst + static_cast<size_t>(r) * rb);
             continue;
         }
-        quantiseRow(fi, row, cols, plain.data());
-        const RowBlocks b = rowBlocks(fmt, dst, cols, r);
-        uint8_t* scale = dst + (b.scale - dst);
-        uint8_t* values = dst + (b.values - dst);
-        for (int64_t gi = 0; gi < cols / g; ++gi) {
-            const uint8_t* block = plain.data() + static_cast<size_t>(gi) * fi.blockBytes;
-            std::memcpy(scale + gi * b.stride, block, 4);
-            std::memcpy(values + gi * b.stride, block + 4, valueBytes);
-        }
+        const int64_t i = r % fi.rowTile;
+        quantiseRow(fi, row, cols, plain.data() + static_cast<size_t>(i) * rb);
+        if (i == fi.rowTile - 1)
+            convertLayout(plainFormat(fmt), plain.data(), fmt,
+                          dst + static_cast<size_t>(r - i) * rb, fi.rowTile, cols);
     }
     return Status::ok();
 }
+
+void convertLayout(WeightFormat from, const uint8_t* src, WeightFormat to, uint8_t* dst,
+                   int64_t rows, int64_t cols) {
+    const FormatInfo fi = formatInfo(to);
+    for (int64_t r = 0; r < rows; ++r) {
+        const RowBlocks a = rowBlocks(from, src, cols, r);
+        const RowBlocks b = rowBlocks(to, dst, cols, r);
+        uint8_t* scale = dst + (b.scale - dst); // b's pointers are into dst: writable
+        uint8_t* values = dst + (b.values - dst);
+        for (int64_t g = 0; g < cols / fi.groupSize; ++g) {
+            std::memcpy(scale + g * b.stride, a.scale + g * a.stride, 4);
+            std::memcpy(values + g * b.stride, a.values + g * a.stride, fi.blockBytes - 4);
+        }
+    }
+}
+
+namespace {
+
+// Integer value i (0 .. G-1) of a group whose value bytes start at `values`.
+int valueAt(const FormatInfo& fi, const uint8_t* values, int i) {
+    if (fi.bits == 8) return static_cast<int8_t>(values[i]);
+    const uint8_t v = values[i / 2];
+    return nibbleToInt((i % 2 == 0) ? (v & 15u) : (v >> 4));
+}
+
+} // namespace
 
 float blockScale(WeightFormat fmt, const uint8_t* w, int64_t cols, int64_t r, int64_t col) {
     const RowBlocks b = rowBlocks(fmt, w, cols, r);
@@ -192,17 +211,19 @@ float blockScale(WeightFormat fmt, const uint8_t* w, int64_t cols, int64_t r, in
 int quantValue(WeightFormat fmt, const uint8_t* w, int64_t cols, int64_t r, int64_t col) {
     const FormatInfo fi = formatInfo(fmt);
     const RowBlocks b = rowBlocks(fmt, w, cols, r);
-    const uint8_t* values = b.values + static_cast<size_t>(col / fi.groupSize) * b.stride;
-    const int i = static_cast<int>(col % fi.groupSize);
-    if (fi.bits == 8) return static_cast<int8_t>(values[i]);
-    const uint8_t v = values[i / 2];
-    return nibbleToInt((i % 2 == 0) ? (v & 15u) : (v >> 4));
+    return valueAt(fi, b.values + static_cast<size_t>(col / fi.groupSize) * b.stride,
+                   static_cast<int>(col % fi.groupSize));
 }
 
 void dequantiseRow(WeightFormat fmt, const uint8_t* w, int64_t cols, int64_t r, float* dst) {
-    for (int64_t c = 0; c < cols; ++c)
-        dst[c] =
-            blockScale(fmt, w, cols, r, c) * static_cast<float>(quantValue(fmt, w, cols, r, c));
+    const FormatInfo fi = formatInfo(fmt);
+    const RowBlocks b = rowBlocks(fmt, w, cols, r);
+    for (int64_t g = 0; g < cols / fi.groupSize; ++g) {
+        const float scale = loadScale(b.scale + g * b.stride);
+        for (int i = 0; i < fi.groupSize; ++i)
+            dst[g * fi.groupSize + i] =
+                scale * static_cast<float>(valueAt(fi, b.values + g * b.stride, i));
+    }
 }
 
 void dequantiseRows(WeightFormat fmt, const uint8_t* src, int64_t rows, int64_t cols, float* dst) {

@@ -110,7 +110,15 @@ Status quantiseRows(WeightFormat fmt, const float* src, int64_t rows, int64_t co
 // on the hot path. Preconditions as quantiseRows (not checked).
 void dequantiseRows(WeightFormat fmt, const uint8_t* src, int64_t rows, int64_t cols, float* dst);
 // Row r of the matrix w into dst [cols] (an embedding lookup). Preconditions as rowBlocks.
+// Thread-safety: pure.
 void dequantiseRow(WeightFormat fmt, const uint8_t* w, int64_t cols, int64_t r, float* dst);
+
+// The matrix src (rows x cols in layout `from`) into dst in layout `to`: a plain format and its
+// -r8 variant (plainFormat(from) == plainFormat(to); rows a multiple of 8 when either is tiled).
+// Copies every group's scale and value bytes; no values change. dst must not overlap src.
+// Thread-safety: pure.
+void convertLayout(WeightFormat from, const uint8_t* src, WeightFormat to, uint8_t* dst,
+                   int64_t rows, int64_t cols);
 
 // Scale and integer value of element (r, col) of the quantised matrix w (tests; not fast).
 float blockScale(WeightFormat fmt, const uint8_t* w, int64_t cols, int64_t r, int64_t col);

@@ -67,8 +67,14 @@ template <typename F> void withFormat(WeightFormat fmt, F&& f) {
 template <int N> struct RowPointers {
     const uint8_t* scale[N];
     const uint8_t* values[N];
-    size_t stride = 0; // bytes between a row's consecutive groups
-    RowPointers(const MatmulArgs& a, int64_t r, int nValid) {
+    size_t stride = 0;             // bytes between a row's consecutive groups
+    const uint8_t* base;           // a.w + r * rowBytes: where the N rows' bytes start, in either
+                                   // layout when r is a multiple of N (what prefetches walk from)
+    bool scalesSideBySide = false; // N whole rows of one -r8 tile: group g's N scales are one
+                                   // vector at scale[0] + g * stride
+    RowPointers(const MatmulArgs& a, int64_t r, int nValid)
+        : base(a.w + static_cast<size_t>(r) * a.rowBytes),
+          scalesSideBySide(a.fi.rowTile >= N && r % N == 0 && nValid == N) {
         for (int i = 0; i < N; ++i) {
             const RowBlocks b = rowBlocks(a.fi, a.w, a.rowBytes, r + (i < nValid ? i : nValid - 1));
             scale[i] = b.scale;

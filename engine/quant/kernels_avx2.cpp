@@ -85,21 +85,15 @@ template <int G> void rows4Q8(const MatmulArgs& a, int64_t r, int nValid, bool h
     constexpr size_t kBlockBytes = 4 + G;
     const int64_t groups = a.cols / G;
     const RowPointers<4> rows(a, r, nValid);
-    const uint8_t* const* sp = rows.scale;
-    const uint8_t* const* vp = rows.values;
-    const size_t stride = rows.stride;
-    const uint8_t* blockBase = a.w + static_cast<size_t>(r) * a.rowBytes;
-    // Four rows inside one tile of an -r8 format: their scales lie side by side.
-    const bool inTile = a.fi.rowTile > 1 && r % 4 == 0 && nValid == 4;
     __m128 acc[kMaxBatch];
     for (int64_t t = 0; t < a.nTokens; ++t)
         acc[t] = _mm_setzero_ps();
     for (int64_t gi = 0; gi < groups; ++gi) {
-        const size_t off = static_cast<size_t>(gi) * stride;
+        const size_t off = static_cast<size_t>(gi) * rows.stride;
         if (hasNext) {
             // The next four rows follow contiguously; fetch them at the pace this block is read.
             const char* next =
-                reinterpret_cast<const char*>(blockBase + 4 * a.rowBytes + 4 * gi * kBlockBytes);
+                reinterpret_cast<const char*>(rows.base + 4 * a.rowBytes + 4 * gi * kBlockBytes);
             for (size_t b = 0; b < 4 * kBlockBytes; b += 64)
                 _mm_prefetch(next + b, _MM_HINT_T0);
         }
@@ -107,10 +101,12 @@ template <int G> void rows4Q8(const MatmulArgs& a, int64_t r, int nValid, bool h
         __m256i w[4][kChunks][2];
         for (int i = 0; i < 4; ++i)
             for (int c = 0; c < kChunks; ++c)
-                loadWeights32Int8(vp[i] + off + c * kChunkBytes, w[i][c][0], w[i][c][1]);
-        const __m128 ws = inTile ? _mm_loadu_ps(reinterpret_cast<const float*>(sp[0] + off))
-                                 : _mm_set_ps(loadScale(sp[3] + off), loadScale(sp[2] + off),
-                                              loadScale(sp[1] + off), loadScale(sp[0] + off));
+                loadWeights32Int8(rows.values[i] + off + c * kChunkBytes, w[i][c][0], w[i][c][1]);
+        const __m128 ws =
+            rows.scalesSideBySide
+                ? _mm_loadu_ps(reinterpret_cast<const float*>(rows.scale[0] + off))
+                : _mm_set_ps(loadScale(rows.scale[3] + off), loadScale(rows.scale[2] + off),
+                             loadScale(rows.scale[1] + off), loadScale(rows.scale[0] + off));
         for (int64_t t = 0; t < a.nTokens; ++t) {
             const int8_t* x = a.xq + t * a.cols + gi * G;
             __m256i p[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
@@ -182,12 +178,6 @@ void rows4Q4(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid,
     constexpr size_t kBlockBytes = 4 + G / 2;
     const int64_t groups = a.cols / G;
     const RowPointers<4> rows(a, r, nValid);
-    const uint8_t* const* sp = rows.scale;
-    const uint8_t* const* vp = rows.values;
-    const size_t stride = rows.stride;
-    const uint8_t* blockBase = a.w + static_cast<size_t>(r) * a.rowBytes;
-    // Four rows inside one tile of an -r8 format: their scales lie side by side.
-    const bool inTile = a.fi.rowTile > 1 && r % 4 == 0 && nValid == 4;
     const __m256i ones16 = _mm256_set1_epi16(1);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x88));
@@ -195,10 +185,10 @@ void rows4Q4(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid,
     for (int64_t t = 0; t < a.nTokens; ++t)
         acc[t] = _mm_setzero_ps();
     for (int64_t gi = 0; gi < groups; ++gi) {
-        const size_t off = static_cast<size_t>(gi) * stride;
+        const size_t off = static_cast<size_t>(gi) * rows.stride;
         if (hasNext) {
             const char* next =
-                reinterpret_cast<const char*>(blockBase + 4 * a.rowBytes + 4 * gi * kBlockBytes);
+                reinterpret_cast<const char*>(rows.base + 4 * a.rowBytes + 4 * gi * kBlockBytes);
             for (size_t b = 0; b < 4 * kBlockBytes; b += 64)
                 _mm_prefetch(next + b, _MM_HINT_T0);
         }
@@ -207,16 +197,19 @@ void rows4Q4(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid,
         for (int i = 0; i < 4; ++i) {
             if constexpr (G == 64) {
                 const __m256i v = _mm256_xor_si256(
-                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(vp[i] + off)), flip);
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows.values[i] + off)),
+                    flip);
                 lo[i] = _mm256_and_si256(v, low4);
                 hi[i] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
             } else {
-                lo[i] = loadWeights32Offset(vp[i] + off);
+                lo[i] = loadWeights32Offset(rows.values[i] + off);
             }
         }
-        const __m128 ws = inTile ? _mm_loadu_ps(reinterpret_cast<const float*>(sp[0] + off))
-                                 : _mm_set_ps(loadScale(sp[3] + off), loadScale(sp[2] + off),
-                                              loadScale(sp[1] + off), loadScale(sp[0] + off));
+        const __m128 ws =
+            rows.scalesSideBySide
+                ? _mm_loadu_ps(reinterpret_cast<const float*>(rows.scale[0] + off))
+                : _mm_set_ps(loadScale(rows.scale[3] + off), loadScale(rows.scale[2] + off),
+                             loadScale(rows.scale[1] + off), loadScale(rows.scale[0] + off));
         for (int64_t t = 0; t < a.nTokens; ++t) {
             const int8_t* x = px.x + t * a.cols + gi * G;
             __m256i p[4];

@@ -96,11 +96,6 @@ void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, b
     constexpr size_t kBlockBytes = 4 + G * Bits / 8;
     const int64_t groups = a.cols / G;
     const RowPointers<kRows> rows(a, r, nValid);
-    const uint8_t* const* sp = rows.scale;
-    const uint8_t* const* vp = rows.values;
-    const size_t stride = rows.stride;
-    const uint8_t* blockBase = a.w + static_cast<size_t>(r) * a.rowBytes;
-    const bool wholeTile = a.fi.rowTile == kRows && r % kRows == 0 && nValid == kRows;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i eight = _mm256_set1_epi8(0x08);
     const __m256i flip8 = _mm256_set1_epi8(static_cast<char>(0x80));
@@ -108,12 +103,12 @@ void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, b
     for (int64_t t = 0; t < a.nTokens; ++t)
         acc[t] = _mm256_setzero_ps();
     for (int64_t gi = 0; gi < groups; ++gi) {
-        const size_t off = static_cast<size_t>(gi) * stride;
+        const size_t off = static_cast<size_t>(gi) * rows.stride;
         if (prefetchAhead) {
             // Rows follow contiguously: fetch the eight rows kPrefetchRows ahead at the pace this
             // block is read, into L2 (see kPrefetchRows).
             const char* ahead = reinterpret_cast<const char*>(
-                blockBase + kPrefetchRows * a.rowBytes + kRows * gi * kBlockBytes);
+                rows.base + kPrefetchRows * a.rowBytes + kRows * gi * kBlockBytes);
             for (size_t b = 0; b < kRows * kBlockBytes; b += 64)
                 _mm_prefetch(ahead + b, _MM_HINT_T1);
         }
@@ -121,7 +116,7 @@ void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, b
         constexpr int kChunks = G / 32;
         __m256i w[kRows][kChunks];
         for (int i = 0; i < kRows; ++i) {
-            const uint8_t* p = vp[i] + off;
+            const uint8_t* p = rows.values[i] + off;
             if constexpr (Bits == 8) {
                 for (int c = 0; c < kChunks; ++c)
                     w[i][c] = _mm256_xor_si256(
@@ -141,12 +136,13 @@ void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, b
         // A whole tile of an -r8 format: the eight scales side by side. Otherwise eight scalar
         // loads: faster than a gather on AMD Zen 4 (measured with `coli bench kernels`'
         // HotKernel rows).
-        const __m256 ws = wholeTile
-                              ? _mm256_loadu_ps(reinterpret_cast<const float*>(sp[0] + off))
-                              : _mm256_setr_ps(loadScale(sp[0] + off), loadScale(sp[1] + off),
-                                               loadScale(sp[2] + off), loadScale(sp[3] + off),
-                                               loadScale(sp[4] + off), loadScale(sp[5] + off),
-                                               loadScale(sp[6] + off), loadScale(sp[7] + off));
+        const __m256 ws =
+            rows.scalesSideBySide
+                ? _mm256_loadu_ps(reinterpret_cast<const float*>(rows.scale[0] + off))
+                : _mm256_setr_ps(loadScale(rows.scale[0] + off), loadScale(rows.scale[1] + off),
+                                 loadScale(rows.scale[2] + off), loadScale(rows.scale[3] + off),
+                                 loadScale(rows.scale[4] + off), loadScale(rows.scale[5] + off),
+                                 loadScale(rows.scale[6] + off), loadScale(rows.scale[7] + off));
         for (int64_t t = 0; t < a.nTokens; ++t) {
             const int8_t* x = px.x + t * a.cols + gi * G;
             __m256i xc[kChunks];

@@ -400,17 +400,7 @@ void untileInPlace(const fs::path& file, uint64_t offset, uint64_t length, Store
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
     f.seekg(std::streamoff(offset));
     f.read(reinterpret_cast<char*>(in.data()), std::streamsize(length));
-    const quant::FormatInfo fi = quant::formatInfo(t);
-    for (int64_t r = 0; r < rows; ++r) {
-        const quant::RowBlocks a = quant::rowBlocks(t, in.data(), cols, r);
-        const quant::RowBlocks b = quant::rowBlocks(p, out.data(), cols, r);
-        for (int64_t g = 0; g < cols / fi.groupSize; ++g) {
-            std::memcpy(out.data() + (b.scale - out.data()) + g * b.stride, a.scale + g * a.stride,
-                        4);
-            std::memcpy(out.data() + (b.values - out.data()) + g * b.stride,
-                        a.values + g * a.stride, fi.blockBytes - 4);
-        }
-    }
+    quant::convertLayout(t, in.data(), p, out.data(), rows, cols);
     f.seekp(std::streamoff(offset));
     f.write(reinterpret_cast<const char*>(out.data()), std::streamsize(length));
     ASSERT_TRUE(f.good()) << file;

@@ -21,20 +21,8 @@ const char* fillName(Fill fill) {
 
 std::vector<uint8_t> retile(WeightFormat to, const std::vector<uint8_t>& plain, int64_t rows,
                             int64_t cols) {
-    const WeightFormat from = plainFormat(to);
-    const FormatInfo fi = formatInfo(to);
     std::vector<uint8_t> out(plain.size());
-    for (int64_t r = 0; r < rows; ++r) {
-        const RowBlocks src = rowBlocks(from, plain.data(), cols, r);
-        const RowBlocks dst = rowBlocks(to, out.data(), cols, r);
-        const size_t scaleAt = size_t(dst.scale - out.data()),
-                     valuesAt = size_t(dst.values - out.data());
-        for (int64_t gi = 0; gi < cols / fi.groupSize; ++gi) {
-            std::memcpy(out.data() + scaleAt + gi * dst.stride, src.scale + gi * src.stride, 4);
-            std::memcpy(out.data() + valuesAt + gi * dst.stride, src.values + gi * src.stride,
-                        fi.blockBytes - 4);
-        }
-    }
+    convertLayout(plainFormat(to), plain.data(), to, out.data(), rows, cols);
     return out;
 }
 

@@ -70,6 +70,9 @@ TEST(RowTiles, QuantiserWritesThePlainBlocksRetiled) {
         ASSERT_TRUE(quantiseRows(t, w.data(), rows, cols, qt.data()).isOk());
         EXPECT_EQ(qt, coli::quant::testing::retile(t, qp, rows, cols)) << formatInfo(t).name;
         EXPECT_NE(qt, qp);
+        std::vector<uint8_t> back(qt.size());
+        convertLayout(t, qt.data(), p, back.data(), rows, cols);
+        EXPECT_EQ(back, qp) << formatInfo(t).name << ": tiled -> plain";
         std::vector<float> dp(rows * cols), dt(dp.size()), row(cols);
         dequantiseRows(p, qp.data(), rows, cols, dp.data());
         dequantiseRows(t, qt.data(), rows, cols, dt.data());

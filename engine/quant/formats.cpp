@@ -1,5 +1,7 @@
 #include "quant/formats.h"
 
+#include "quant/dispatch.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -238,19 +240,82 @@ size_t activationScratchBytes(int groupSize, int64_t nTokens, int64_t cols) {
     return qPadded + static_cast<size_t>(nTokens * (cols / groupSize)) * sizeof(float) + 16;
 }
 
+namespace {
+
+// The activation quantiser's loops. On x86-64 they are also compiled for AVX2 and that copy is
+// chosen at run time where the CPU has it: the loops vectorise (vdivps, vroundps with the current
+// rounding mode, vmaxps / vminps), and division and round-to-nearest-even are exact IEEE
+// operations at any width, so both copies write the same bytes (test_activation_quantiser). At
+// decode one thread quantises a token's row while the others wait at the next barrier; the
+// baseline build called nearbyintf once per value. (Dispatch by a pointer, not target_clones:
+// an ifunc resolver runs during relocation, before a sanitizer's runtime is up, and crashed the
+// ASan/TSan builds.)
+[[gnu::always_inline]] inline bool allFiniteBody(const float* x, int64_t cols) {
+    bool ok = true;
+    for (int64_t c = 0; c < cols; ++c)
+        ok &= std::isfinite(x[c]);
+    return ok;
+}
+
+[[gnu::always_inline]] inline void quantiseGroupsBody(const float* x, int64_t groups, int groupSize,
+                                                      int8_t* q, float* scales) {
+    for (int64_t gi = 0; gi < groups; ++gi) {
+        const float* v = x + gi * groupSize;
+        float m = 0.0f;
+        for (int i = 0; i < groupSize; ++i)
+            m = std::max(m, std::fabs(v[i]));
+        const float scale = m / 127.0f;
+        scales[gi] = scale;
+        int8_t* out = q + gi * groupSize;
+        if (scale == 0.0f) {
+            std::fill_n(out, groupSize, int8_t(0));
+            continue;
+        }
+        for (int i = 0; i < groupSize; ++i)
+            out[i] = static_cast<int8_t>(
+                static_cast<int>(std::clamp(std::nearbyint(v[i] / scale), -127.0f, 127.0f)));
+    }
+}
+
+// Returns false when x has a NaN or Inf (nothing written then).
+bool quantiseRowBaseline(const float* x, int64_t cols, int groupSize, int8_t* q, float* scales) {
+    if (!allFiniteBody(x, cols)) return false;
+    quantiseGroupsBody(x, cols / groupSize, groupSize, q, scales);
+    return true;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+[[gnu::target("avx2")]] bool quantiseRowAvx2(const float* x, int64_t cols, int groupSize, int8_t* q,
+                                             float* scales) {
+    if (!allFiniteBody(x, cols)) return false;
+    quantiseGroupsBody(x, cols / groupSize, groupSize, q, scales);
+    return true;
+}
+#endif
+
+using QuantiseRowFn = bool (*)(const float*, int64_t, int, int8_t*, float*);
+
+// The AVX2 copy with the AVX2 or AVX-512 kernels (both need an AVX2 CPU); COLI_QUANT_PATH=scalar
+// (quant/dispatch.h) selects the baseline copy too, so the tests run both.
+QuantiseRowFn chooseQuantiseRow() {
+#if defined(__x86_64__) && defined(__GNUC__)
+    const KernelPath path = selectedKernelPath();
+    if (path == KernelPath::Avx2 || path == KernelPath::Avx512Vnni) return &quantiseRowAvx2;
+#endif
+    return &quantiseRowBaseline;
+}
+
+} // namespace
+
 Status quantiseActivationRow(const float* x, int64_t cols, int groupSize, int8_t* q,
                              float* scales) {
-    for (int64_t c = 0; c < cols; ++c)
-        if (!std::isfinite(x[c]))
-            return {ErrorCode::Numeric, "non-finite activation at col " + std::to_string(c)};
-    for (int64_t gi = 0; gi < cols / groupSize; ++gi) {
-        const float* v = x + gi * groupSize;
-        const float scale = groupAbsMax(v, groupSize) / 127.0f;
-        scales[gi] = scale;
-        for (int i = 0; i < groupSize; ++i)
-            q[gi * groupSize + i] = static_cast<int8_t>(quantiseValue(v[i], scale, 127));
-    }
-    return Status::ok();
+    static const QuantiseRowFn quantiseRow = chooseQuantiseRow();
+    // The same operations as quantiseValue with limit 127 (groupAbsMax, rne(v / scale), clamp).
+    if (quantiseRow(x, cols, groupSize, q, scales)) return Status::ok();
+    int64_t c = 0;
+    while (c < cols && std::isfinite(x[c]))
+        ++c;
+    return {ErrorCode::Numeric, "non-finite activation at col " + std::to_string(c)};
 }
 
 Status quantiseActivations(const float* x, int64_t nTokens, int64_t cols, int groupSize,

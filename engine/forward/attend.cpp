@@ -1,0 +1,48 @@
+#include "forward/attend.h"
+
+#include "forward/kernels.h"
+
+#include <algorithm>
+
+namespace coli {
+
+namespace {
+
+// How far ahead (in positions) the next keys and values are fetched. A head's rows are
+// n_kv_heads * head_dim floats apart (8 KiB for OLMoE), so each row starts on another page, which
+// the hardware prefetcher does not follow: each position's first lines were a DRAM round trip.
+// Measured at decode (OLMoE shape, ~50 positions, 8 heads per thread): 51 us per layer and thread
+// without, 39 us with 4 ahead, 30 us with 8; an AVX2 build of this loop changed nothing (it waits
+// for memory, not arithmetic).
+constexpr int kAhead = 8;
+
+inline void prefetchRow(const float* row, int hd) {
+    for (int i = 0; i < hd; i += 16) // one 64-byte line per 16 floats
+        __builtin_prefetch(row + i, 0, 3);
+}
+
+} // namespace
+
+void attendHead(const float* q, const float* K, const float* V, size_t stride, int first, int last,
+                int hd, float scale, float* scores, float* out) {
+    const int n = last - first + 1;
+    for (int j = first; j <= last; ++j) {
+        const int ahead = j + kAhead; // the keys ahead, then the first values
+        if (ahead <= last)
+            prefetchRow(K + size_t(ahead) * stride, hd);
+        else if (ahead - n <= last)
+            prefetchRow(V + size_t(ahead - n) * stride, hd);
+        scores[j - first] = dotFast(q, K + size_t(j) * stride, hd) * scale;
+    }
+    softmax(scores, n);
+    std::fill(out, out + hd, 0.0f);
+    for (int j = first; j <= last; ++j) {
+        if (j + kAhead <= last) prefetchRow(V + size_t(j + kAhead) * stride, hd);
+        const float pj = scores[j - first];
+        const float* vv = V + size_t(j) * stride;
+        for (int i = 0; i < hd; ++i)
+            out[i] += pj * vv[i];
+    }
+}
+
+} // namespace coli

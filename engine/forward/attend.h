@@ -1,0 +1,18 @@
+#pragma once
+// Internal: one query head's attention over the cached positions, the Fast path's inner loop
+// (forward_fast.cpp). The float operations and their order are those of
+//   scores[j] = dotFast(q, K[j], hd) * scale;  softmax(scores);  out = sum_j scores[j] * V[j]
+// with the sum over j in position order, element by element (no FMA), so a vectorised build of
+// this file gives the bits of the scalar one.
+#include <cstddef>
+
+namespace coli {
+
+// q [hd]; K, V: position j's key/value row of this head at K + j * stride (floats);
+// positions [first, last] inclusive; scores: scratch of last - first + 1 floats;
+// out [hd] = softmax over j of (q . K[j]) * scale, times V[j], summed in position order.
+// Thread-safety: pure (writes only scores and out).
+void attendHead(const float* q, const float* K, const float* V, size_t stride, int first, int last,
+                int hd, float scale, float* scores, float* out);
+
+} // namespace coli

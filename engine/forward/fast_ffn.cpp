@@ -42,30 +42,22 @@ void gateUpShare(const Team& team, std::span<const FfnItem> items) {
         const int ur = ffnUnitRows(it.w);
         units += (it.w.gate.rows + ur - 1) / ur;
     }
-    Claims claims(team, units, 1);
-    for (int64_t u0, u1; claims.next(u0, u1);) {
-        int64_t first = 0;
-        for (const FfnItem& it : items) {
-            const int ur = ffnUnitRows(it.w), ffn = it.w.gate.rows;
-            const int64_t nu = (ffn + ur - 1) / ur;
-            const int64_t lo = std::max(u0, first), hi = std::min(u1, first + nu);
-            if (lo < hi && it.cnt > 0)
-                gateUpRows(it, int((lo - first) * ur),
-                           int(std::min<int64_t>(ffn, (hi - first) * ur)));
-            first += nu;
-        }
+    const auto [u0, u1] = team.share(units);
+    int64_t first = 0;
+    for (const FfnItem& it : items) {
+        const int ur = ffnUnitRows(it.w), ffn = it.w.gate.rows;
+        const int64_t nu = (ffn + ur - 1) / ur;
+        const int64_t lo = std::max(u0, first), hi = std::min(u1, first + nu);
+        if (lo < hi && it.cnt > 0)
+            gateUpRows(it, int((lo - first) * ur), int(std::min<int64_t>(ffn, (hi - first) * ur)));
+        first += nu;
     }
 }
 
-void downRows(std::span<const FfnItem> items, int64_t r0, int64_t r1) {
+void downShare(const Team& team, std::span<const FfnItem> items, int dModel) {
+    const auto [r0, r1] = team.shareRows(dModel);
     for (const FfnItem& it : items)
         if (it.cnt > 0) matmulRows(it.w.down, downInput(it), it.y, nullptr, r0, r1);
-}
-
-void downShare(const Team& team, std::span<const FfnItem> items, int dModel) {
-    RowClaims rows(team, dModel);
-    for (int64_t r0, r1; rows.next(r0, r1);)
-        downRows(items, r0, r1);
 }
 
 } // namespace coli

@@ -2,11 +2,10 @@
 // Internal: SwiGLU MLPs (routed experts, the shared expert, dense layers' MLP) in the Fast
 // forward pass, computed by a team in two phases for any number of MLPs at once:
 //   gate/up phase: the MLPs' intermediate rows, in units of the down projection's group size, are
-//     claimed by the team's threads (fast_team.h, Claims); a thread computes gate and up for its
-//     rows, then act = silu(gate) * up for them, then quantises those (whole) groups of act for
-//     the down projection;
-//   down phase:    the d_model output rows are claimed in blocks of 8; a thread computes its rows
-//     of every MLP's down projection (and, where the caller fuses it, consumes them at once).
+//     split over the team; a thread computes gate and up for its rows, then act = silu(gate) * up
+//     for them, then quantises those (whole) groups of act for the down projection;
+//   down phase:    the d_model output rows are split over the team; a thread computes its rows of
+//     every MLP's down projection.
 // So a layer's k experts cost two phases, not three parallel regions each. The float operations
 // per element are those of down(silu(gate x) * up x) with the kernels' fixed order.
 #include "forward/fast_matmul.h"
@@ -32,11 +31,8 @@ int ffnUnitRows(const SwiGluView& w);
 
 // Gate/up phase over all items (no sync inside).
 void gateUpShare(const Team& team, std::span<const FfnItem> items);
-// Down phase: the d_model rows claimed in blocks of 8, every item's down projection on them (no
-// sync inside; the rows a thread computed are known only to it, so consume them after a sync).
+// Down phase: this thread's share of the d_model rows (blocks of 4) of every item (no sync).
 void downShare(const Team& team, std::span<const FfnItem> items, int dModel);
-// Rows [r0, r1) of every item's down projection, on the calling thread.
-void downRows(std::span<const FfnItem> items, int64_t r0, int64_t r1);
 // The input of item's down projection (act, f32 and quantised).
 ActInput downInput(const FfnItem& item);
 

@@ -89,21 +89,19 @@ void matmulRows(const MatrixView& W, const ActInput& in, float* Y, const float* 
 }
 
 void matmulShare(const Team& team, std::span<const MatJob> jobs, const ActInput& in) {
-    constexpr int64_t kBlock = Team::kRowBlock; // a chunk's rows start at an -r8 tile
+    constexpr int64_t kBlock = Team::kRowBlock; // a thread's rows start at an -r8 tile
     int64_t blocks = 0;
     for (const MatJob& j : jobs)
         blocks += (j.w.rows + kBlock - 1) / kBlock;
-    Claims claims(team, blocks, 2);
-    for (int64_t b0, b1; claims.next(b0, b1);) {
-        int64_t first = 0; // the first block of the current job
-        for (const MatJob& j : jobs) {
-            const int64_t nb = (j.w.rows + kBlock - 1) / kBlock;
-            const int64_t lo = std::max(b0, first), hi = std::min(b1, first + nb);
-            if (lo < hi)
-                matmulRows(j.w, in, j.y, j.bias, (lo - first) * kBlock,
-                           std::min<int64_t>(j.w.rows, (hi - first) * kBlock));
-            first += nb;
-        }
+    const auto [b0, b1] = team.share(blocks);
+    int64_t first = 0; // the first block of the current job
+    for (const MatJob& j : jobs) {
+        const int64_t nb = (j.w.rows + kBlock - 1) / kBlock;
+        const int64_t lo = std::max(b0, first), hi = std::min(b1, first + nb);
+        if (lo < hi)
+            matmulRows(j.w, in, j.y, j.bias, (lo - first) * kBlock,
+                       std::min<int64_t>(j.w.rows, (hi - first) * kBlock));
+        first += nb;
     }
 }
 

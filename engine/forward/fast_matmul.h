@@ -64,8 +64,8 @@ struct MatJob {
     const float* bias = nullptr; // [w.rows] or null
 };
 
-// Rows phase: the jobs' output rows, concatenated, claimed by the team's threads (Claims) in
-// blocks of 8 rows (an -r8 tile); all read `in`. No sync inside.
+// Rows phase: the jobs' output rows, concatenated, split over the team in blocks of 4 rows (the
+// kernels' block); all read `in`. No sync inside.
 void matmulShare(const Team& team, std::span<const MatJob> jobs, const ActInput& in);
 
 } // namespace coli

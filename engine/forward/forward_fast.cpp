@@ -125,28 +125,23 @@ private:
         const float scale = m.attentionScale();
         const int group = c.nHeads / c.nKvHeads;
         float* scores = ws.scores.data() + size_t(team.id) * ws.scoreTokens;
-        Claims heads(team, int64_t(n) * c.nHeads, 1);
-        for (int64_t p0, p1; heads.next(p0, p1);)
-            for (int64_t p = p0; p < p1; ++p) {
-                const int t = int(p / c.nHeads), h = int(p % c.nHeads);
-                const int pos = pos0 + t, kvh = h / group;
-                const int first = c.slidingWindow > 0 ? std::max(0, pos - c.slidingWindow + 1) : 0;
-                attendHead(ws.q.data() + size_t(t) * qDim + h * hd, K + kvh * hd, V + kvh * hd,
-                           size_t(kvDim), first, pos, hd, scale, scores,
-                           ws.att.data() + size_t(t) * qDim + h * hd);
-            }
+        const auto [p0, p1] = team.share(int64_t(n) * c.nHeads);
+        for (int64_t p = p0; p < p1; ++p) {
+            const int t = int(p / c.nHeads), h = int(p % c.nHeads);
+            const int pos = pos0 + t, kvh = h / group;
+            const int first = c.slidingWindow > 0 ? std::max(0, pos - c.slidingWindow + 1) : 0;
+            attendHead(ws.q.data() + size_t(t) * qDim + h * hd, K + kvh * hd, V + kvh * hd,
+                       size_t(kvDim), first, pos, hd, scale, scores,
+                       ws.att.data() + size_t(t) * qDim + h * hd);
+        }
         team.sync();
         if (const int mask = groupMask(L.o)) {
             quantiseShare(team, mask, ws.att.data(), n, qDim, ws.qin);
             team.sync();
         }
-        // The residual add reads only the rows this thread just computed: no barrier between.
-        RowClaims rows(team, d);
-        for (int64_t r0, r1; rows.next(r0, r1);) {
-            matmulRows(L.o, ws.qin.input(ws.att.data(), 0, n, qDim), ws.o.data(), ptr(L.oBias), r0,
-                       r1);
-            addResidualRows(ws.o.data(), n, r0, r1);
-        }
+        const auto [r0, r1] = team.shareRows(d);
+        matmulRows(L.o, ws.qin.input(ws.att.data(), 0, n, qDim), ws.o.data(), ptr(L.oBias), r0, r1);
+        addResidualRows(ws.o.data(), n, r0, r1);
         team.sync();
     }
 
@@ -210,11 +205,9 @@ private:
         const FfnItem item = wholeChunkItem(w, n, 0);
         gateUpShare(team, std::span<const FfnItem>(&item, 1));
         team.sync();
-        RowClaims rows(team, c.dModel);
-        for (int64_t r0, r1; rows.next(r0, r1);) { // the add reads only this thread's rows
-            downRows(std::span<const FfnItem>(&item, 1), r0, r1);
-            addResidualRows(ws.y.data(), n, r0, r1);
-        }
+        downShare(team, std::span<const FfnItem>(&item, 1), c.dModel);
+        const auto [r0, r1] = team.shareRows(c.dModel);
+        addResidualRows(ws.y.data(), n, r0, r1);
         team.sync();
     }
 
@@ -352,14 +345,11 @@ private:
         }
         const std::span<const FfnItem> routed(ws.items.data(), size_t(ws.nItems));
         const std::span<const FfnItem> all(ws.items.data(), size_t(ws.nItems + (shared ? 1 : 0)));
+        const auto [r0, r1] = team.shareRows(d);
         if (!m.cache) {
             gateUpShare(team, all);
             team.sync();
-            RowClaims rows(team, d);
-            for (int64_t r0, r1; rows.next(r0, r1);) { // the sum reads only this thread's rows
-                downRows(all, r0, r1);
-                combineRows(n, r0, r1);
-            }
+            downShare(team, all, d);
         } else {
             if (shared) {
                 gateUpShare(team, all.subspan(size_t(ws.nItems)));
@@ -367,11 +357,9 @@ private:
                 downShare(team, all.subspan(size_t(ws.nItems)), d);
                 team.sync();
             }
-            if (!streamExperts(routed)) return false; // ends with a sync
-            RowClaims rows(team, d);
-            for (int64_t r0, r1; rows.next(r0, r1);)
-                combineRows(n, r0, r1);
+            if (!streamExperts(routed)) return false;
         }
+        combineRows(n, r0, r1);
         team.sync();
         return true;
     }
@@ -479,15 +467,13 @@ private:
             }
         }
         team.sync();
+        const auto [r0, r1] = team.shareRows(c.vocabSize);
+        matmulRows(out, ws.qin.input(ws.h.data() + size_t(firstLogitRow) * d, 0, rows, d), logits,
+                   nullptr, r0, r1);
         const float inv = c.logitsScaling;
-        RowClaims vocab(team, c.vocabSize);
-        for (int64_t r0, r1; vocab.next(r0, r1);) {
-            matmulRows(out, ws.qin.input(ws.h.data() + size_t(firstLogitRow) * d, 0, rows, d),
-                       logits, nullptr, r0, r1);
-            for (int t = 0; t < rows; ++t)
-                for (int64_t i = r0; i < r1; ++i)
-                    logits[size_t(t) * c.vocabSize + i] /= inv;
-        }
+        for (int t = 0; t < rows; ++t)
+            for (int64_t i = r0; i < r1; ++i)
+                logits[size_t(t) * c.vocabSize + i] /= inv;
     }
 
     const ModelImpl& m;
@@ -565,12 +551,10 @@ Status forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache&
         ws.routeFailed = ws.streamFailed = false;
         ws.status = Status::ok();
         ws.barrier.reset(m.threads);
-        ws.claimed.store(0, std::memory_order_relaxed); // the region's start orders it
 #pragma omp parallel num_threads(m.threads)
         {
             Team team;
             team.barrier = &ws.barrier;
-            team.claimed = &ws.claimed;
 #ifdef _OPENMP
             team.id = omp_get_thread_num();
             team.size = omp_get_num_threads();

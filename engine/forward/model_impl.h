@@ -7,7 +7,6 @@
 #include "model/weights.h"
 #include "tiers/expert_cache.h"
 
-#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <span>
@@ -51,9 +50,6 @@ struct FastWorkspace {
                          // max_position_embeddings
     // Shared between the team's threads of one chunk, written by the master before a sync.
     SpinBarrier barrier;
-    // Units of the chunk's claimed phases handed out so far (fast_team.h, Claims); 0 at the start
-    // of each parallel region. Its own cache line: every claim writes it.
-    alignas(64) std::atomic<int64_t> claimed{0};
     // Each flag is written by the master in one phase only and read by all after the next sync;
     // two flags, not one, so that no thread can still be reading one the master is setting.
     Status status;             // the chunk's error (streamed expert reads)

@@ -2,8 +2,8 @@
 // Internal: one query head's attention over the cached positions, the Fast path's inner loop
 // (forward_fast.cpp). The float operations and their order are those of
 //   scores[j] = dotFast(q, K[j], hd) * scale;  softmax(scores);  out = sum_j scores[j] * V[j]
-// with the sum over j in position order, element by element (no FMA), so a vectorised build of
-// this file gives the bits of the scalar one.
+// with the sum over j in position order, element by element (no FMA): the loop the Fast path had
+// inline before, plus prefetches of the rows ahead, which change no arithmetic.
 #include <cstddef>
 
 namespace coli {

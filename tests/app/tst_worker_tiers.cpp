@@ -85,7 +85,10 @@ TEST(WorkerTiers, BudgetLoweredDuringAnAnswerHoldsFromTheNextTokenAndKeepsTheTok
         }));
         ASSERT_EQ(reference.size(), 40u);
     }
-    EngineWorker w({.threads = 1}, nullptr);
+    // A ring of 4 events: the engine blocks when the ring is full, so it cannot finish the answer
+    // before this thread has seen piece 8 and asked (with the default 1024 it once did, on a
+    // loaded CI machine: the budget was applied only after the answer).
+    EngineWorker w({.threads = 1, .ringCapacity = 4}, nullptr);
     load(w);
     const TierStatus before = w.tierStatus();
     ASSERT_GT(before.maximumBudget, before.minimumBudget) << "the fixture needs room to shrink";

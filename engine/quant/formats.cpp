@@ -18,14 +18,15 @@ float loadScale(const uint8_t* block) {
     return s;
 }
 
-// rne(v / scale) clamped to [-limit, limit]; scale 0 means an all-zero group.
-int quantiseValue(float v, float scale, int limit) {
+// rne(v / scale) clamped to [-limit, limit]; scale 0 means an all-zero group. Always inlined: the
+// activation quantiser's AVX2 copy vectorises its loop only with the body in place.
+[[gnu::always_inline]] inline int quantiseValue(float v, float scale, int limit) {
     if (scale == 0.0f) return 0;
     const float r = std::nearbyint(v / scale);
     return static_cast<int>(std::clamp(r, -static_cast<float>(limit), static_cast<float>(limit)));
 }
 
-float groupAbsMax(const float* v, int n) {
+[[gnu::always_inline]] inline float groupAbsMax(const float* v, int n) {
     float m = 0.0f;
     for (int i = 0; i < n; ++i)
         m = std::max(m, std::fabs(v[i]));
@@ -250,46 +251,32 @@ namespace {
 // baseline build called nearbyintf once per value. (Dispatch by a pointer, not target_clones:
 // an ifunc resolver runs during relocation, before a sanitizer's runtime is up, and crashed the
 // ASan/TSan builds.)
-[[gnu::always_inline]] inline bool allFiniteBody(const float* x, int64_t cols) {
-    bool ok = true;
+// Returns false when x has a NaN or Inf (nothing written then). The weights' operations
+// (groupAbsMax, quantiseValue) with limit 127.
+[[gnu::always_inline]] inline bool quantiseRowBody(const float* x, int64_t cols, int groupSize,
+                                                   int8_t* q, float* scales) {
+    bool finite = true;
     for (int64_t c = 0; c < cols; ++c)
-        ok &= std::isfinite(x[c]);
-    return ok;
-}
-
-[[gnu::always_inline]] inline void quantiseGroupsBody(const float* x, int64_t groups, int groupSize,
-                                                      int8_t* q, float* scales) {
-    for (int64_t gi = 0; gi < groups; ++gi) {
+        finite &= std::isfinite(x[c]);
+    if (!finite) return false;
+    for (int64_t gi = 0; gi < cols / groupSize; ++gi) {
         const float* v = x + gi * groupSize;
-        float m = 0.0f;
-        for (int i = 0; i < groupSize; ++i)
-            m = std::max(m, std::fabs(v[i]));
-        const float scale = m / 127.0f;
+        const float scale = groupAbsMax(v, groupSize) / 127.0f;
         scales[gi] = scale;
-        int8_t* out = q + gi * groupSize;
-        if (scale == 0.0f) {
-            std::fill_n(out, groupSize, int8_t(0));
-            continue;
-        }
         for (int i = 0; i < groupSize; ++i)
-            out[i] = static_cast<int8_t>(
-                static_cast<int>(std::clamp(std::nearbyint(v[i] / scale), -127.0f, 127.0f)));
+            q[gi * groupSize + i] = static_cast<int8_t>(quantiseValue(v[i], scale, 127));
     }
+    return true;
 }
 
-// Returns false when x has a NaN or Inf (nothing written then).
 bool quantiseRowBaseline(const float* x, int64_t cols, int groupSize, int8_t* q, float* scales) {
-    if (!allFiniteBody(x, cols)) return false;
-    quantiseGroupsBody(x, cols / groupSize, groupSize, q, scales);
-    return true;
+    return quantiseRowBody(x, cols, groupSize, q, scales);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 [[gnu::target("avx2")]] bool quantiseRowAvx2(const float* x, int64_t cols, int groupSize, int8_t* q,
                                              float* scales) {
-    if (!allFiniteBody(x, cols)) return false;
-    quantiseGroupsBody(x, cols / groupSize, groupSize, q, scales);
-    return true;
+    return quantiseRowBody(x, cols, groupSize, q, scales);
 }
 #endif
 
@@ -310,7 +297,6 @@ QuantiseRowFn chooseQuantiseRow() {
 Status quantiseActivationRow(const float* x, int64_t cols, int groupSize, int8_t* q,
                              float* scales) {
     static const QuantiseRowFn quantiseRow = chooseQuantiseRow();
-    // The same operations as quantiseValue with limit 127 (groupAbsMax, rne(v / scale), clamp).
     if (quantiseRow(x, cols, groupSize, q, scales)) return Status::ok();
     int64_t c = 0;
     while (c < cols && std::isfinite(x[c]))

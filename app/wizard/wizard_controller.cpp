@@ -422,7 +422,7 @@ void WizardController::refreshSpace() {
                     s[QStringLiteral("error")] = problem;
                 if (container->isOk()) m_containerBytes = container->value();
                 const wizard::SpaceNeed need =
-                    wizard::spaceNeeded(0, m_containerBytes, disk->isOk() ? disk->value() : 0);
+                    wizard::spaceNeeded(0, m_containerBytes, marginFor(*disk));
                 // A folder already here has nothing to download: no row for it.
                 s[QStringLiteral("downloadText")] =
                     need.download ? bytes(need.download) : QString();
@@ -442,6 +442,11 @@ void WizardController::refreshSpace() {
             },
             Qt::QueuedConnection);
     });
+}
+
+uint64_t WizardController::marginFor(const Result<uint64_t>& diskBytes) const {
+    if (m_spaceMargin) return *m_spaceMargin;
+    return wizard::spaceMargin(diskBytes.isOk() ? diskBytes.value() : 0);
 }
 
 void WizardController::startConvert() {

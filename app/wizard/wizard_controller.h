@@ -30,6 +30,8 @@
 #include <QTimer>
 #include <QVariantMap>
 
+#include <optional>
+
 #include <memory>
 
 namespace coli::app {
@@ -258,6 +260,9 @@ public:
     // The file system the converter writes through (tests: a gate or a full disk); must outlive
     // the conversions that use it. Default: the real one.
     void setFileSystem(convert::FileSystem* fs) { m_fs = fs; }
+    // The free space (bytes) the place and download pages keep instead of wizard::spaceMargin of
+    // the disk's size (tests: 5 % of a big, full disk must not decide them). nullopt: the default.
+    void setSpaceMargin(std::optional<uint64_t> bytes) { m_spaceMargin = bytes; }
     convert::PlanOptions planOptions() const;
 
 signals:
@@ -292,6 +297,8 @@ private:
     };
     void refreshSpace();
     void refreshHubSpace(uint64_t generation);
+    // The margin the space checks keep on a disk of `diskBytes` (an error: the smallest margin).
+    uint64_t marginFor(const Result<uint64_t>& diskBytes) const;
     void inspectFolder(const QString& dir);
     void findUnfinished();
     void sampleProgress();
@@ -306,6 +313,7 @@ private:
     AppSettings* m_settings = nullptr;
     HubToken* m_token = nullptr;
     convert::FileSystem* m_fs = nullptr;
+    std::optional<uint64_t> m_spaceMargin; // setSpaceMargin
 
     int m_page = 0;
     int m_jobs = 0;

@@ -279,7 +279,7 @@ void WizardController::refreshHubSpace(uint64_t generation) {
                 else if (!disk->isOk())
                     s[QStringLiteral("error")] = qs(disk->status().message());
                 const wizard::SpaceNeed need =
-                    wizard::spaceNeeded(m_repoBytes, container, disk->isOk() ? disk->value() : 0);
+                    wizard::spaceNeeded(m_repoBytes, container, marginFor(*disk));
                 s[QStringLiteral("downloadText")] = bytes(need.download);
                 s[QStringLiteral("containerText")] =
                     need.container ? bytes(need.container) : QString();
@@ -323,6 +323,7 @@ void WizardController::startDownload() {
     opt.request.repo = m_repoId.toStdString();
     opt.request.dir = downloadDir().toStdString();
     opt.request.containerBytes = convertWanted() ? m_repoBytes : 0;
+    opt.request.marginBytes = m_spaceMargin ? int64_t(*m_spaceMargin) : -1; // the place page's
     opt.fs = m_fs;
     ++m_jobs;
     m_worker->post([this, ep = ep.value(), opt, stop = m_downloadStop, dbPath = databasePath(),

@@ -15,11 +15,11 @@ uint64_t spaceMargin(uint64_t diskBytes) {
     return hub::defaultSpaceMargin(diskBytes); // the same margin `coli download` keeps
 }
 
-SpaceNeed spaceNeeded(uint64_t downloadBytes, uint64_t containerBytes, uint64_t diskBytes) {
+SpaceNeed spaceNeeded(uint64_t downloadBytes, uint64_t containerBytes, uint64_t marginBytes) {
     SpaceNeed n;
     n.download = downloadBytes;
     n.container = containerBytes;
-    n.margin = spaceMargin(diskBytes);
+    n.margin = marginBytes;
     n.total = n.download + n.container + n.margin;
     return n;
 }

@@ -18,10 +18,10 @@ uint64_t spaceMargin(uint64_t diskBytes);
 struct SpaceNeed {
     uint64_t download = 0;  // bytes to download (0: the files are already there)
     uint64_t container = 0; // bytes of the container to write (0: no conversion)
-    uint64_t margin = 0;    // spaceMargin(the disk's size)
+    uint64_t margin = 0;    // free space to keep: spaceMargin(the disk's size) by default
     uint64_t total = 0;     // download + container + margin
 };
-SpaceNeed spaceNeeded(uint64_t downloadBytes, uint64_t containerBytes, uint64_t diskBytes);
+SpaceNeed spaceNeeded(uint64_t downloadBytes, uint64_t containerBytes, uint64_t marginBytes);
 
 // The nearest folder at or above `dir` that exists ("/" at worst), so that the free space of a
 // folder not created yet can be asked.

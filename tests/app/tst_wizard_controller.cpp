@@ -76,8 +76,11 @@ bool waitFor(const std::function<bool()>& done, int ms = 30000) {
     return QTest::qWaitFor(done, ms);
 }
 
-// Chooses the fixture checkpoint and waits for its inspection and first space check.
+// Chooses the fixture checkpoint and waits for its inspection and first space check. The margin
+// is 0 (the default, 5 % of the disk, would let how full this machine's disk is decide the test);
+// spaceCheckAgainstTheDisk puts the default back.
 bool chooseFixture(WizardController& w) {
+    w.setSpaceMargin(0);
     QSignalSpy inspected(&w, &WizardController::sourceInspected);
     w.chooseLocalFolder(kCheckpoint);
     return inspected.wait(30000) && waitFor([&] { return !w.busy(); });
@@ -135,7 +138,7 @@ void TstWizardController::spaceRule() {
     QCOMPARE(spaceMargin(100 * GiB), 5 * GiB); // 5 % wins
     QCOMPARE(spaceMargin(21), GiB);
     QCOMPARE(spaceMargin(30 * GiB + 21), 30 * GiB / 20 + 1); // hub::defaultSpaceMargin's
-    const SpaceNeed n = spaceNeeded(40 * GiB, 20 * GiB, 1000 * GiB);
+    const SpaceNeed n = spaceNeeded(40 * GiB, 20 * GiB, spaceMargin(1000 * GiB));
     QCOMPARE(n.margin, 50 * GiB);
     QCOMPARE(n.total, 110 * GiB);
     QTemporaryDir tmp;
@@ -229,6 +232,7 @@ void TstWizardController::spaceCheckAgainstTheDisk() {
     {
         WizardController w(nullptr, nullptr);
         QVERIFY(chooseFixture(w));
+        w.setSpaceMargin(std::nullopt);
         QVERIFY(chooseTarget(w, target.path()));
         const double reported = w.space().value("freeBytes").toDouble();
         const double actual = double(statvfsFree(target.path()));
@@ -240,7 +244,8 @@ void TstWizardController::spaceCheckAgainstTheDisk() {
         QVERIFY(planned);
         const auto disk = wizard::diskBytesFor(target.path().toStdString());
         QVERIFY(disk);
-        const auto need = wizard::spaceNeeded(0, planned.value(), disk.value());
+        const auto need =
+            wizard::spaceNeeded(0, planned.value(), wizard::spaceMargin(disk.value()));
         QCOMPARE(w.space().value("neededBytes").toDouble(), double(need.total));
         QCOMPARE(w.space().value("fits").toBool(), actual >= double(need.total));
     }
@@ -250,13 +255,15 @@ void TstWizardController::spaceCheckAgainstTheDisk() {
     QVERIFY(planned);
     const auto disk = wizard::diskBytesFor(target.path().toStdString());
     QVERIFY(disk);
-    const uint64_t needed = wizard::spaceNeeded(0, planned.value(), disk.value()).total;
+    const uint64_t needed =
+        wizard::spaceNeeded(0, planned.value(), wizard::spaceMargin(disk.value())).total;
     for (const uint64_t free : {needed, needed - 1}) {
         convert::FaultyFileSystem fs(convert::posixFileSystem());
         fs.reportedFree = free;
         WizardController w(nullptr, nullptr);
         w.setFileSystem(&fs);
         QVERIFY(chooseFixture(w));
+        w.setSpaceMargin(std::nullopt);
         w.next();
         QVERIFY(chooseTarget(w, target.path() + "/deeper/not-created-yet"));
         QCOMPARE(w.space().value("freeBytes").toDouble(), double(free));

@@ -34,6 +34,13 @@ def work(name):
     return p
 
 
+def download(args, env, **kw):
+    """`coli download ARGS --reserve 0`: the default margin is 5 % of the disk, so how full the
+    machine's disk happens to be would decide these tests (a 252 GB disk with 12 GB free refused
+    them all); test_the_margin_is_kept checks the margin itself."""
+    return run_coli(ARGS.coli, ["download", *args, "--reserve", "0"], env, **kw)
+
+
 class Search(unittest.TestCase):
     def test_table_flags_what_cannot_run(self):
         w = work("search")
@@ -88,7 +95,7 @@ class Download(unittest.TestCase):
         w = work("tiny")
         with Hub({"colibri/moe-tiny": TINY}) as hub:
             env = coli_env(w, hub.endpoint)
-            r = run_coli(ARGS.coli, ["download", "colibri/moe-tiny"], env)
+            r = download(["colibri/moe-tiny"], env)
             self.assertEqual(r.returncode, 0, r.stderr)
             out = r.stdout.decode()
             dest = os.path.join(w, "xdg", "colibri", "models", "colibri--moe-tiny")
@@ -108,7 +115,7 @@ class Download(unittest.TestCase):
             self.assertEqual(info.returncode, 0, info.stderr)
             self.assertIn("MixtralForCausalLM", info.stdout.decode())
             # Again: nothing fetched, every file checked in place.
-            r = run_coli(ARGS.coli, ["download", "colibri/moe-tiny"], env)
+            r = download(["colibri/moe-tiny"], env)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertRegex(r.stdout.decode(), r"\(0 fetched, \d+ already there\)")
 
@@ -118,7 +125,7 @@ class Download(unittest.TestCase):
         make_repo(os.path.join(w, "repo"), {"model.safetensors": 4 * MiB},
                   arch="DeepseekV3ForCausalLM")
         with Hub({"test/deep": os.path.join(w, "repo")}, log=log) as hub:
-            r = run_coli(ARGS.coli, ["download", "test/deep", "--dir", os.path.join(w, "d")],
+            r = download(["test/deep", "--dir", os.path.join(w, "d")],
                          coli_env(w, hub.endpoint))
             self.assertEqual(r.returncode, 3, r.stderr)
             self.assertIn(b"DeepseekV3ForCausalLM", r.stderr)
@@ -133,35 +140,49 @@ class Download(unittest.TestCase):
         make_repo(os.path.join(w, "repo"), {"model.safetensors": 1000}, meta={"gated": True})
         with Hub({"test/gated": os.path.join(w, "repo")}, extra=["--token", "hf_test"]) as hub:
             env = coli_env(w, hub.endpoint)
-            r = run_coli(ARGS.coli, ["download", "test/none", "--dir", os.path.join(w, "n")], env)
+            r = download(["test/none", "--dir", os.path.join(w, "n")], env)
             self.assertEqual(r.returncode, 6, r.stderr)
             self.assertIn(b"test/none", r.stderr)
             self.assertIn(b"not found", r.stderr)
-            r = run_coli(ARGS.coli, ["download", "test/gated", "--dir", os.path.join(w, "g")],
+            r = download(["test/gated", "--dir", os.path.join(w, "g")],
                          env)
             self.assertEqual(r.returncode, 6, r.stderr)
             self.assertIn(b"HF_TOKEN", r.stderr)
             self.assertNotIn(b"hf_test", r.stderr)
-            r = run_coli(ARGS.coli, ["download", "test/gated", "--dir", os.path.join(w, "g")],
+            r = download(["test/gated", "--dir", os.path.join(w, "g")],
                          coli_env(w, hub.endpoint, token="hf_test"))
             self.assertEqual(r.returncode, 0, r.stderr)
             dead = hub.endpoint
-        r = run_coli(ARGS.coli, ["download", "test/gated", "--dir", os.path.join(w, "x"),
+        r = download(["test/gated", "--dir", os.path.join(w, "x"),
                                  "--retries", "0"], coli_env(w, dead))
         self.assertEqual(r.returncode, 6, r.stderr)
+
+    def test_the_margin_is_kept(self):
+        # A reserve no disk has: refused with exit 5 before any weight byte, the figures named.
+        w = work("margin")
+        make_repo(os.path.join(w, "repo"), {"model.safetensors": 4 * MiB})
+        dest = os.path.join(w, "d")
+        with Hub({"test/r": os.path.join(w, "repo")}) as hub:
+            r = run_coli(ARGS.coli, ["download", "test/r", "--dir", dest, "--reserve", "1P"],
+                         coli_env(w, hub.endpoint))
+            self.assertEqual(r.returncode, 5, r.stderr)
+            self.assertRegex(r.stderr, rb"not enough free space for test/r: 4\.00 MiB to "
+                                       rb"download plus a margin of \d+\.\d\d GiB")
+            self.assertEqual(hub.stats()["bytes_sent"].get("test/r/model.safetensors", 0), 0)
+            self.assertEqual(part_bytes(dest), 0)
 
     def test_usage_errors(self):
         w = work("usage")
         make_repo(os.path.join(w, "repo"), {"model.safetensors": 1000})
         with Hub({"test/r": os.path.join(w, "repo")}) as hub:
             env = coli_env(w, hub.endpoint)
-            r = run_coli(ARGS.coli, ["download", "no-slash"], env)
+            r = download(["no-slash"], env)
             self.assertEqual(r.returncode, 2, r.stderr)
-            r = run_coli(ARGS.coli, ["download", "test/r", "--include", "*.txt",
+            r = download(["test/r", "--include", "*.txt",
                                      "--dir", os.path.join(w, "d")], env)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn(b"--include", r.stderr)
-            r = run_coli(ARGS.coli, ["download"], env)
+            r = download([], env)
             self.assertEqual(r.returncode, 2, r.stderr)
 
     def test_ctrl_c_keeps_the_part_and_a_rerun_resumes(self):
@@ -170,7 +191,7 @@ class Download(unittest.TestCase):
         dest = os.path.join(w, "d")
         with Hub({"test/r": os.path.join(w, "repo")}, extra=["--throttle", str(2 * MiB)]) as hub:
             env = coli_env(w, hub.endpoint)
-            p = subprocess.Popen([ARGS.coli, "download", "test/r", "--dir", dest],
+            p = subprocess.Popen([ARGS.coli, "download", "test/r", "--dir", dest, "--reserve", "0"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
             self.assertTrue(wait_for(lambda: part_bytes(dest) >= MiB))
             p.send_signal(signal.SIGINT)
@@ -180,7 +201,7 @@ class Download(unittest.TestCase):
             kept = part_bytes(dest)
             self.assertGreaterEqual(kept, MiB)
             before = hub.settled_bytes_sent()
-            r = run_coli(ARGS.coli, ["download", "test/r", "--dir", dest], env)
+            r = download(["test/r", "--dir", dest], env)
             self.assertEqual(r.returncode, 0, r.stderr)
             for name, digest in sums.items():
                 self.assertEqual(sha256_file(os.path.join(dest, name)), digest, name)
@@ -196,8 +217,8 @@ class Download(unittest.TestCase):
         with Hub({"test/r": os.path.join(w, "repo")}) as hub:
             env = coli_env(w, hub.endpoint)
             # Create the database first: its own files must not meet the limit.
-            run_coli(ARGS.coli, ["download", "test/r", "--include", "nothing", "--dir", dest], env)
-            r = run_coli(ARGS.coli, ["download", "test/r", "--dir", dest], env,
+            download(["test/r", "--include", "nothing", "--dir", dest], env)
+            r = download(["test/r", "--dir", dest], env,
                          limit_bytes=2 * MiB)
             self.assertEqual(r.returncode, 5, r.stderr)
             # EFBIG is named as the size limit it is; what to do is the same as for ENOSPC.
@@ -206,7 +227,7 @@ class Download(unittest.TestCase):
             part = os.path.join(dest, "model.safetensors.part")
             self.assertEqual(os.path.getsize(part), 2 * MiB)
             self.assertFalse(os.path.exists(os.path.join(dest, "colibri-download.json")))
-            r = run_coli(ARGS.coli, ["download", "test/r", "--dir", dest], env)
+            r = download(["test/r", "--dir", dest], env)
             self.assertEqual(r.returncode, 0, r.stderr)
             for name, digest in sums.items():
                 self.assertEqual(sha256_file(os.path.join(dest, name)), digest, name)

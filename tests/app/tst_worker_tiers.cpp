@@ -190,6 +190,28 @@ TEST(WorkerTiers, DecodeStepsAreCountedApartFromThePrompt) {
     EXPECT_GT(decode.routed, 0u);
 }
 
+// At the smallest budget both parts read from disk, and the bytes of each part are the engine's.
+TEST(WorkerTiers, ReadBytesAreSplitAsTheEngineSplitsThem) {
+    EngineWorker w({.threads = 1, .expertBudgetBytes = 1}, nullptr);
+    load(w);
+    for (int turn = 0; turn < 3; ++turn) {
+        const TierStatus before = w.tierStatus();
+        w.post(generate(2));
+        GenerateStats stats;
+        ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {
+            if (ev.kind == EventKind::Finished) stats = ev.stats;
+            return ev.kind == EventKind::Finished || ev.kind == EventKind::Failed;
+        }));
+        const TierStatus s = w.tierStatus();
+        const tiers::TierCounters decode = s.decodeCounters - before.decodeCounters;
+        const tiers::TierCounters prompt = (s.counters - before.counters) - decode;
+        EXPECT_EQ(prompt.bytesRead, stats.tiersPrefill.bytesRead) << "turn " << turn;
+        EXPECT_EQ(decode.bytesRead, stats.tiersDecode.bytesRead) << "turn " << turn;
+        EXPECT_GT(prompt.bytesRead, 0u) << "turn " << turn;
+        EXPECT_GT(decode.bytesRead, 0u) << "turn " << turn;
+    }
+}
+
 // The Brain and Atlas views' map travels with every status: one state byte and a hit count per
 // (layer, expert), the hits adding up to the routed count of the same snapshot.
 TEST(WorkerTiers, ExpertMapIsPublishedWithEveryStatus) {

@@ -2,7 +2,8 @@
 // and warm, with bytes read per token, hit rates per tier and the I/O pool's efficiency as a
 // ratio of the disk's bandwidth measured in the same run with the same request size and queue
 // depth (docs/performance.md: median and min-max of the runs). A benchmark: nothing is asserted
-// about speed; the tokens are (every run must decode the same ones, else it stops with an error).
+// about speed; the tokens are (every run must decode the reference's, else it stops with an error;
+// the reference is a resident load when every expert fits in memory, else the first streamed run).
 #include "cmd_bench_decode.h"
 #include "bench_stats.h"
 #include "cmd_bench_resident.h"
@@ -43,6 +44,10 @@ struct BenchDecodeOptions {
     bool directIo = false; // --direct-io
     bool buffered = false; // --buffered
     int threads = 0;
+    // --reference: the tokens every run must decode come from a resident load ("resident"), from
+    // the first streamed run ("streamed"), or "auto": resident when every expert fits in the
+    // memory available (a model bigger than memory cannot be loaded whole: it would be killed).
+    std::string reference = "auto";
     bool resident = false;    // --resident: the memory roofline rows (cmd_bench_resident.h)
     std::vector<int> prefill; // --prefill lengths (with --resident)
 };
@@ -166,6 +171,26 @@ int fail(const Status& s, int code) {
     return code;
 }
 
+// Whether every routed expert fits in the memory available after the dense weights are loaded
+// (the default budget's rule, runtime/expert_budget.h: the whole model when it fits); `why`
+// receives the figures.
+Result<bool> everyExpertFits(const BenchDecodeOptions& o, std::string* why) {
+    ModelLoadOptions lo;
+    lo.threads = o.threads;
+    lo.tiers.stream = true;
+    lo.tiers.directIo = directIoMode(o.directIo, o.buffered);
+    auto model = Model::load(o.model, lo);
+    if (!model) return model.status();
+    const tiers::ExpertCache* cache = (*model)->expertCache();
+    if (!cache) return true;
+    auto mem = availableMemory();
+    if (!mem) return mem.status();
+    const uint64_t all = maximumExpertBudget(*cache), room = defaultExpertBudget(*cache, *mem);
+    *why = fmt::format("every expert needs {}, the memory available allows {}", formatBytes(all),
+                       formatBytes(room));
+    return room >= all;
+}
+
 int runBenchDecode(const BenchDecodeOptions& o) {
     auto tok = Tokenizer::fromFile(o.model + "/tokenizer.json");
     if (!tok) return fail(tok.status(), kExitModel);
@@ -175,17 +200,34 @@ int runBenchDecode(const BenchDecodeOptions& o) {
         if (!c) return fail(c.status(), kExitModel);
         box = std::move(c.value());
     }
-    // Correctness gate and the resident reference.
-    auto ref = runOnce(o, **tok, false, "");
-    if (!ref) return fail(ref.status(), kExitModel);
+    // The correctness gate: every run decodes the reference's tokens (placement never changes
+    // them).
+    bool resident = o.reference == "resident";
+    std::string why;
+    if (o.reference == "auto") {
+        auto fits = everyExpertFits(o, &why);
+        if (!fits) return fail(fits.status(), kExitModel);
+        resident = *fits;
+    }
+    std::optional<RunResult> ref;
+    if (resident) {
+        auto r = runOnce(o, **tok, false, "");
+        if (!r) return fail(r.status(), kExitModel);
+        ref = std::move(*r);
+    }
     fmt::print("model:      {}\n", o.model);
     fmt::print("decode:     {} greedy tokens after a {}-token prompt; {} measured runs after one "
                "warm-up per row; threads {}\n",
                o.tokens, (*tok)->encode(o.prompt, true).size(), o.runs,
                o.threads > 0 ? std::to_string(o.threads) : std::string("all"));
     fmt::print("OpenMP:     {}\n", startup::ompWaitDescription());
-    fmt::print("resident:   {:.2f} tok/s (every expert in RAM, read at load)\n",
-               ref->decodeTokensPerSecond);
+    if (ref)
+        fmt::print("resident:   {:.2f} tok/s (every expert in RAM, read at load)\n",
+                   ref->decodeTokensPerSecond);
+    else
+        fmt::print("resident:   not run ({}); every run must decode the first streamed run's "
+                   "tokens\n",
+                   why.empty() ? "--reference streamed" : why);
     std::vector<Row> rows;
     std::string readMode;
     for (const std::string& state : o.states) {
@@ -204,11 +246,13 @@ int runBenchDecode(const BenchDecodeOptions& o) {
                     return fail(r.status(), r.status().code() == ErrorCode::InvalidArgument
                                                 ? kExitUsage
                                                 : kExitModel);
+                if (!ref) ref = *r; // the first streamed run is the reference
                 if (r->ids != ref->ids)
                     return fail({ErrorCode::Internal,
-                                 fmt::format("budget {} ({}) decoded other tokens than the "
-                                             "resident model: placement changed the output",
-                                             budget, state)},
+                                 fmt::format("budget {} ({}) decoded other tokens than the {}: "
+                                             "placement changed the output",
+                                             budget, state,
+                                             resident ? "resident model" : "first streamed run")},
                                 kExitGeneration);
                 readMode = r->readMode;
                 if (run < 0) continue; // warm-up
@@ -313,6 +357,11 @@ Command addBenchDecodeCommand(CLI::App& bench) {
     cmd->add_option("-t,--threads", o->threads, "CPU threads (0 = all cores)")
         ->type_name("N")
         ->check(integerIn(0, 1024));
+    cmd->add_option("--reference", o->reference,
+                    "The tokens every run must decode: from a resident load, from the first "
+                    "streamed run, or auto: resident when every expert fits in available memory")
+        ->type_name("auto|resident|streamed")
+        ->check(CLI::IsMember({"auto", "resident", "streamed"}));
     cmd->add_flag("--resident", o->resident,
                   "Every expert in RAM: tok/s against the memory read bandwidth (B_tok, R, ratio)");
     cmd->add_option("--prefill", o->prefill,

@@ -49,6 +49,24 @@ class BenchDecode(unittest.TestCase):
             self.assertGreater(float(small[5]), float(half[5]))  # MiB read per token
             self.assertLess(float(small[6]), float(half[6]))   # hit rate
 
+    def test_streamed_reference(self):
+        # A model bigger than memory is never loaded whole: the first streamed run is the
+        # reference every other run must reproduce (forced here; auto picks it when the experts
+        # do not fit, and resident on this small model, as test_table shows).
+        r = subprocess.run([ARGS.coli, "bench", "decode", self.container, "--runs", "1", "-n", "4",
+                            "--budgets", "0,100%", "--cache", "warm", "-t", "2",
+                            "--reference", "streamed"], capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"resident:\s+not run \(--reference streamed\); every run must "
+                                   r"decode the first streamed run's tokens")
+        rows = [l.split()[1] for l in r.stdout.splitlines()
+                if len(l.split()) == 14 and l.split()[0] == "warm"]
+        self.assertEqual(rows, ["0", "100%"], r.stdout)
+        r = subprocess.run([ARGS.coli, "bench", "decode", self.container, "--reference", "disk"],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--reference", r.stderr)
+
     def test_bad_budget(self):
         for budget, message in (("250%", "bad percentage '250%'"),
                                 ("1MiB", "'1MiB' is not 0, N% or a byte count")):

@@ -56,7 +56,7 @@ TEST(FileLayer, FaultyFileSystemCountsAppendedBytesAgainstTheBudget) {
     const Status s = f.value()->write("67890", 5);
     EXPECT_EQ(s.code(), ErrorCode::NoSpace);
     EXPECT_NE(s.message().find("disk full writing " + path), std::string::npos) << s.message();
-    EXPECT_TRUE(f.value()->close()); // the bytes that fitted are flushed and closed cleanly
+    EXPECT_TRUE(f.value()->close());    // the bytes that fitted are flushed and closed cleanly
     EXPECT_EQ(slurp(path), "12345678"); // what fitted is kept
     EXPECT_EQ(disk.bytesWritten(), 8u);
     ASSERT_EQ(disk.appended().size(), 1u);

@@ -104,7 +104,7 @@ private:
     // x [n, d_model] += o(attention(rmsnorm(x))); appends K/V of the n tokens to the cache.
     void attention(const LayerWeights& L, int layer, int n, int pos0) {
         const int d = c.dModel, hd = c.headDim;
-        const int qDim = c.nHeads * hd, kvDim = c.nKvHeads * hd;
+        const int qDim = c.nHeads * hd;
         normShare(L.attnNorm.data(), n, groupMask(L.q) | groupMask(L.k) | groupMask(L.v));
         team.sync();
         const MatJob qkv[] = {{L.q, ws.q.data(), ptr(L.qBias)},
@@ -115,6 +115,7 @@ private:
 
         float* K = KVCacheAccess::keys(kv, layer);
         float* V = KVCacheAccess::values(kv, layer);
+        const size_t hs = KVCacheAccess::headStride(kv); // [n_kv_heads, capacity, head_dim]
         {
             const auto [t0, t1] = team.share(n);
             for (int64_t t = t0; t < t1; ++t)
@@ -130,8 +131,8 @@ private:
             const int t = int(p / c.nHeads), h = int(p % c.nHeads);
             const int pos = pos0 + t, kvh = h / group;
             const int first = c.slidingWindow > 0 ? std::max(0, pos - c.slidingWindow + 1) : 0;
-            attendHead(ws.q.data() + size_t(t) * qDim + h * hd, K + kvh * hd, V + kvh * hd,
-                       size_t(kvDim), first, pos, hd, scale, scores,
+            attendHead(ws.q.data() + size_t(t) * qDim + h * hd, K + kvh * hs, V + kvh * hs,
+                       size_t(hd), first, pos, hd, scale, scores,
                        ws.att.data() + size_t(t) * qDim + h * hd);
         }
         team.sync();
@@ -176,8 +177,11 @@ private:
             Rope::apply(q + h * hd, hd, cs, cs + half);
         for (int h = 0; h < c.nKvHeads; ++h)
             Rope::apply(k + h * hd, hd, cs, cs + half);
-        std::memcpy(K + size_t(pos0 + t) * kvDim, k, sizeof(float) * kvDim);
-        std::memcpy(V + size_t(pos0 + t) * kvDim, v, sizeof(float) * kvDim);
+        const size_t hs = KVCacheAccess::headStride(kv);
+        for (int h = 0; h < c.nKvHeads; ++h) {
+            std::memcpy(K + h * hs + size_t(pos0 + t) * hd, k + h * hd, sizeof(float) * hd);
+            std::memcpy(V + h * hs + size_t(pos0 + t) * hd, v + h * hd, sizeof(float) * hd);
+        }
     }
 
     // An MLP over all n tokens of the chunk (shared expert, dense layer): input h, act in

@@ -129,7 +129,7 @@ Vec moe(const ModelConfig& c, const LayerWeights& L, const std::vector<SwiGluWei
 Vec attention(const ModelImpl& m, const LayerWeights& L, int layer, const Vec& h, int pos,
               KVCache& kv) {
     const ModelConfig& c = m.cfg;
-    const int hd = c.headDim, kvDim = c.nKvHeads * hd;
+    const int hd = c.headDim;
     Vec q = linear(L.q, h, L.qBias); // [n_heads * head_dim]
     Vec k = linear(L.k, h, L.kBias); // [n_kv * head_dim]
     Vec v = linear(L.v, h, L.vBias); // [n_kv * head_dim]
@@ -157,10 +157,13 @@ Vec attention(const ModelImpl& m, const LayerWeights& L, int layer, const Vec& h
     for (int hh = 0; hh < c.nKvHeads; ++hh)
         Rope::apply(&k[hh * hd], hd, cos.data(), sin.data());
 
-    float* K = KVCacheAccess::keys(kv, layer);   // [capacity, kvDim]
-    float* V = KVCacheAccess::values(kv, layer); // [capacity, kvDim]
-    std::copy(k.begin(), k.end(), K + size_t(pos) * kvDim);
-    std::copy(v.begin(), v.end(), V + size_t(pos) * kvDim);
+    float* K = KVCacheAccess::keys(kv, layer);   // [n_kv_heads, capacity, head_dim]
+    float* V = KVCacheAccess::values(kv, layer); // [n_kv_heads, capacity, head_dim]
+    const size_t hs = KVCacheAccess::headStride(kv);
+    for (int hh = 0; hh < c.nKvHeads; ++hh) {
+        std::copy_n(&k[hh * hd], hd, K + hh * hs + size_t(pos) * hd);
+        std::copy_n(&v[hh * hd], hd, V + hh * hs + size_t(pos) * hd);
+    }
 
     // Causal (and, with a sliding window w, only keys j > pos - w; HF masking_utils).
     const int first = c.slidingWindow > 0 ? std::max(0, pos - c.slidingWindow + 1) : 0;
@@ -172,11 +175,11 @@ Vec attention(const ModelImpl& m, const LayerWeights& L, int layer, const Vec& h
         Vec scores(pos - first + 1);
         for (int j = first; j <= pos; ++j)
             scores[j - first] =
-                dotReference(&q[hh * hd], K + size_t(j) * kvDim + kvh * hd, hd) * scale;
+                dotReference(&q[hh * hd], K + kvh * hs + size_t(j) * hd, hd) * scale;
         softmax(scores.data(), int(scores.size()));
         for (int j = first; j <= pos; ++j)
             for (int i = 0; i < hd; ++i)
-                out[hh * hd + i] += scores[j - first] * V[size_t(j) * kvDim + kvh * hd + i];
+                out[hh * hd + i] += scores[j - first] * V[kvh * hs + size_t(j) * hd + i];
     }
     return linear(L.o, out, L.oBias);
 }

@@ -40,19 +40,34 @@ void KVCache::truncate(int nTokens) {
     m_nTokens = std::clamp(nTokens, 0, m_nTokens);
 }
 
-bool KVCacheAccess::reserve(KVCache& kv, int nLayers, int kvDim, int tokens, int maxTokens) {
-    if (kv.m_kvDim != kvDim || int(kv.m_k.size()) != nLayers) {
+bool KVCacheAccess::reserve(KVCache& kv, int nLayers, int nKvHeads, int headDim, int tokens,
+                            int maxTokens) {
+    if (kv.m_nKvHeads != nKvHeads || kv.m_headDim != headDim || int(kv.m_k.size()) != nLayers) {
         if (kv.m_nTokens > 0) return false;
-        kv.m_k.assign(nLayers, {});
-        kv.m_v.assign(nLayers, {});
-        kv.m_kvDim = kvDim;
+        kv.m_k.clear();
+        kv.m_v.clear();
+        kv.m_k.resize(size_t(nLayers));
+        kv.m_v.resize(size_t(nLayers));
+        kv.m_nKvHeads = nKvHeads;
+        kv.m_headDim = headDim;
         kv.m_capacity = 0;
     }
     if (tokens <= kv.m_capacity) return true;
-    const int cap = std::min(maxTokens, std::max({tokens, 2 * kv.m_capacity, 64}));
+    const int64_t want =
+        std::max<int64_t>({2 * int64_t(tokens), int64_t(tokens) + 256, 2 * int64_t(kv.m_capacity)});
+    const int cap = int(std::min<int64_t>(maxTokens, want));
+    // Each head's block grows from old capacity to cap rows: move the cached rows over.
+    const size_t oldStride = size_t(kv.m_capacity) * headDim, stride = size_t(cap) * headDim;
+    const size_t used = size_t(kv.m_nTokens) * headDim;
+    auto grow = [&](std::unique_ptr<float[]>& buf) {
+        auto next = std::make_unique_for_overwrite<float[]>(size_t(nKvHeads) * stride);
+        for (int h = 0; h < nKvHeads && used > 0; ++h)
+            std::copy_n(buf.get() + h * oldStride, used, next.get() + h * stride);
+        buf = std::move(next);
+    };
     for (int l = 0; l < nLayers; ++l) {
-        kv.m_k[l].resize(size_t(cap) * kvDim);
-        kv.m_v[l].resize(size_t(cap) * kvDim);
+        grow(kv.m_k[l]);
+        grow(kv.m_v[l]);
     }
     kv.m_capacity = cap;
     return true;
@@ -235,7 +250,7 @@ Status Model::forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<
                 "forward: context length exceeded: " + std::to_string(end) +
                     " positions > max_position_embeddings " + std::to_string(c.maxPositions)};
     std::lock_guard<std::mutex> lock(m_impl->mutex);
-    if (!KVCacheAccess::reserve(kv, c.nLayers, c.nKvHeads * c.headDim, int(end), c.maxPositions))
+    if (!KVCacheAccess::reserve(kv, c.nLayers, c.nKvHeads, c.headDim, int(end), c.maxPositions))
         return {ErrorCode::InvalidArgument,
                 "forward: the KV cache holds tokens of a model with other dimensions"};
     m_impl->ws.reserveScores(int(end), c.maxPositions);

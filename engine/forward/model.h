@@ -81,11 +81,14 @@ public:
 
 private:
     friend struct KVCacheAccess; // the forward pass (forward/kv_access.h)
-    // Per layer, [capacity, n_kv_heads, head_dim] for K (after RoPE) and V.
-    std::vector<std::vector<float>> m_k, m_v;
+    // Per layer, [n_kv_heads, capacity, head_dim] for K (after RoPE) and V: one head's positions
+    // are contiguous, so attention over the cached positions reads each head as one stream. Left
+    // uninitialised past the cached positions (never read there), so the pages of the room kept
+    // ahead are only committed as positions are written.
+    std::vector<std::unique_ptr<float[]>> m_k, m_v;
     int m_capacity = 0;
     int m_nTokens = 0;
-    int m_kvDim = 0; // n_kv_heads * head_dim of the model that filled it
+    int m_nKvHeads = 0, m_headDim = 0; // of the model that filled it
 };
 
 // The router's choices during one Model::forward() call: for every token of the call and every

@@ -65,7 +65,10 @@ int run(const SyntheticOptions& opt, double seconds) {
         return 1;
     }
     window->resize(1280, 800);
-    QTest::qWaitForWindowExposed(window);
+    if (!QTest::qWaitForWindowExposed(window)) {
+        std::fprintf(stderr, "bench_brain: the window was never exposed\n");
+        return 1;
+    }
     QMetaObject::invokeMethod(window, "showView", Q_ARG(QVariant, QStringLiteral("brain")));
     BrainMonitor* brain = controller.brain();
     SyntheticDriver driver(brain, opt);

@@ -115,12 +115,14 @@ TEST(ModelApi, CacheFromAnotherModelIsRefused) {
 }
 
 // Long batches run in chunks; a batch longer than a chunk equals token-by-token decoding.
+// 600 positions: one token at a time the KV cache grows twice (room for 257, then 516, then 1034
+// positions, each head's rows copied over), in one batch never; the bits must not differ.
 TEST(ModelApi, LongBatchEqualsStepwise) {
     REQUIRE_FIXTURE("qwen2moe");
     auto model = loadOk("qwen2moe");
     ASSERT_TRUE(model);
     std::vector<int32_t> seq;
-    for (int i = 0; i < 75; ++i)
+    for (int i = 0; i < 600; ++i)
         seq.push_back((i * 37 + 11) % model->config().vocabSize);
     KVCache a, b;
     std::vector<float> batch, step, last;
@@ -130,7 +132,8 @@ TEST(ModelApi, LongBatchEqualsStepwise) {
         step.insert(step.end(), last.begin(), last.end());
     }
     EXPECT_EQ(batch, step); // each row is computed the same way in both
-    EXPECT_EQ(a.size(), 75);
+    EXPECT_EQ(a.size(), 600);
+    EXPECT_EQ(b.capacity(), 1034); // twice the 517 tokens it held when it last grew
 }
 
 // Mixtral sliding window (HF masking_utils: key j visible from query i iff i - w < j <= i). With

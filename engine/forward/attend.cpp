@@ -13,8 +13,9 @@ namespace {
 // prefetcher did not follow), at decode (OLMoE shape, ~50 positions, 8 heads per thread): 51 us
 // per layer and thread without, 39 us with 4 ahead, 30 us with 8; an AVX2 build of this loop
 // changed nothing (it waits for memory, not arithmetic). The KV cache is head-major now (rows
-// head_dim apart, one stream per head: 20 % faster again at ~60 positions); the fetch ahead also
-// starts the values' stream before the keys' ends.
+// head_dim apart, one stream per head: 20 % faster again at ~60 positions), which the hardware
+// prefetcher follows: switched on and off every other decode step after a 496-token prompt, the
+// fetch ahead measured 1.004-1.005 (median step time off / on), kept as it costs nothing.
 constexpr int kAhead = 8;
 
 inline void prefetchRow(const float* row, int hd) {

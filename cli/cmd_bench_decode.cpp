@@ -117,15 +117,21 @@ Result<uint64_t> budgetBytes(const std::string& text, const tiers::ExpertCache& 
                cache.slotBytes();
 }
 
-// One measured run: fresh model (empty cache), prompt, `tokens` greedy decode steps.
-Result<RunResult> runOnce(const BenchDecodeOptions& o, const Tokenizer& tok, bool stream,
-                          const std::string& budget) {
+// How every load of the bench opens the model: its threads and I/O settings, experts streamed or
+// resident.
+ModelLoadOptions loadOptions(const BenchDecodeOptions& o, bool stream) {
     ModelLoadOptions lo;
     lo.threads = o.threads;
     lo.tiers.stream = stream;
     lo.tiers.ioQueueDepth = o.ioDepth;
     lo.tiers.directIo = directIoMode(o.directIo, o.buffered);
-    auto model = Model::load(o.model, lo);
+    return lo;
+}
+
+// One measured run: fresh model (empty cache), prompt, `tokens` greedy decode steps.
+Result<RunResult> runOnce(const BenchDecodeOptions& o, const Tokenizer& tok, bool stream,
+                          const std::string& budget) {
+    auto model = Model::load(o.model, loadOptions(o, stream));
     if (!model) return model.status();
     Model& m = **model;
     RunResult r;
@@ -175,11 +181,7 @@ int fail(const Status& s, int code) {
 // (the default budget's rule, runtime/expert_budget.h: the whole model when it fits); `why`
 // receives the figures.
 Result<bool> everyExpertFits(const BenchDecodeOptions& o, std::string* why) {
-    ModelLoadOptions lo;
-    lo.threads = o.threads;
-    lo.tiers.stream = true;
-    lo.tiers.directIo = directIoMode(o.directIo, o.buffered);
-    auto model = Model::load(o.model, lo);
+    auto model = Model::load(o.model, loadOptions(o, true));
     if (!model) return model.status();
     const tiers::ExpertCache* cache = (*model)->expertCache();
     if (!cache) return true;

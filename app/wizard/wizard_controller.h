@@ -30,9 +30,8 @@
 #include <QTimer>
 #include <QVariantMap>
 
-#include <optional>
-
 #include <memory>
+#include <optional>
 
 namespace coli::app {
 

@@ -160,34 +160,51 @@ TEST(WorkerTiers, LoadTimeSettingsAreClamped) {
     EXPECT_EQ(big.tierStatus().residency.budgetBytes, big.tierStatus().maximumBudget);
 }
 
+namespace {
+
+// One answer (generate(2)) on `w`: the engine's stats, and the worker's split of the turn's tier
+// counters into its decode steps and its prompt. `finished` is false when it did not finish.
+struct Turn {
+    bool finished = false;
+    GenerateStats stats;
+    TierStatus after;
+    tiers::TierCounters decode, prompt;
+};
+Turn runTurn(EngineWorker& w) {
+    Turn turn;
+    const TierStatus before = w.tierStatus();
+    w.post(generate(2));
+    const bool pumped = pump(w, [&](const EngineEvent& ev) {
+        if (ev.kind == EventKind::Finished) {
+            turn.stats = ev.stats;
+            turn.finished = true;
+        }
+        return ev.kind == EventKind::Finished || ev.kind == EventKind::Failed;
+    });
+    turn.finished = turn.finished && pumped;
+    turn.after = w.tierStatus();
+    turn.decode = turn.after.decodeCounters - before.decodeCounters;
+    turn.prompt = (turn.after.counters - before.counters) - turn.decode;
+    return turn;
+}
+
+} // namespace
+
 // The Tiers view's read per token is the decode steps' apart from the prompt's: the worker counts
 // the steps after GenerateParams::onPrefillDone as decode steps, and they match the engine's own
 // split of the turn (GenerateStats::tiersDecode).
 TEST(WorkerTiers, DecodeStepsAreCountedApartFromThePrompt) {
     EngineWorker w({.threads = 1}, nullptr);
     load(w);
-    const TierStatus before = w.tierStatus();
-    w.post(generate(2));
-    GenerateStats stats;
-    bool finished = false;
-    ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {
-        if (ev.kind == EventKind::Finished) {
-            stats = ev.stats;
-            finished = true;
-        }
-        return ev.kind == EventKind::Finished || ev.kind == EventKind::Failed;
-    }));
-    ASSERT_TRUE(finished);
-    const TierStatus s = w.tierStatus();
-    const tiers::TierCounters decode = s.decodeCounters - before.decodeCounters;
-    const tiers::TierCounters prompt = (s.counters - before.counters) - decode;
+    const Turn t = runTurn(w);
+    ASSERT_TRUE(t.finished);
     // 40 sampled tokens: the last is not run through the model.
-    EXPECT_EQ(decode.tokens, 39u);
-    EXPECT_EQ(prompt.tokens, uint64_t(stats.promptTokens - stats.reusedTokens));
-    EXPECT_EQ(decode.routed, stats.tiersDecode.routed);
-    EXPECT_EQ(prompt.routed, stats.tiersPrefill.routed);
-    EXPECT_EQ(s.lastDecode.tokens, 1u);
-    EXPECT_GT(decode.routed, 0u);
+    EXPECT_EQ(t.decode.tokens, 39u);
+    EXPECT_EQ(t.prompt.tokens, uint64_t(t.stats.promptTokens - t.stats.reusedTokens));
+    EXPECT_EQ(t.decode.routed, t.stats.tiersDecode.routed);
+    EXPECT_EQ(t.prompt.routed, t.stats.tiersPrefill.routed);
+    EXPECT_EQ(t.after.lastDecode.tokens, 1u);
+    EXPECT_GT(t.decode.routed, 0u);
 }
 
 // At the smallest budget both parts read from disk, and the bytes of each part are the engine's.
@@ -195,20 +212,12 @@ TEST(WorkerTiers, ReadBytesAreSplitAsTheEngineSplitsThem) {
     EngineWorker w({.threads = 1, .expertBudgetBytes = 1}, nullptr);
     load(w);
     for (int turn = 0; turn < 3; ++turn) {
-        const TierStatus before = w.tierStatus();
-        w.post(generate(2));
-        GenerateStats stats;
-        ASSERT_TRUE(pump(w, [&](const EngineEvent& ev) {
-            if (ev.kind == EventKind::Finished) stats = ev.stats;
-            return ev.kind == EventKind::Finished || ev.kind == EventKind::Failed;
-        }));
-        const TierStatus s = w.tierStatus();
-        const tiers::TierCounters decode = s.decodeCounters - before.decodeCounters;
-        const tiers::TierCounters prompt = (s.counters - before.counters) - decode;
-        EXPECT_EQ(prompt.bytesRead, stats.tiersPrefill.bytesRead) << "turn " << turn;
-        EXPECT_EQ(decode.bytesRead, stats.tiersDecode.bytesRead) << "turn " << turn;
-        EXPECT_GT(prompt.bytesRead, 0u) << "turn " << turn;
-        EXPECT_GT(decode.bytesRead, 0u) << "turn " << turn;
+        const Turn t = runTurn(w);
+        ASSERT_TRUE(t.finished) << "turn " << turn;
+        EXPECT_EQ(t.prompt.bytesRead, t.stats.tiersPrefill.bytesRead) << "turn " << turn;
+        EXPECT_EQ(t.decode.bytesRead, t.stats.tiersDecode.bytesRead) << "turn " << turn;
+        EXPECT_GT(t.prompt.bytesRead, 0u) << "turn " << turn;
+        EXPECT_GT(t.decode.bytesRead, 0u) << "turn " << turn;
     }
 }
 

@@ -18,23 +18,6 @@ int printContainerInfo(const std::string& dir, bool json); // cmd_convert.cpp
 
 namespace {
 
-// Hugging Face's model_type for each family (config.json "model_type").
-const char* modelType(Family f) {
-    switch (f) {
-    case Family::Olmoe:
-        return "olmoe";
-    case Family::Qwen2Moe:
-        return "qwen2_moe";
-    case Family::Qwen3Moe:
-        return "qwen3_moe";
-    case Family::Mixtral:
-        return "mixtral";
-    case Family::GraniteMoe:
-        return "granitemoe";
-    }
-    return "unknown";
-}
-
 // 1234567 -> "1,234,567"
 std::string grouped(int64_t v) {
     std::string digits = std::to_string(v < 0 ? -v : v), out;
@@ -81,7 +64,7 @@ int runInfo(const InfoOptions& o) {
         nlohmann::ordered_json j = {
             {"architecture", c.architecture},
             {"format", "huggingface"},
-            {"family", modelType(c.family)},
+            {"family", familyModelType(c.family)},
             {"total_params", s.totalParams},
             {"active_params", s.activeParams},
             {"layers", c.nLayers},
@@ -106,7 +89,7 @@ int runInfo(const InfoOptions& o) {
     fmt::print("model:            {}\n", o.model.dir);
     fmt::print("format:           Hugging Face checkpoint\n");
     fmt::print("architecture:     {}\n", c.architecture);
-    fmt::print("family:           {}\n", modelType(c.family));
+    fmt::print("family:           {}\n", familyModelType(c.family));
     fmt::print("parameters:       total {} ({}), active {} ({})\n", grouped(s.totalParams),
                humanCount(s.totalParams), grouped(s.activeParams), humanCount(s.activeParams));
     fmt::print("layers:           {} ({} MoE)\n", c.nLayers, s.moeLayers);

@@ -56,7 +56,12 @@ TensorClass classOf(TensorKind k) {
         return TensorClass::LmHead;
     case TensorKind::Router:
     case TensorKind::SharedExpertGate:
+    case TensorKind::RouterBias:
         return TensorClass::Router;
+    case TensorKind::QA:
+    case TensorKind::QB:
+    case TensorKind::KvA:
+    case TensorKind::KvB:
     case TensorKind::Q:
     case TensorKind::K:
     case TensorKind::V:
@@ -77,6 +82,8 @@ TensorClass classOf(TensorKind k) {
     case TensorKind::OBias:
     case TensorKind::QNorm:
     case TensorKind::KNorm:
+    case TensorKind::QANorm:
+    case TensorKind::KvANorm:
         return TensorClass::Norms;
     default:
         return TensorClass::Other;
@@ -111,7 +118,14 @@ std::map<std::string, TensorClass> knownNames(const ModelConfig& c) {
                                    TensorKind::SharedExpertGate,
                                    TensorKind::DenseGate,
                                    TensorKind::DenseUp,
-                                   TensorKind::DenseDown};
+                                   TensorKind::DenseDown,
+                                   TensorKind::QA,
+                                   TensorKind::QANorm,
+                                   TensorKind::QB,
+                                   TensorKind::KvA,
+                                   TensorKind::KvANorm,
+                                   TensorKind::KvB,
+                                   TensorKind::RouterBias};
     for (int l = 0; l < c.nLayers; ++l)
         for (TensorKind k : perLayer)
             put(k, l);
@@ -144,6 +158,12 @@ public:
             auto it = known.find(t->name);
             TensorClass cls = it != known.end() ? it->second : TensorClass::Other;
             if (cls == TensorClass::Other && t->shape.size() <= 1) cls = TensorClass::Norms;
+            // DeepSeek-V3's multi-token-prediction layers (model.layers.{n_layers + i}.*, experts
+            // included) are kept for a later speculative decoder at the dense format (int8 or
+            // bf16), never at the experts' int4.
+            if (cls == TensorClass::Other && t->shape.size() == 2 &&
+                layerOf(t->name) >= m_c.nLayers)
+                cls = TensorClass::Dense;
             dense(*t, cls);
         }
         std::stable_sort(m_plan.items.begin(), m_plan.items.end(),

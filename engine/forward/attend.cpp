@@ -26,23 +26,23 @@ inline void prefetchRow(const float* row, int hd) {
 } // namespace
 
 void attendHead(const float* q, const float* K, const float* V, size_t stride, int first, int last,
-                int hd, float scale, float* scores, float* out) {
+                int kDim, int vDim, float scale, float* scores, float* out) {
     const int n = last - first + 1;
     for (int j = first; j <= last; ++j) {
         const int ahead = j + kAhead; // the keys ahead, then the first values
         if (ahead <= last)
-            prefetchRow(K + size_t(ahead) * stride, hd);
+            prefetchRow(K + size_t(ahead) * stride, kDim);
         else if (ahead - n <= last)
-            prefetchRow(V + size_t(ahead - n) * stride, hd);
-        scores[j - first] = dotFast(q, K + size_t(j) * stride, hd) * scale;
+            prefetchRow(V + size_t(ahead - n) * stride, vDim);
+        scores[j - first] = dotFast(q, K + size_t(j) * stride, kDim) * scale;
     }
     softmax(scores, n);
-    std::fill(out, out + hd, 0.0f);
+    std::fill(out, out + vDim, 0.0f);
     for (int j = first; j <= last; ++j) {
-        if (j + kAhead <= last) prefetchRow(V + size_t(j + kAhead) * stride, hd);
+        if (j + kAhead <= last) prefetchRow(V + size_t(j + kAhead) * stride, vDim);
         const float pj = scores[j - first];
         const float* vv = V + size_t(j) * stride;
-        for (int i = 0; i < hd; ++i)
+        for (int i = 0; i < vDim; ++i)
             out[i] += pj * vv[i];
     }
 }

@@ -8,11 +8,13 @@
 
 namespace coli {
 
-// q [hd]; K, V: position j's key/value row of this head at K + j * stride (floats);
-// positions [first, last] inclusive; scores: scratch of last - first + 1 floats;
-// out [hd] = softmax over j of (q . K[j]) * scale, times V[j], summed in position order.
+// q [kDim]; K, V: position j's key / value row of this head at K + j * stride, V + j * stride
+// (floats); positions [first, last] inclusive; scores: scratch of last - first + 1 floats;
+// out [vDim] = softmax over j of (q . K[j]) * scale, times V[j], summed in position order.
+// GQA: kDim = vDim = head_dim. MLA: K = V = the cached rows [latent, rope key], kDim = the whole
+// row, vDim = the latent (its first kv_lora_rank floats).
 // Thread-safety: pure (writes only scores and out).
 void attendHead(const float* q, const float* K, const float* V, size_t stride, int first, int last,
-                int hd, float scale, float* scores, float* out);
+                int kDim, int vDim, float scale, float* scores, float* out);
 
 } // namespace coli

@@ -28,11 +28,14 @@ DecodeBytes decodeBytesOf(const ModelImpl& m) {
         b += bytesOf(L.attnNorm) + bytesOf(L.ffnNorm) + bytesOf(L.qNorm) + bytesOf(L.kNorm);
         b += bytesOf(L.q) + bytesOf(L.k) + bytesOf(L.v) + bytesOf(L.o);
         b += bytesOf(L.qBias) + bytesOf(L.kBias) + bytesOf(L.vBias) + bytesOf(L.oBias);
+        b += bytesOf(L.qA) + bytesOf(L.qB) + bytesOf(L.kvA) + bytesOf(L.kvB);
+        b += bytesOf(L.qANorm) + bytesOf(L.kvANorm);
         if (!L.sparse) {
             b += bytesOf(L.dense);
             continue;
         }
-        b += bytesOf(L.router) + bytesOf(L.shared) + bytesOf(L.sharedExpertGate);
+        b += bytesOf(L.router) + bytesOf(L.routerBias) + bytesOf(L.shared) +
+             bytesOf(L.sharedExpertGate);
         const std::vector<SwiGluWeights>& experts = m.w.experts[size_t(l)];
         const uint64_t expert = !experts.empty() ? bytesOf(experts.front())
                                 : m.cache        ? m.cache->slotBytes()
@@ -42,8 +45,9 @@ DecodeBytes decodeBytesOf(const ModelImpl& m) {
     const Matrix& embed = m.w.embed;
     b += bytesOf(m.w.finalNorm) + bytesOf(m.w.outputMatrix());
     b += embed.rows > 0 ? bytesOf(embed) / uint64_t(embed.rows) : 0;
+    const KvShape kv = kvShape(c);
     out.kvPerPosition =
-        2ull * uint64_t(c.nLayers) * uint64_t(c.nKvHeads) * uint64_t(c.headDim) * sizeof(float);
+        uint64_t(c.nLayers) * uint64_t(kv.heads) * uint64_t(kv.kDim + kv.vDim) * sizeof(float);
     return out;
 }
 

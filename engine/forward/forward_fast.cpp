@@ -14,10 +14,12 @@
 #include "forward/attend.h"
 #include "forward/fast_ffn.h"
 #include "forward/fast_matmul.h"
+#include "forward/fast_mla.h"
 #include "forward/fast_team.h"
 #include "forward/kernels.h"
 #include "forward/kv_access.h"
 #include "forward/model_impl.h"
+#include "forward/routing.h"
 
 #include <algorithm>
 #include <chrono>
@@ -63,7 +65,10 @@ public:
         for (int l = 0; l < c.nLayers; ++l) {
             const LayerWeights& L = m.w.layers[l];
             const auto tAttention = std::chrono::steady_clock::now();
-            attention(L, l, n, pos0);
+            if (c.isMla())
+                mlaAttentionShare(m, kv, team, L, l, n, pos0);
+            else
+                attention(L, l, n, pos0);
             if (team.master()) times.attention += regionSeconds(tAttention);
             if (L.sparse) {
                 const auto tMoe = std::chrono::steady_clock::now();
@@ -132,7 +137,7 @@ private:
             const int pos = pos0 + t, kvh = h / group;
             const int first = c.slidingWindow > 0 ? std::max(0, pos - c.slidingWindow + 1) : 0;
             attendHead(ws.q.data() + size_t(t) * qDim + h * hd, K + kvh * hs, V + kvh * hs,
-                       size_t(hd), first, pos, hd, scale, scores,
+                       size_t(hd), first, pos, hd, hd, scale, scores,
                        ws.att.data() + size_t(t) * qDim + h * hd);
         }
         team.sync();
@@ -227,30 +232,12 @@ private:
 
     // Master: top-k per token, the union of routed experts as FfnItems (ascending expert id),
     // each (token, slot)'s output row, and the rows to gather.
-    void route(int n) {
+    void route(int n, const float* routerBias) {
         const int E = c.nExperts, K = c.topK, d = c.dModel, cap = FastWorkspace::kChunk;
-        for (int t = 0; t < n; ++t) {
-            float* lg = ws.routerLogits.data() + size_t(t) * E;
-            int* sel = ws.sel.data() + size_t(t) * K;
-            float* w = ws.gateW.data() + size_t(t) * K;
-            if (c.routerSoftmaxOverTopk) {
-                topK(lg, E, K, sel);
-                for (int j = 0; j < K; ++j)
-                    w[j] = lg[sel[j]];
-                softmax(w, K);
-            } else {
-                softmax(lg, E);
-                topK(lg, E, K, sel);
-                float sum = 0.0f;
-                for (int j = 0; j < K; ++j) {
-                    w[j] = lg[sel[j]];
-                    sum += w[j];
-                }
-                if (c.normTopkProb)
-                    for (int j = 0; j < K; ++j)
-                        w[j] /= sum;
-            }
-        }
+        for (int t = 0; t < n; ++t)
+            selectExperts(c, ws.routerLogits.data() + size_t(t) * E, routerBias,
+                          ws.routeScratch.data(), ws.sel.data() + size_t(t) * K,
+                          ws.gateW.data() + size_t(t) * K);
         std::fill(ws.expertCount.begin(), ws.expertCount.end(), 0);
         for (int s = 0; s < n * K; ++s) {
             const int e = ws.sel[s];
@@ -319,7 +306,7 @@ private:
                     ws.qin.input(ws.h.data(), 0, n, d));
         team.sync();
         if (team.master()) {
-            route(n);
+            route(n, L.routerBias.empty() ? nullptr : L.routerBias.data());
             if (routing) recordRouting(*routing, row0, moeIndex, n);
             if (!m.cache) {
                 for (int i = 0; i < ws.nItems; ++i)
@@ -444,9 +431,13 @@ private:
         matmulRows(N.router, ws.qlook.input(ws.lookH.data(), 0, n, d), ws.lookLogits.data(),
                    nullptr, 0, E);
         std::fill(ws.lookUnion.begin(), ws.lookUnion.end(), 0);
+        const float* bias = N.routerBias.empty() ? nullptr : N.routerBias.data();
         for (int t = 0; t < n; ++t) {
             int* sel = ws.lookSel.data() + size_t(t) * K;
-            topK(ws.lookLogits.data() + size_t(t) * E, E, K, sel);
+            // The next layer's own rule (groups, bias) on a prediction; only the weights are not
+            // needed (gateW's row is overwritten before its layer uses it).
+            selectExperts(c, ws.lookLogits.data() + size_t(t) * E, bias, ws.routeScratch.data(),
+                          sel, ws.lookWeights.data());
             for (int j = 0; j < K; ++j)
                 ws.lookUnion[sel[j]] = 1;
         }
@@ -492,7 +483,12 @@ private:
 
 void FastWorkspace::allocate(const ModelConfig& c, int threads) {
     const size_t C = kChunk, d = c.dModel, K = c.topK, E = c.nExperts;
-    const size_t qDim = size_t(c.nHeads) * c.headDim, kvDim = size_t(c.nKvHeads) * c.headDim;
+    const MlaConfig& mla = c.mla;
+    const size_t qDim = size_t(c.nHeads) * c.headDim;
+    // MLA: k holds kv_a_proj's rows [latent, rope key]; att the heads' values before o_proj.
+    const size_t kvDim =
+        std::max(size_t(c.nKvHeads) * c.headDim, size_t(mla.kvLoraRank + mla.qkRopeHeadDim));
+    const size_t attDim = std::max(qDim, size_t(c.nHeads) * mla.vHeadDim);
     const size_t wholeFfn = std::max({c.sharedFfn, c.denseFfn, 1});
     const size_t expertFfn = std::max(c.expertFfn, 1);
     x.assign(C * d, 0);
@@ -500,7 +496,12 @@ void FastWorkspace::allocate(const ModelConfig& c, int threads) {
     q.assign(C * qDim, 0);
     k.assign(C * kvDim, 0);
     v.assign(C * kvDim, 0);
-    att.assign(C * qDim, 0);
+    att.assign(C * attDim, 0);
+    qa.assign(C * size_t(mla.qLoraRank), 0);
+    qAbs.assign(C * c.nHeads * size_t(mla.kvLoraRank + mla.qkRopeHeadDim), 0);
+    latent.assign(C * c.nHeads * size_t(mla.kvLoraRank), 0);
+    routeScratch.assign(size_t(routingScratchFloats(c)), 0);
+    lookWeights.assign(K, 0);
     o.assign(C * d, 0);
     routerLogits.assign(C * E, 0);
     gateW.assign(C * K, 0);
@@ -517,7 +518,7 @@ void FastWorkspace::allocate(const ModelConfig& c, int threads) {
     mlpOut.assign(C * d, 0);
     sharedGate.assign(C, 0);
     cosSin.assign(C * c.headDim, 0);
-    qin.allocate(int(C), int(std::max(d, qDim)));
+    qin.allocate(int(C), int(std::max({d, qDim, attDim, size_t(mla.qLoraRank)})));
     qgather.allocate(int(C * K), int(d));
     qact.allocate(int(C * K), int(expertFfn));
     qactShared.allocate(int(C), int(wholeFfn));

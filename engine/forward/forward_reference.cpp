@@ -4,6 +4,7 @@
 #include "forward/kernels.h"
 #include "forward/kv_access.h"
 #include "forward/model_impl.h"
+#include "forward/routing.h"
 #include "quant/matmul.h"
 
 #include <algorithm>
@@ -57,29 +58,12 @@ Vec swiglu(const SwiGluView& e, const Vec& x) {
 Vec moe(const ModelConfig& c, const LayerWeights& L, const std::vector<SwiGluWeights>& experts,
         const Vec& x, int32_t* selOut, float* weightOut, tiers::ExpertCache* cache, int layer,
         Status* err) {
-    Vec logits = linear(L.router, x); // [n_experts]
+    const Vec logits = linear(L.router, x); // [n_experts]
     std::vector<int> sel(c.topK);
     Vec weight(c.topK);
-    if (c.routerSoftmaxOverTopk) {
-        // GraniteMoE (JetMoeTopKGating): top-k of the logits, softmax over those k.
-        topK(logits.data(), c.nExperts, c.topK, sel.data());
-        for (int j = 0; j < c.topK; ++j)
-            weight[j] = logits[sel[j]];
-        softmax(weight.data(), c.topK);
-    } else {
-        // OLMoE / Qwen / Mixtral: softmax over all experts, top-k, optional renormalisation.
-        Vec p = logits;
-        softmax(p.data(), c.nExperts);
-        topK(p.data(), c.nExperts, c.topK, sel.data());
-        float sum = 0.0f;
-        for (int j = 0; j < c.topK; ++j) {
-            weight[j] = p[sel[j]];
-            sum += weight[j];
-        }
-        if (c.normTopkProb)
-            for (float& w : weight)
-                w /= sum;
-    }
+    Vec scratch(size_t(routingScratchFloats(c)));
+    selectExperts(c, logits.data(), L.routerBias.empty() ? nullptr : L.routerBias.data(),
+                  scratch.data(), sel.data(), weight.data());
     if (selOut) std::copy(sel.begin(), sel.end(), selOut);
     if (weightOut) std::copy(weight.begin(), weight.end(), weightOut);
     // Each expert's weighted output is added in the router's top-k order.
@@ -184,6 +168,75 @@ Vec attention(const ModelImpl& m, const LayerWeights& L, int layer, const Vec& h
     return linear(L.o, out, L.oBias);
 }
 
+// Multi-head latent attention for one token at `pos` (DeepseekV3Attention, computed with the
+// up-projections absorbed: DeepSeek-V2 paper section 2.1.3). Appends the token's latent and rope
+// key to the cache. Per head h, with W_UK / W_UV the head's key / value rows of kv_b_proj:
+//   q_abs = W_UK^T q_nope,  score_j = (q_abs . c_j + q_rope . k_rope_j) * scale,
+//   out_h = W_UV (sum_j softmax(score)_j c_j)
+// which equals HF's q . k_j with k_j = [W_UK c_j, k_rope_j] and v_j = W_UV c_j.
+// h: [d_model] (normed input) -> [d_model].
+Vec mlaAttention(const ModelImpl& m, const LayerWeights& L, int layer, const Vec& h, int pos,
+                 KVCache& kv) {
+    const ModelConfig& c = m.cfg;
+    const MlaConfig& a = c.mla;
+    constexpr float kLoraEps = 1e-6f; // q_a_layernorm / kv_a_layernorm: RMSNorm's default eps
+    const int H = c.nHeads, qk = a.qkHeadDim(), nope = a.qkNopeHeadDim, rope = a.qkRopeHeadDim;
+    const int lora = a.kvLoraRank, row = lora + rope;
+    Vec q;
+    if (a.qLoraRank > 0) {
+        Vec qa = linear(L.qA, h);
+        rmsNorm(qa.data(), L.qANorm.data(), a.qLoraRank, kLoraEps, qa.data());
+        q = linear(L.qB, qa); // [H * qk]
+    } else {
+        q = linear(L.q, h);
+    }
+    Vec kva = linear(L.kvA, h); // [lora + rope]
+    rmsNorm(kva.data(), L.kvANorm.data(), lora, kLoraEps, kva.data());
+
+    Vec cos(rope / 2), sin(rope / 2);
+    m.rope.cosSin(pos, cos.data(), sin.data());
+    auto rotate = [&](float* x) {
+        if (a.ropeInterleave)
+            Rope::applyPairs(x, rope, cos.data(), sin.data());
+        else
+            Rope::apply(x, rope, cos.data(), sin.data());
+    };
+    rotate(&kva[lora]);
+    for (int hh = 0; hh < H; ++hh)
+        rotate(&q[size_t(hh) * qk + nope]);
+
+    float* K = KVCacheAccess::keys(kv, layer); // [1, capacity, lora + rope]
+    std::copy(kva.begin(), kva.end(), K + size_t(pos) * row);
+
+    const float scale = m.attentionScale();
+    const Matrix& W = L.kvB; // [H * (nope + v), lora], f32
+    Vec out(size_t(H) * a.vHeadDim, 0.0f);
+    for (int hh = 0; hh < H; ++hh) {
+        const float* qh = &q[size_t(hh) * qk];
+        const int r0 = hh * (nope + a.vHeadDim);
+        Vec qAbs(size_t(row), 0.0f); // [q_abs (lora), q_rope (rope)]
+        for (int i = 0; i < lora; ++i) {
+            double sum = 0; // W_UK^T q_nope, in double like dotReference
+            for (int n = 0; n < nope; ++n)
+                sum += double(W.row(r0 + n)[i]) * double(qh[n]);
+            qAbs[i] = float(sum);
+        }
+        std::copy(qh + nope, qh + qk, qAbs.begin() + lora);
+        Vec scores(pos + 1);
+        for (int j = 0; j <= pos; ++j)
+            scores[j] = dotReference(qAbs.data(), K + size_t(j) * row, row) * scale;
+        softmax(scores.data(), int(scores.size()));
+        Vec latent(size_t(lora), 0.0f);
+        for (int j = 0; j <= pos; ++j)
+            for (int i = 0; i < lora; ++i)
+                latent[i] += scores[j] * K[size_t(j) * row + i];
+        for (int i = 0; i < a.vHeadDim; ++i)
+            out[size_t(hh) * a.vHeadDim + i] =
+                dotReference(W.row(r0 + nope + i), latent.data(), lora);
+    }
+    return linear(L.o, out);
+}
+
 } // namespace
 
 Status forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVCache& kv,
@@ -207,7 +260,8 @@ Status forwardReference(const ModelImpl& m, std::span<const int32_t> tokens, KVC
             Vec h(c.dModel);
             rmsNorm(x.data(), L.attnNorm.data(), c.dModel, c.rmsNormEps, h.data());
             const auto tAttention = std::chrono::steady_clock::now();
-            const Vec a = attention(m, L, l, h, pos, kv);
+            const Vec a =
+                c.isMla() ? mlaAttention(m, L, l, h, pos, kv) : attention(m, L, l, h, pos, kv);
             times.attention += regionSeconds(tAttention);
             for (int i = 0; i < c.dModel; ++i)
                 x[i] += a[i] * c.residualMultiplier;

@@ -32,6 +32,19 @@ bool anyQuantisation(const WeightQuantisation& q) {
     return q.experts || q.dense || q.embed || q.lmHead;
 }
 
+// MLA's kv_b_proj is read per head in f32 (weights.h LayerWeights::kvB): one stored quantised
+// (a container, --quantise) is widened here, so both give the same bits.
+void widenKvB(ModelWeights& w) {
+    for (LayerWeights& L : w.layers) {
+        Matrix& m = L.kvB;
+        if (!m.quantised()) continue;
+        std::vector<float> f(size_t(m.rows) * size_t(m.cols));
+        quant::dequantiseRows(m.qfmt, m.q.data(), m.rows, m.cols, f.data());
+        m.data = std::move(f);
+        std::vector<uint8_t>().swap(m.q);
+    }
+}
+
 } // namespace
 
 // ---- KVCache ----
@@ -40,16 +53,16 @@ void KVCache::truncate(int nTokens) {
     m_nTokens = std::clamp(nTokens, 0, m_nTokens);
 }
 
-bool KVCacheAccess::reserve(KVCache& kv, int nLayers, int nKvHeads, int headDim, int tokens,
-                            int maxTokens) {
-    if (kv.m_nKvHeads != nKvHeads || kv.m_headDim != headDim || int(kv.m_k.size()) != nLayers) {
+bool KVCacheAccess::reserve(KVCache& kv, int nLayers, KvShape shape, int tokens, int maxTokens) {
+    const KvShape& have = kv.m_shape;
+    if (have.heads != shape.heads || have.kDim != shape.kDim || have.vDim != shape.vDim ||
+        int(kv.m_k.size()) != nLayers) {
         if (kv.m_nTokens > 0) return false;
         kv.m_k.clear();
         kv.m_v.clear();
         kv.m_k.resize(size_t(nLayers));
         kv.m_v.resize(size_t(nLayers));
-        kv.m_nKvHeads = nKvHeads;
-        kv.m_headDim = headDim;
+        kv.m_shape = shape;
         kv.m_capacity = 0;
     }
     if (tokens <= kv.m_capacity) return true;
@@ -57,17 +70,18 @@ bool KVCacheAccess::reserve(KVCache& kv, int nLayers, int nKvHeads, int headDim,
         std::max<int64_t>({2 * int64_t(tokens), int64_t(tokens) + 256, 2 * int64_t(kv.m_capacity)});
     const int cap = int(std::min<int64_t>(maxTokens, want));
     // Each head's block grows from old capacity to cap rows: move the cached rows over.
-    const size_t oldStride = size_t(kv.m_capacity) * headDim, stride = size_t(cap) * headDim;
-    const size_t used = size_t(kv.m_nTokens) * headDim;
-    auto grow = [&](std::unique_ptr<float[]>& buf) {
-        auto next = std::make_unique_for_overwrite<float[]>(size_t(nKvHeads) * stride);
-        for (int h = 0; h < nKvHeads && used > 0; ++h)
+    auto grow = [&](std::unique_ptr<float[]>& buf, int dim) {
+        if (dim == 0) return;
+        const size_t oldStride = size_t(kv.m_capacity) * dim, stride = size_t(cap) * dim;
+        const size_t used = size_t(kv.m_nTokens) * dim;
+        auto next = std::make_unique_for_overwrite<float[]>(size_t(shape.heads) * stride);
+        for (int h = 0; h < shape.heads && used > 0; ++h)
             std::copy_n(buf.get() + h * oldStride, used, next.get() + h * stride);
         buf = std::move(next);
     };
     for (int l = 0; l < nLayers; ++l) {
-        grow(kv.m_k[l]);
-        grow(kv.m_v[l]);
+        grow(kv.m_k[l], shape.kDim);
+        grow(kv.m_v[l], shape.vDim);
     }
     kv.m_capacity = cap;
     return true;
@@ -77,8 +91,19 @@ bool KVCacheAccess::reserve(KVCache& kv, int nLayers, int nKvHeads, int headDim,
 
 float ModelImpl::attentionScale() const {
     // GraniteMoE: attention_multiplier is the softmax scale; others: 1/sqrt(head_dim).
-    return cfg.attentionMultiplier > 0 ? cfg.attentionMultiplier
-                                       : 1.0f / std::sqrt(static_cast<float>(cfg.headDim));
+    if (cfg.attentionMultiplier > 0) return cfg.attentionMultiplier;
+    if (cfg.isMla()) {
+        // DeepseekV3Attention: qk_head_dim^-0.5, times get_mscale(factor, mscale_all_dim)^2 under
+        // yarn (in Python floats, then used as an f32 scale).
+        double scale = 1.0 / std::sqrt(double(cfg.mla.qkHeadDim()));
+        const RopeScaling& y = cfg.ropeScaling;
+        if (y.type == "yarn" && y.mscaleAllDim != 0.0f) {
+            const double m = yarnMscale(y.factor, y.mscaleAllDim);
+            scale = scale * m * m;
+        }
+        return static_cast<float>(scale);
+    }
+    return 1.0f / std::sqrt(static_cast<float>(cfg.headDim));
 }
 
 struct Model::Impl : ModelImpl {
@@ -183,6 +208,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
             if (!q.isOk()) return Status(q.code(), dir + ": " + q.message());
         }
     }
+    if (m.cfg.isMla()) widenKvB(m.w);
     if (stream) {
         if (const tiers::DiskRouter* r = source->router())
             m.warnings.insert(m.warnings.end(), r->warnings().begin(), r->warnings().end());
@@ -250,7 +276,7 @@ Status Model::forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<
                 "forward: context length exceeded: " + std::to_string(end) +
                     " positions > max_position_embeddings " + std::to_string(c.maxPositions)};
     std::lock_guard<std::mutex> lock(m_impl->mutex);
-    if (!KVCacheAccess::reserve(kv, c.nLayers, c.nKvHeads, c.headDim, int(end), c.maxPositions))
+    if (!KVCacheAccess::reserve(kv, c.nLayers, kvShape(c), int(end), c.maxPositions))
         return {ErrorCode::InvalidArgument,
                 "forward: the KV cache holds tokens of a model with other dimensions"};
     m_impl->ws.reserveScores(int(end), c.maxPositions);

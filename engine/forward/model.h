@@ -81,23 +81,26 @@ public:
 
 private:
     friend struct KVCacheAccess; // the forward pass (forward/kv_access.h)
-    // Per layer, [n_kv_heads, capacity, head_dim] for K (after RoPE) and V: one head's positions
-    // are contiguous, so attention over the cached positions reads each head as one stream. Left
-    // uninitialised past the cached positions (never read there), so the pages of the room kept
-    // ahead are only committed as positions are written.
+    // Per layer, [heads, capacity, kDim] keys (after RoPE) and [heads, capacity, vDim] values
+    // (KvShape, model/config.h: GQA n_kv_heads x head_dim each; MLA one row of the latent and the
+    // rope key, no values): one head's positions are contiguous, so attention over the cached
+    // positions reads each head as one stream. Left uninitialised past the cached positions (never
+    // read there), so the pages of the room kept ahead are only committed as positions are written.
     std::vector<std::unique_ptr<float[]>> m_k, m_v;
     int m_capacity = 0;
     int m_nTokens = 0;
-    int m_nKvHeads = 0, m_headDim = 0; // of the model that filled it
+    KvShape m_shape; // of the model that filled it
 };
 
 // The router's choices during one Model::forward() call: for every token of the call and every
 // MoE (sparse) layer, the top-k expert ids and their gate weights, in the router's top-k order
-// (descending probability; ties -> lower expert id), exactly the experts and weights the forward
-// pass used. Dense layers (mlp_only_layers / decoder_sparse_step) have no entry.
-// Weights: the gates the experts' outputs were multiplied by: the softmax probabilities over all
-// experts (renormalised over the k when norm_topk_prob, so they sum to 1), or, for GraniteMoE, the
-// softmax over the k selected logits (sum to 1). Each is in (0, 1].
+// (descending selection score; ties -> lower expert id), exactly the experts and weights the
+// forward pass used. Dense layers (mlp_only_layers / decoder_sparse_step) have no entry.
+// Weights: the gates the experts' outputs were multiplied by (forward/routing.h): the softmax
+// probabilities over all experts (renormalised over the k when norm_topk_prob, so they sum to 1),
+// or, for GraniteMoE, the softmax over the k selected logits (sum to 1); DeepSeek-V3's sigmoid
+// scores; DeepSeek's are then multiplied by routed_scaling_factor. Each is in (0, scaling factor].
+// In top-k order (descending) except DeepSeek-V3's, which ranks by bias-corrected scores.
 // Reference and Fast fill it with the same expert ids; weights agree within f32 rounding.
 // Thread-safety: plain data, filled by the thread that called forward().
 struct RoutingTrace {
@@ -141,7 +144,8 @@ struct DecodeBytes {
     // gate, up and down; a cache slot when experts stream), the shared expert and its gate or the
     // dense MLP; then the final norm, the LM head and one embedding row.
     uint64_t weights = 0;
-    // K and V bytes read per cached position, all layers (f32); not counted in `weights`.
+    // K and V bytes read per cached position, all layers (f32; MLA: the latent and rope key);
+    // not counted in `weights`.
     uint64_t kvPerPosition = 0;
 };
 

@@ -19,7 +19,7 @@ namespace coli {
 // team of a chunk shares them: each phase writes disjoint parts (forward_fast.cpp).
 struct FastWorkspace {
     static constexpr int kChunk = 32;
-    std::vector<float> x, h, q, k, v, att, o;   // [kChunk, dim]
+    std::vector<float> x, h, q, k, v, att, o;   // [kChunk, dim] (MLA: k holds kv_a_proj's rows)
     std::vector<float> routerLogits, gateW;     // [kChunk, n_experts], [kChunk, top_k]
     std::vector<int> sel;                       // [kChunk, top_k]
     std::vector<float> slotOut;                 // [kChunk * top_k, d_model] routed experts' down
@@ -44,7 +44,12 @@ struct FastWorkspace {
     int nItems = 0;                // routed items of the current layer
     bool needGather = false;       // some routed item has a strict subset of the tokens
     std::vector<float> lookH, lookLogits; // [kChunk, d_model], [kChunk, n_experts] (lookahead)
-    std::vector<int> lookSel, lookUnion;  // [kChunk, top_k], [n_experts]
+    std::vector<float> lookWeights;       // [top_k] the lookahead's (unused) gate weights
+    std::vector<float> routeScratch;      // [routingScratchFloats] selectExperts' scratch (master)
+    // MLA (forward/fast_mla.h): [kChunk, q_lora_rank] q_a rows, [kChunk, n_heads, kv_lora_rank +
+    // qk_rope_head_dim] absorbed queries, [kChunk, n_heads, kv_lora_rank] attended latents.
+    std::vector<float> qa, qAbs, latent;
+    std::vector<int> lookSel, lookUnion; // [kChunk, top_k], [n_experts]
     int scoreThreads = 0;
     int scoreTokens = 0; // grows (outside the loops) with the longest context seen, up to
                          // max_position_embeddings

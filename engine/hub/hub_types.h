@@ -45,7 +45,7 @@ struct ModelSummary {
     bool isPrivate = false;
     int64_t parameters = 0; // safetensors.total when given (count), else 0
     Support support = Support::Unknown;
-    std::string supportNote; // why, in words ("architecture DeepseekV3ForCausalLM is not
+    std::string supportNote; // why, in words ("architecture DbrxForCausalLM is not
                              // supported (supported: ...)", "GGUF files only")
 };
 

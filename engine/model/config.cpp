@@ -1,21 +1,21 @@
 // config.json -> ModelConfig. Defaults are those of the Hugging Face config classes (transformers
 // configuration_olmoe.py OlmoeConfig, configuration_qwen2_moe.py Qwen2MoeConfig,
 // configuration_qwen3_moe.py Qwen3MoeConfig, configuration_mixtral.py MixtralConfig,
-// configuration_granitemoe.py GraniteMoeConfig), used when a key is absent.
+// configuration_granitemoe.py GraniteMoeConfig, configuration_deepseek_v2.py / _v3.py), used
+// when a key is absent. The DeepSeek-only keys are read in config_deepseek.cpp.
 #include "model/config.h"
 
 #include "core/file_text.h"
-
-#include <nlohmann/json.hpp>
+#include "model/config_reader.h"
 
 #include <cmath>
 #include <filesystem>
 
 namespace coli {
 
-namespace {
+namespace config_detail {
 
-using Json = nlohmann::json;
+namespace {
 
 struct FamilyEntry {
     Family family;
@@ -29,6 +29,8 @@ constexpr FamilyEntry kFamilies[] = {
     {Family::Qwen3Moe, "Qwen3MoeForCausalLM", "qwen3_moe"},
     {Family::Mixtral, "MixtralForCausalLM", "mixtral"},
     {Family::GraniteMoe, "GraniteMoeForCausalLM", "granitemoe"},
+    {Family::DeepseekV2, "DeepseekV2ForCausalLM", "deepseek_v2"},
+    {Family::DeepseekV3, "DeepseekV3ForCausalLM", "deepseek_v3"},
 };
 
 // Defaults per family (HF config class __init__ / dataclass defaults).
@@ -50,85 +52,47 @@ Defaults defaultsFor(Family f) {
         return {32000, 4096, 14336, 32, 32, 8, 4096 * 32, 1e-5f, 1e6f, 8, 2};
     case Family::GraniteMoe:
         return {32000, 4096, 11008, 32, 32, 0, 2048, 1e-6f, 10000.f, 8, 2};
+    case Family::DeepseekV2: // n_routed_experts / num_experts_per_tok default to None: required
+        return {102400, 4096, 11008, 30, 32, 0, 2048, 1e-6f, 10000.f, 0, 0};
+    case Family::DeepseekV3:
+        return {129280, 7168, 18432, 61, 128, 0, 4096, 1e-6f, 10000.f, 256, 8};
     }
     return {};
 }
 
-// Reads typed keys and turns type errors into Malformed naming the file and the key.
-class Reader {
-public:
-    Reader(const Json& j, const std::string& source) : m_j(j), m_source(source) {}
-
-    bool has(const char* key) const { return m_j.contains(key) && !m_j.at(key).is_null(); }
-
-    Status getInt(const char* key, int def, int* out) const {
-        *out = def;
-        if (!has(key)) return {};
-        const Json& v = m_j.at(key);
-        if (!v.is_number_integer()) return bad(key, "must be an integer");
-        int64_t x = v.get<int64_t>();
-        if (x < INT32_MIN || x > INT32_MAX) return bad(key, "is out of range");
-        *out = static_cast<int>(x);
-        return {};
+// transformers modeling_rope_utils.py _compute_yarn_parameters: the keys, their defaults
+// (beta_fast 32, beta_slow 1, original_max_position_embeddings = max_position_embeddings,
+// truncate true) and the attention factor cos/sin are scaled by.
+Status parseYarn(const Reader& s, ModelConfig& c) {
+    RopeScaling& y = c.ropeScaling;
+    COLI_RETURN_IF_ERROR(s.getFloat("beta_fast", 32.0f, &y.betaFast));
+    COLI_RETURN_IF_ERROR(s.getFloat("beta_slow", 1.0f, &y.betaSlow));
+    COLI_RETURN_IF_ERROR(s.getFloat("mscale", 0.0f, &y.mscale));
+    COLI_RETURN_IF_ERROR(s.getFloat("mscale_all_dim", 0.0f, &y.mscaleAllDim));
+    COLI_RETURN_IF_ERROR(s.getBool("truncate", true, &y.truncate));
+    COLI_RETURN_IF_ERROR(s.getInt("original_max_position_embeddings", c.maxPositions,
+                                  &y.originalMaxPositionEmbeddings));
+    if (!(y.factor > 0)) return s.bad("factor", "must be > 0");
+    if (y.originalMaxPositionEmbeddings <= 0)
+        return s.bad("original_max_position_embeddings", "must be > 0");
+    if (!(y.betaFast > 0) || !(y.betaSlow > 0))
+        return s.bad("beta_fast", "and beta_slow must be > 0");
+    if (s.has("attention_factor")) {
+        COLI_RETURN_IF_ERROR(s.getFloat("attention_factor", 1.0f, &y.attentionFactor));
+    } else if (y.mscale != 0.0f && y.mscaleAllDim != 0.0f) {
+        y.attentionFactor =
+            float(yarnMscale(y.factor, y.mscale) / yarnMscale(y.factor, y.mscaleAllDim));
+    } else {
+        y.attentionFactor = float(yarnMscale(y.factor, 1.0));
     }
-    Status getFloat(const char* key, float def, float* out) const {
-        *out = def;
-        if (!has(key)) return {};
-        const Json& v = m_j.at(key);
-        if (!v.is_number()) return bad(key, "must be a number");
-        double x = v.get<double>();
-        if (!std::isfinite(x)) return bad(key, "must be finite");
-        *out = static_cast<float>(x);
-        return {};
-    }
-    Status getBool(const char* key, bool def, bool* out) const {
-        *out = def;
-        if (!has(key)) return {};
-        const Json& v = m_j.at(key);
-        if (!v.is_boolean()) return bad(key, "must be true or false");
-        *out = v.get<bool>();
-        return {};
-    }
-    Status getString(const char* key, const std::string& def, std::string* out) const {
-        *out = def;
-        if (!has(key)) return {};
-        const Json& v = m_j.at(key);
-        if (!v.is_string()) return bad(key, "must be a string");
-        *out = v.get<std::string>();
-        return {};
-    }
-    Status bad(const std::string& key, const std::string& what) const {
-        return {ErrorCode::Malformed, m_source + ": key '" + key + "' " + what};
-    }
-    const Json& json() const { return m_j; }
-
-private:
-    const Json& m_j;
-    std::string m_source;
-};
-
-Status positive(const Reader& r, const char* key, int v) {
-    if (v <= 0) return r.bad(key, "must be > 0 (got " + std::to_string(v) + ")");
     return {};
 }
 
-// Upper bounds far above any published model; a value past them is a typo or a corrupt file, and
-// refusing it here keeps later planning (one entry per layer and expert) from exhausting memory.
-constexpr int kMaxLayers = 1024;
-constexpr int kMaxExperts = 65536;
-constexpr int kMaxWidth = 1 << 20; // hidden_size, intermediate sizes, head_dim, heads
-constexpr int kMaxVocab = 1 << 24;
-
-Status atMost(const Reader& r, const char* key, int v, int limit) {
-    if (v > limit)
-        return r.bad(key, "is " + std::to_string(v) + ", more than the supported " +
-                              std::to_string(limit) + " (a corrupt or mistyped config.json?)");
-    return {};
-}
+} // namespace
 
 // rope_scaling (transformers < 5) or rope_parameters (transformers 5: also holds rope_theta).
-Status parseRope(const Reader& r, const Defaults& d, ModelConfig& c) {
-    COLI_RETURN_IF_ERROR(r.getFloat("rope_theta", d.theta, &c.ropeTheta));
+Status parseRope(const Reader& r, float defaultTheta, ModelConfig& c) {
+    COLI_RETURN_IF_ERROR(r.getFloat("rope_theta", defaultTheta, &c.ropeTheta));
     const Json* scaling = nullptr;
     std::string scalingKey;
     if (r.has("rope_parameters")) {
@@ -163,15 +127,19 @@ Status parseRope(const Reader& r, const Defaults& d, ModelConfig& c) {
                 return s.bad("original_max_position_embeddings", "must be > 0");
             if (c.ropeScaling.highFreqFactor <= c.ropeScaling.lowFreqFactor)
                 return s.bad("high_freq_factor", "must exceed low_freq_factor");
+        } else if (type == "yarn") {
+            COLI_RETURN_IF_ERROR(parseYarn(s, c));
         } else if (!type.empty()) {
             return {ErrorCode::Unsupported, "config.json: " + scalingKey + " type '" + type +
                                                 "' is not supported (supported: none, default, "
-                                                "linear, llama3)"};
+                                                "linear, llama3, yarn)"};
         }
     }
     if (!(c.ropeTheta > 0)) return r.bad("rope_theta", "must be > 0");
     return {};
 }
+
+namespace {
 
 // Which layers are MoE: Qwen rule (modeling_qwen2_moe.py / modeling_qwen3_moe.py decoder layer):
 // sparse iff layer not in mlp_only_layers and num_experts > 0 and (layer + 1) % step == 0.
@@ -202,6 +170,25 @@ Status parseSparseLayers(const Reader& r, ModelConfig& c) {
 }
 
 } // namespace
+
+} // namespace config_detail
+
+using namespace config_detail;
+
+double yarnMscale(double scale, double mscale) {
+    return scale <= 1.0 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
+}
+
+KvShape kvShape(const ModelConfig& c) {
+    if (c.isMla()) return {1, c.mla.kvLoraRank + c.mla.qkRopeHeadDim, 0};
+    return {c.nKvHeads, c.headDim, c.headDim};
+}
+
+const char* familyModelType(Family f) {
+    for (const auto& e : kFamilies)
+        if (e.family == f) return e.modelType;
+    return "unknown";
+}
 
 const char* familyName(Family f) {
     for (const auto& e : kFamilies)
@@ -293,6 +280,12 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
                                                 ") must divide num_attention_heads (" +
                                                 std::to_string(c.nHeads) + ")");
 
+    if (f == Family::DeepseekV2 || f == Family::DeepseekV3) {
+        COLI_RETURN_IF_ERROR(parseRope(r, d.theta, c));
+        COLI_RETURN_IF_ERROR(parseDeepseek(r, sourceName, c));
+        return c;
+    }
+
     // Head size: OLMoE and GraniteMoE always use hidden_size / num_attention_heads; Qwen and
     // Mixtral take config "head_dim" when present (getattr(config, "head_dim", ...)).
     const bool headDimKey = f == Family::Qwen2Moe || f == Family::Qwen3Moe || f == Family::Mixtral;
@@ -318,7 +311,7 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
     if (c.headDim % 2 != 0)
         return r.bad("head_dim", "(" + std::to_string(c.headDim) + ") must be even for RoPE");
 
-    COLI_RETURN_IF_ERROR(parseRope(r, d, c));
+    COLI_RETURN_IF_ERROR(parseRope(r, d.theta, c));
 
     // Attention extras.
     switch (f) {
@@ -344,6 +337,9 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
         COLI_RETURN_IF_ERROR(r.getBool("attention_bias", false, &c.attentionBias));
         c.attentionOutBias = c.attentionBias;
         break;
+    case Family::DeepseekV2:
+    case Family::DeepseekV3:
+        break; // parseDeepseek
     }
     if (f == Family::Qwen2Moe || f == Family::Qwen3Moe) {
         bool sliding = false;
@@ -408,6 +404,9 @@ Result<ModelConfig> parseConfig(const std::string& jsonText, const std::string& 
         c.routerSoftmaxOverTopk = true;
         c.normTopkProb = true;
         break;
+    case Family::DeepseekV2:
+    case Family::DeepseekV3:
+        break; // parseDeepseek
     }
     COLI_RETURN_IF_ERROR(parseSparseLayers(r, c));
 

@@ -81,7 +81,14 @@ Status quantiseWeights(ModelWeights& w, const WeightQuantisation& q,
         LayerWeights& L = w.layers[l];
         const std::string p = "layers." + std::to_string(l);
         if (q.dense) {
-            for (auto [m, n] : {std::pair{&L.q, ".q"}, {&L.k, ".k"}, {&L.v, ".v"}, {&L.o, ".o"}})
+            for (auto [m, n] : {std::pair{&L.q, ".q"},
+                                {&L.k, ".k"},
+                                {&L.v, ".v"},
+                                {&L.o, ".o"},
+                                {&L.qA, ".q_a"},
+                                {&L.qB, ".q_b"},
+                                {&L.kvA, ".kv_a"},
+                                {&L.kvB, ".kv_b"}})
                 COLI_RETURN_IF_ERROR(quantiseMatrix(*m, *q.dense, p + n, report));
             COLI_RETURN_IF_ERROR(quantiseMlp(L.shared, *q.dense, p + ".shared", report));
             COLI_RETURN_IF_ERROR(quantiseMlp(L.dense, *q.dense, p + ".mlp", report));

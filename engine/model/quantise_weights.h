@@ -18,7 +18,8 @@ namespace coli {
 // std::nullopt keeps the class in f32.
 struct WeightQuantisation {
     std::optional<quant::WeightFormat> experts; // routed experts' gate, up, down
-    std::optional<quant::WeightFormat> dense;   // q, k, v, o, shared expert, dense MLPs
+    std::optional<quant::WeightFormat> dense;   // q, k, v, o (MLA: q_a, q_b, kv_a, kv_b, o), shared
+                                                // expert, dense MLPs
     std::optional<quant::WeightFormat> embed;   // embedding table (row lookups)
     std::optional<quant::WeightFormat> lmHead;  // untied LM head (a tied one follows `embed`)
 };

@@ -3,8 +3,8 @@
 // checkpoint. Families are rows of data in tensor_names.cpp, not branches in the forward pass.
 // Sources: the modelling code of each family in huggingface/transformers (module names of
 // OlmoeDecoderLayer, Qwen2MoeDecoderLayer, Qwen3MoeDecoderLayer, MixtralDecoderLayer,
-// GraniteMoeDecoderLayer) and llama.cpp gguf-py/gguf/tensor_mapping.py.
-// Thread-safety: pure functions over constant data.
+// GraniteMoeDecoderLayer, DeepseekV2DecoderLayer, DeepseekV3DecoderLayer) and llama.cpp
+// gguf-py/gguf/tensor_mapping.py. Thread-safety: pure functions over constant data.
 #include "model/config.h"
 
 #include <string>
@@ -20,7 +20,7 @@ enum class TensorKind {
     Q,                // [n_heads*head_dim, d_model]
     K,                // [n_kv*head_dim, d_model]
     V,                // [n_kv*head_dim, d_model]
-    O,                // [d_model, n_heads*head_dim]
+    O,                // [d_model, n_heads*head_dim]; MLA: [d_model, n_heads*v_head_dim]
     QBias,            // [n_heads*head_dim]
     KBias,            // [n_kv*head_dim]
     VBias,            // [n_kv*head_dim]
@@ -41,6 +41,15 @@ enum class TensorKind {
     DenseGate,        // [dense_ffn, d_model]           dense (mlp_only) layers
     DenseUp,          // [dense_ffn, d_model]
     DenseDown,        // [d_model, dense_ffn]
+    // Multi-head latent attention (DeepSeek-V2/V3; config.h MlaConfig), H = n_heads:
+    QA,         // [q_lora_rank, d_model]                  when q_lora_rank (else Q:
+                //                                          [H*(nope+rope), d_model])
+    QANorm,     // [q_lora_rank]                           RMSNorm, eps 1e-6
+    QB,         // [H*(nope+rope), q_lora_rank]
+    KvA,        // [kv_lora_rank + rope, d_model]          kv_a_proj_with_mqa
+    KvANorm,    // [kv_lora_rank]                          RMSNorm, eps 1e-6
+    KvB,        // [H*(nope+v), kv_lora_rank]              per head: nope k rows, then v rows
+    RouterBias, // [n_experts] f32                         V3 e_score_correction_bias
 };
 
 enum class ExpertLayout {

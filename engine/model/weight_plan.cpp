@@ -26,10 +26,14 @@ public:
             LayerWeights* L = m_w ? &m_w->layers[l] : nullptr;
             vec(TensorKind::AttnNorm, l, d, L ? &L->attnNorm : nullptr);
             vec(TensorKind::FfnNorm, l, d, L ? &L->ffnNorm : nullptr);
-            matrix(TensorKind::Q, l, qDim, d, L ? &L->q : nullptr);
-            matrix(TensorKind::K, l, kvDim, d, L ? &L->k : nullptr);
-            matrix(TensorKind::V, l, kvDim, d, L ? &L->v : nullptr);
-            matrix(TensorKind::O, l, d, qDim, L ? &L->o : nullptr);
+            if (c.isMla()) {
+                mla(l, L);
+            } else {
+                matrix(TensorKind::Q, l, qDim, d, L ? &L->q : nullptr);
+                matrix(TensorKind::K, l, kvDim, d, L ? &L->k : nullptr);
+                matrix(TensorKind::V, l, kvDim, d, L ? &L->v : nullptr);
+                matrix(TensorKind::O, l, d, qDim, L ? &L->o : nullptr);
+            }
             if (c.attentionBias) {
                 vec(TensorKind::QBias, l, qDim, L ? &L->qBias : nullptr);
                 vec(TensorKind::KBias, l, kvDim, L ? &L->kBias : nullptr);
@@ -51,6 +55,8 @@ public:
                 continue;
             }
             matrix(TensorKind::Router, l, c.nExperts, d, L ? &L->router : nullptr);
+            if (c.routerBias)
+                vec(TensorKind::RouterBias, l, c.nExperts, L ? &L->routerBias : nullptr);
             if (c.sharedFfn > 0) {
                 swiglu(TensorKind::SharedGate, TensorKind::SharedUp, TensorKind::SharedDown, l,
                        c.sharedFfn, L ? &L->shared : nullptr);
@@ -74,6 +80,24 @@ public:
     }
 
 private:
+    // DeepseekV3Attention's projections (tensor_names.h for the shapes).
+    void mla(int l, LayerWeights* L) {
+        const MlaConfig& a = m_c.mla;
+        const int64_t d = m_c.dModel, H = m_c.nHeads;
+        if (a.qLoraRank > 0) {
+            matrix(TensorKind::QA, l, a.qLoraRank, d, L ? &L->qA : nullptr);
+            vec(TensorKind::QANorm, l, a.qLoraRank, L ? &L->qANorm : nullptr);
+            matrix(TensorKind::QB, l, H * a.qkHeadDim(), a.qLoraRank, L ? &L->qB : nullptr);
+        } else {
+            matrix(TensorKind::Q, l, H * a.qkHeadDim(), d, L ? &L->q : nullptr);
+        }
+        matrix(TensorKind::KvA, l, a.kvLoraRank + a.qkRopeHeadDim, d, L ? &L->kvA : nullptr);
+        vec(TensorKind::KvANorm, l, a.kvLoraRank, L ? &L->kvANorm : nullptr);
+        matrix(TensorKind::KvB, l, H * (a.qkNopeHeadDim + a.vHeadDim), a.kvLoraRank,
+               L ? &L->kvB : nullptr);
+        matrix(TensorKind::O, l, d, H * a.vHeadDim, L ? &L->o : nullptr);
+    }
+
     WeightSlot& add(SlotKind what, TensorKind kind, int layer, std::vector<int64_t> shape) {
         WeightSlot s;
         s.what = what;

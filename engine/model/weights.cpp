@@ -182,7 +182,16 @@ double expectedParamsLowerBound(const ModelConfig& c) {
     const double qDim = double(c.nHeads) * c.headDim, kvDim = double(c.nKvHeads) * c.headDim;
     double n = vocab * d * (c.tieWordEmbeddings ? 1 : 2);
     for (int l = 0; l < c.nLayers; ++l) {
-        n += 2 * qDim * d + 2 * kvDim * d; // q, o; k, v
+        if (c.isMla()) { // q (or q_b), kv_a, kv_b, o: at least the big ones
+            const MlaConfig& a = c.mla;
+            n += double(c.nHeads) * a.qkHeadDim() *
+                 std::max(a.qLoraRank > 0 ? a.qLoraRank : c.dModel, 1);
+            n += double(a.kvLoraRank) * d +
+                 double(c.nHeads) * (a.qkNopeHeadDim + a.vHeadDim) * a.kvLoraRank;
+            n += d * double(c.nHeads) * a.vHeadDim;
+        } else {
+            n += 2 * qDim * d + 2 * kvDim * d; // q, o; k, v
+        }
         if (l < int(c.sparseLayer.size()) && c.sparseLayer[l])
             n += double(c.nExperts) * d + double(c.nExperts) * 3 * c.expertFfn * d +
                  3.0 * c.sharedFfn * d;

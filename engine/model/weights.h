@@ -69,9 +69,15 @@ struct SwiGluView {
 };
 
 struct LayerWeights {
-    std::vector<float> attnNorm;                   // [d_model]
-    std::vector<float> ffnNorm;                    // [d_model]
-    Matrix q, k, v, o;                             // see TensorKind for shapes
+    std::vector<float> attnNorm; // [d_model]
+    std::vector<float> ffnNorm;  // [d_model]
+    Matrix q, k, v, o;           // see TensorKind for shapes
+    // Multi-head latent attention (empty for GQA families; q when q_lora_rank is null). kvB is
+    // kept in f32 (dequantised at load when stored quantised): attention reads it per head, the
+    // key rows folded into the query and the value rows applied to the attended latent.
+    Matrix qA, qB, kvA, kvB;
+    std::vector<float> qANorm, kvANorm;
+    std::vector<float> routerBias; // [n_experts] V3 e_score_correction_bias (selection only)
     std::vector<float> qBias, kBias, vBias, oBias; // empty when the family has none
     std::vector<float> qNorm, kNorm;               // empty when QkNorm::None
     bool sparse = false;                           // MoE layer (else `dense` is the MLP)

@@ -51,6 +51,20 @@ TEMPLATES = {
     "mixtral": {"bos_token": "<s>", "eos_token": "</s>"},
     "mixtral_2023": {"bos_token": "<s>", "eos_token": "</s>"},
     "granitemoe": {"bos_token": "<|end_of_text|>", "eos_token": "<|end_of_text|>"},
+    "deepseekv2": {"bos_token": "<\uff5cbegin\u2581of\u2581sentence\uff5c>",
+                   "eos_token": "<\uff5cend\u2581of\u2581sentence\uff5c>"},
+    "deepseekv3": {"bos_token": "<\uff5cbegin\u2581of\u2581sentence\uff5c>",
+                   "eos_token": "<\uff5cend\u2581of\u2581sentence\uff5c>",
+                   # DeepSeek-V3 joins several system messages with a blank line (is_first_sp).
+                   "extra_conversations": [
+                       ("two_system_messages", [
+                           {"role": "system", "content": "First rule."},
+                           {"role": "user", "content": "Hi"},
+                           {"role": "system", "content": "Second rule."},
+                           {"role": "assistant", "content": "Hello."},
+                           {"role": "user", "content": "Bye"},
+                       ], {}),
+                   ]},
 }
 
 
@@ -168,7 +182,7 @@ def template_goldens(env):
             raw = f.read()
         source = raw.decode("utf-8")
         cases = []
-        for conv_name, messages, extra in CONVERSATIONS:
+        for conv_name, messages, extra in CONVERSATIONS + tokens.get("extra_conversations", []):
             for agp in (True, False):
                 variables = {"messages": messages, "tools": None, "documents": None,
                              "add_generation_prompt": agp}

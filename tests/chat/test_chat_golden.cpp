@@ -23,8 +23,8 @@ std::string readFile(const fs::path& p) {
     return ss.str();
 }
 
-const char* kTemplates[] = {"olmoe",   "qwen2moe",     "qwen3moe",
-                            "mixtral", "mixtral_2023", "granitemoe"};
+const char* kTemplates[] = {"olmoe",        "qwen2moe",   "qwen3moe",   "mixtral",
+                            "mixtral_2023", "granitemoe", "deepseekv2", "deepseekv3"};
 
 class GoldenTest : public ::testing::TestWithParam<const char*> {};
 

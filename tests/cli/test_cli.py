@@ -22,7 +22,7 @@ import time
 import unittest
 
 ARGS = None
-FAMILIES = ("olmoe", "qwen2moe", "qwen3moe", "mixtral", "granitemoe")
+FAMILIES = ("olmoe", "qwen2moe", "qwen3moe", "mixtral", "granitemoe", "deepseekv2", "deepseekv3")
 LARGEST = "qwen3moe"
 DTYPE_BYTES = {"F32": 4, "F16": 2, "BF16": 2}
 
@@ -102,7 +102,7 @@ class Info(unittest.TestCase):
                 self.assertEqual(line["family"], cfg["model_type"])
                 self.assertEqual(line["architecture"], cfg["architectures"][0])
                 self.assertTrue(line["layers"].startswith(f"{cfg['num_hidden_layers']} "))
-                n_exp = cfg.get("num_experts", cfg.get("num_local_experts"))
+                n_exp = cfg.get("num_experts", cfg.get("num_local_experts", cfg.get("n_routed_experts")))
                 self.assertTrue(line["experts"].startswith(
                     f"{n_exp} per layer, top-{cfg['num_experts_per_tok']}"), line["experts"])
                 self.assertEqual(line["context length"],
@@ -110,7 +110,12 @@ class Info(unittest.TestCase):
                 self.assertEqual(line["vocab"], str(cfg["vocab_size"]))
 
                 j = json.loads(coli("info", "--json", fixture(name)).stdout)
-                tensors = safetensors_tensors(fixture(name))
+                # DeepSeek-V3's multi-token-prediction layer (past num_hidden_layers) is not
+                # part of the model that runs.
+                layers = cfg["num_hidden_layers"]
+                tensors = {n: v for n, v in safetensors_tensors(fixture(name)).items()
+                           if not re.match(r"model\.layers\.(\d+)\.", n) or
+                           int(re.match(r"model\.layers\.(\d+)\.", n).group(1)) < layers}
                 total = sum(_prod(s) for _, s, _ in tensors.values())
                 expert_bytes = sum(b for n, (_, _, b) in tensors.items() if is_expert_tensor(n))
                 all_bytes = sum(b for _, _, b in tensors.values())

@@ -12,7 +12,8 @@
 
 namespace convert_test {
 
-inline const char* const kFamilies[] = {"olmoe", "qwen2moe", "qwen3moe", "mixtral", "granitemoe"};
+inline const char* const kFamilies[] = {"olmoe",      "qwen2moe",   "qwen3moe",  "mixtral",
+                                        "granitemoe", "deepseekv2", "deepseekv3"};
 
 inline std::string fixture(const std::string& family) {
     return std::string(COLI_FIXTURE_DIR) + "/" + family;

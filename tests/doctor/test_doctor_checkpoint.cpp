@@ -25,7 +25,8 @@ TEST(DoctorCheckpoint, ShippedModelIsReady) {
 }
 
 TEST(DoctorCheckpoint, EveryFixtureFamilyIsReady) {
-    for (const char* family : {"olmoe", "qwen2moe", "qwen3moe", "mixtral", "granitemoe"}) {
+    for (const char* family :
+         {"olmoe", "qwen2moe", "qwen3moe", "mixtral", "granitemoe", "deepseekv2", "deepseekv3"}) {
         const DoctorReport r = diagnose(fixture(family));
         EXPECT_TRUE(r.ready) << family << ":\n" << describe(r);
         EXPECT_TRUE(r.findings.empty()) << family << ":\n" << describe(r);
@@ -172,12 +173,12 @@ TEST(DoctorCheckpoint, UnloadableChatTemplateIsFlagged) {
 TEST(DoctorCheckpoint, UnsupportedArchitectureNamesIt) {
     st_test::TempDir t;
     copyDir(fixture("mixtral"), t.path());
-    replaceText(t.path() / "config.json", "MixtralForCausalLM", "DeepseekV3ForCausalLM");
+    replaceText(t.path() / "config.json", "MixtralForCausalLM", "DbrxForCausalLM");
     const DoctorReport r = diagnose(t.path());
     EXPECT_FALSE(r.ready);
     const Finding* f = only(r, Severity::Error, "config.json");
     ASSERT_TRUE(f);
-    EXPECT_TRUE(contains(f->problem, "DeepseekV3ForCausalLM")) << f->problem;
+    EXPECT_TRUE(contains(f->problem, "DbrxForCausalLM")) << f->problem;
     EXPECT_TRUE(contains(f->action, "families")) << f->action;
 }
 

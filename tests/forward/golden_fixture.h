@@ -11,8 +11,9 @@
 namespace coli::test {
 
 inline const std::vector<std::string>& fixtureNames() {
-    static const std::vector<std::string> names = {"olmoe", "qwen2moe", "qwen3moe", "mixtral",
-                                                   "granitemoe"};
+    // Every fixture the engine loads (deepseekv3fp8 is FP8: only the converter reads it).
+    static const std::vector<std::string> names = {
+        "olmoe", "qwen2moe", "qwen3moe", "mixtral", "granitemoe", "deepseekv2", "deepseekv3"};
     return names;
 }
 

@@ -86,16 +86,18 @@ TEST(RoutingTrace, ShapesAndRanges) {
                     EXPECT_GE(e[j], 0);
                     EXPECT_LT(e[j], c.nExperts);
                     EXPECT_GT(w[j], 0.0f);
-                    EXPECT_LE(w[j], 1.0f);
-                    if (j > 0) {
+                    // DeepSeek: every weight times routed_scaling_factor.
+                    EXPECT_LE(w[j], c.routedScalingFactor);
+                    // V3 ranks by the bias-corrected scores; its weights are the uncorrected ones.
+                    if (j > 0 && !c.routerBias) {
                         EXPECT_LE(w[j], w[j - 1]) << "not in the router's top-k order";
                     }
                     sum += w[j];
                 }
                 if (sumsToOne)
-                    EXPECT_NEAR(sum, 1.0f, 1e-5f);
+                    EXPECT_NEAR(sum, c.routedScalingFactor, 1e-5f);
                 else
-                    EXPECT_LE(sum, 1.0f + 1e-5f);
+                    EXPECT_LE(sum, c.routedScalingFactor * (1.0f + 1e-5f));
             }
     }
 }

@@ -48,7 +48,7 @@ class Search(unittest.TestCase):
             "test/tiny-moe": make_repo(os.path.join(w, "a"), {"model.safetensors": 1000},
                                        meta={"downloads": 900, "parameters": 12_300_000}),
             "test/deep-moe": make_repo(os.path.join(w, "b"), {"model.safetensors": 10},
-                                       arch="DeepseekV3ForCausalLM", meta={"downloads": 50}),
+                                       arch="DbrxForCausalLM", meta={"downloads": 50}),
         }
         os.makedirs(os.path.join(w, "c"))
         with open(os.path.join(w, "c", "model-Q4_K_M.gguf"), "wb") as f:
@@ -67,7 +67,7 @@ class Search(unittest.TestCase):
             self.assertEqual([l.split()[0] for l in lines[1:]],
                              ["test/tiny-moe", "test/deep-moe", "test/gguf-moe"])
             self.assertRegex(lines[1], r"MixtralForCausalLM\s+12\.3M\s+900\s+yes")
-            self.assertIn("no: architecture DeepseekV3ForCausalLM is not supported", lines[2])
+            self.assertIn("no: architecture DbrxForCausalLM is not supported", lines[2])
             self.assertIn("no: GGUF files only", lines[3])
             r = run_coli(ARGS.coli, ["search", "moe", "--limit", "1"], env)
             self.assertEqual(len(r.stdout.decode().splitlines()), 2)
@@ -123,12 +123,12 @@ class Download(unittest.TestCase):
         w = work("deep")
         log = os.path.join(w, "requests.log")
         make_repo(os.path.join(w, "repo"), {"model.safetensors": 4 * MiB},
-                  arch="DeepseekV3ForCausalLM")
+                  arch="DbrxForCausalLM")
         with Hub({"test/deep": os.path.join(w, "repo")}, log=log) as hub:
             r = download(["test/deep", "--dir", os.path.join(w, "d")],
                          coli_env(w, hub.endpoint))
             self.assertEqual(r.returncode, 3, r.stderr)
-            self.assertIn(b"DeepseekV3ForCausalLM", r.stderr)
+            self.assertIn(b"DbrxForCausalLM", r.stderr)
             with open(log) as f:
                 asked = [json.loads(l)["path"] for l in f]
             self.assertTrue(any("/resolve/" in p and p.endswith("config.json") for p in asked))

@@ -42,7 +42,7 @@ struct Repos {
         hub_test::writeBytes(
             root / "tiny/_hub.json",
             R"({"downloads": 50, "likes": 3, "parameters": 123456, "tags": ["safetensors"]})");
-        hub_test::writeBytes(root / "deep/config.json", configWith("DeepseekV3ForCausalLM"));
+        hub_test::writeBytes(root / "deep/config.json", configWith("DbrxForCausalLM"));
         hub_test::writeBytes(root / "deep/model.safetensors", "x");
         hub_test::writeBytes(root / "deep/_hub.json", R"({"downloads": 40})");
         hub_test::writeBytes(root / "gguf/model-Q4_K_M.gguf", "GGUF");
@@ -85,9 +85,9 @@ TEST(HubApi, SupportFromConfigNamesTheArchitecture) {
     std::string note;
     EXPECT_EQ(supportFromConfig(supportedConfig(), &note), Support::Supported);
     EXPECT_TRUE(note.empty()) << note;
-    EXPECT_EQ(supportFromConfig(configWith("DeepseekV3ForCausalLM"), &note),
+    EXPECT_EQ(supportFromConfig(configWith("DbrxForCausalLM"), &note),
               Support::UnsupportedArchitecture);
-    EXPECT_TRUE(contains(note, "DeepseekV3ForCausalLM")) << note;
+    EXPECT_TRUE(contains(note, "DbrxForCausalLM")) << note;
     EXPECT_TRUE(contains(note, "MixtralForCausalLM")) << note; // lists the supported ones
     EXPECT_EQ(supportFromConfig("{not json", &note), Support::Unknown);
     EXPECT_TRUE(contains(note, "config.json")) << note;
@@ -112,7 +112,7 @@ TEST(HubApi, SearchFlagsWhatThisAppCannotRunMostDownloadedFirst) {
     EXPECT_EQ(r[0].likes, 3);
     EXPECT_EQ(r[1].id, "test/deep-model");
     EXPECT_EQ(r[1].support, Support::UnsupportedArchitecture);
-    EXPECT_TRUE(contains(r[1].supportNote, "DeepseekV3ForCausalLM")) << r[1].supportNote;
+    EXPECT_TRUE(contains(r[1].supportNote, "DbrxForCausalLM")) << r[1].supportNote;
     EXPECT_EQ(r[2].support, Support::GgufOnly);
     EXPECT_EQ(r[3].support, Support::NoWeights);
     EXPECT_TRUE(r[3].gated);

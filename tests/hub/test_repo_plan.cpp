@@ -27,7 +27,7 @@ struct Repos {
     Repos() {
         const auto& root = t.path();
         auto deep = nlohmann::json::parse(supportedConfig());
-        deep["architectures"] = {"DeepseekV3ForCausalLM"};
+        deep["architectures"] = {"DbrxForCausalLM"};
         hub_test::writeBytes(root / "ok/config.json", supportedConfig());
         hub_test::writeBytes(root / "ok/model-00001-of-00002.safetensors",
                              hub_test::randomBytes(4000, 1));
@@ -123,8 +123,7 @@ TEST(RepoPlan, UnsupportedArchitectureIsRefusedByNameBeforeAnyWeightByte) {
     auto plan = planRepoDownload(api, req);
     ASSERT_FALSE(plan.isOk());
     EXPECT_EQ(plan.status().code(), ErrorCode::Unsupported);
-    EXPECT_TRUE(contains(plan.status().message(), "DeepseekV3ForCausalLM"))
-        << plan.status().message();
+    EXPECT_TRUE(contains(plan.status().message(), "DbrxForCausalLM")) << plan.status().message();
     const auto asked = repos.requested();
     ASSERT_FALSE(asked.empty());
     bool config = false;

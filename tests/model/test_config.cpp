@@ -230,8 +230,8 @@ TEST(Config, ModelTypeFallbackAndRopeParameters) {
 }
 
 TEST(Config, UnknownArchitectureListsSupported) {
-    expectError(R"({"architectures": ["DeepseekV3ForCausalLM"]})", ErrorCode::Unsupported,
-                {"DeepseekV3ForCausalLM", "OlmoeForCausalLM", "Qwen2MoeForCausalLM",
+    expectError(R"({"architectures": ["DbrxForCausalLM"]})", ErrorCode::Unsupported,
+                {"DbrxForCausalLM", "OlmoeForCausalLM", "Qwen2MoeForCausalLM",
                  "Qwen3MoeForCausalLM", "MixtralForCausalLM", "GraniteMoeForCausalLM"});
     expectError(R"({"model_type": "llama"})", ErrorCode::Unsupported,
                 {"llama", "OlmoeForCausalLM"});
@@ -279,8 +279,8 @@ TEST(Config, UnsupportedFeaturesAreRefused) {
     expectError(R"({"architectures": ["OlmoeForCausalLM"], "hidden_act": "gelu"})",
                 ErrorCode::Unsupported, {"hidden_act", "gelu"});
     expectError(
-        R"({"architectures": ["Qwen3MoeForCausalLM"], "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})",
-        ErrorCode::Unsupported, {"yarn"});
+        R"({"architectures": ["Qwen3MoeForCausalLM"], "rope_scaling": {"rope_type": "longrope", "factor": 4.0}})",
+        ErrorCode::Unsupported, {"longrope"});
     expectError(R"({"architectures": ["Qwen2MoeForCausalLM"], "use_sliding_window": true})",
                 ErrorCode::Unsupported, {"use_sliding_window"});
 }

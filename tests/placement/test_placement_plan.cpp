@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -27,7 +28,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kFamilies[] = {"olmoe", "mixtral", "qwen2moe", "qwen3moe", "granitemoe"};
+const char* kFamilies[] = {"olmoe",      "mixtral",    "qwen2moe",  "qwen3moe",
+                           "granitemoe", "deepseekv2", "deepseekv3"};
 
 nlohmann::json readJson(const fs::path& p) {
     std::ifstream f(p);
@@ -56,13 +58,15 @@ Expected expectedFor(const fs::path& dir) {
     const nlohmann::json c = readJson(dir / "config.json");
     Expected e;
     e.topK = c["num_experts_per_tok"].get<int>();
-    e.expertsPerLayer = int(intOr(c, "num_experts", intOr(c, "num_local_experts", 0)));
+    e.expertsPerLayer = int(
+        intOr(c, "num_experts", intOr(c, "num_local_experts", intOr(c, "n_routed_experts", 0))));
     const int layers = c["num_hidden_layers"].get<int>();
     std::vector<int> mlpOnly;
     if (c.contains("mlp_only_layers") && c["mlp_only_layers"].is_array())
         mlpOnly = c["mlp_only_layers"].get<std::vector<int>>();
     const int step = int(intOr(c, "decoder_sparse_step", 1));
-    for (int l = 0; l < layers; ++l)
+    const int firstDense = int(intOr(c, "first_k_dense_replace", 0)); // DeepSeek
+    for (int l = firstDense; l < layers; ++l)
         if (std::find(mlpOnly.begin(), mlpOnly.end(), l) == mlpOnly.end() && (l + 1) % step == 0)
             ++e.moeLayers;
     const int64_t d = c["hidden_size"].get<int64_t>();
@@ -85,6 +89,11 @@ Expected expectedFor(const fs::path& dir) {
             const std::string& name = it.key();
             const nlohmann::json& t = it.value();
             if (name == "__metadata__") continue;
+            // DeepSeek-V3's multi-token-prediction layer (model.layers.{num_hidden_layers}) is
+            // not part of the model that runs.
+            int layer = -1;
+            if (std::sscanf(name.c_str(), "model.layers.%d.", &layer) == 1 && layer >= layers)
+                continue;
             const uint64_t bytes =
                 t["data_offsets"][1].get<uint64_t>() - t["data_offsets"][0].get<uint64_t>();
             total += bytes;

@@ -30,7 +30,8 @@ void expectErrorNaming(const Status& s, const std::string& what) {
 } // namespace
 
 TEST(LoadedModel, EveryFixtureLoadsCompletely) {
-    for (const char* name : {"olmoe", "qwen2moe", "qwen3moe", "mixtral", "granitemoe"}) {
+    for (const char* name :
+         {"olmoe", "qwen2moe", "qwen3moe", "mixtral", "granitemoe", "deepseekv2", "deepseekv3"}) {
         SCOPED_TRACE(name);
         std::vector<LoadProgress> seen;
         auto lm = LoadedModel::load(fixturePath(name), ModelLoadOptions{},

@@ -17,7 +17,8 @@ using namespace coli::test;
 
 namespace {
 
-const char* const kFamilies[] = {"olmoe", "qwen2moe", "qwen3moe", "mixtral", "granitemoe"};
+const char* const kFamilies[] = {"olmoe",      "qwen2moe",   "qwen3moe",  "mixtral",
+                                 "granitemoe", "deepseekv2", "deepseekv3"};
 
 #define LOAD_OR_FAIL(var, name)                                                                    \
     std::string var##Error;                                                                        \

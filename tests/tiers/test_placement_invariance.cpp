@@ -237,7 +237,8 @@ void checkModel(const std::string& dir, bool container) {
     }
 }
 
-const char* const kFamilies[] = {"olmoe", "qwen2moe", "qwen3moe", "mixtral", "granitemoe"};
+const char* const kFamilies[] = {"olmoe",      "qwen2moe",   "qwen3moe",  "mixtral",
+                                 "granitemoe", "deepseekv2", "deepseekv3"};
 
 std::string fixture(const std::string& f) {
     return std::string(COLI_FIXTURE_DIR) + "/" + f;

@@ -1,0 +1,125 @@
+// The Fast path's multi-head latent attention (DeepSeek-V2/V3): the same function as
+// forward_reference.cpp's mlaAttention, as phases of the chunk's team (forward_fast.cpp).
+#include "forward/fast_mla.h"
+
+#include "forward/attend.h"
+#include "forward/fast_matmul.h"
+#include "forward/kernels.h"
+#include "forward/kv_access.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace coli {
+
+namespace {
+
+constexpr float kLoraEps = 1e-6f; // q_a_layernorm / kv_a_layernorm: RMSNorm's default eps
+
+} // namespace
+
+void mlaAttentionShare(const ModelImpl& m, KVCache& kv, const Team& team, const LayerWeights& L,
+                       int layer, int n, int pos0) {
+    const ModelConfig& c = m.cfg;
+    const MlaConfig& a = c.mla;
+    FastWorkspace& ws = m.ws;
+    const int d = c.dModel, H = c.nHeads, qk = a.qkHeadDim(), nope = a.qkNopeHeadDim;
+    const int rope = a.qkRopeHeadDim, lora = a.kvLoraRank, row = lora + rope, vd = a.vHeadDim;
+    const int qLora = a.qLoraRank, qDim = H * qk, outDim = H * vd;
+    const Matrix& firstQ = qLora > 0 ? L.qA : L.q;
+    float* qa = ws.qa.data(); // [kChunk, q_lora_rank]
+    float* kva = ws.k.data(); // [kChunk, lora + rope]
+
+    // RMSNorm of the residual stream, quantised for q (or q_a) and kv_a.
+    {
+        const int mask = groupMask(firstQ) | groupMask(L.kvA);
+        const auto [t0, t1] = team.share(n);
+        for (int64_t t = t0; t < t1; ++t) {
+            float* h = ws.h.data() + size_t(t) * d;
+            rmsNorm(ws.x.data() + size_t(t) * d, L.attnNorm.data(), d, c.rmsNormEps, h);
+            if (mask) ws.qin.quantiseRow(mask, h, d, int(t));
+        }
+    }
+    team.sync();
+    const MatJob first[] = {{firstQ, qLora > 0 ? qa : ws.q.data(), nullptr}, {L.kvA, kva, nullptr}};
+    matmulShare(team, first, ws.qin.input(ws.h.data(), 0, n, d));
+    team.sync();
+    if (qLora > 0) {
+        const int mask = groupMask(L.qB);
+        const auto [t0, t1] = team.share(n);
+        for (int64_t t = t0; t < t1; ++t) {
+            float* r = qa + size_t(t) * qLora;
+            rmsNorm(r, L.qANorm.data(), qLora, kLoraEps, r);
+            if (mask) ws.qin.quantiseRow(mask, r, qLora, int(t));
+        }
+        team.sync();
+        const MatJob second[] = {{L.qB, ws.q.data(), nullptr}};
+        matmulShare(team, second, ws.qin.input(qa, 0, n, qLora));
+        team.sync();
+    }
+
+    // Per token: the latent's norm, RoPE on the rope key and every head's rope query, the cache
+    // row.
+    float* K = KVCacheAccess::keys(kv, layer); // [1, capacity, lora + rope]
+    {
+        const auto [t0, t1] = team.share(n);
+        for (int64_t t = t0; t < t1; ++t) {
+            float* r = kva + size_t(t) * row;
+            rmsNorm(r, L.kvANorm.data(), lora, kLoraEps, r);
+            float* cs = ws.cosSin.data() + size_t(t) * rope;
+            m.rope.cosSin(pos0 + int(t), cs, cs + rope / 2);
+            auto rotate = [&](float* x) {
+                if (a.ropeInterleave)
+                    Rope::applyPairs(x, rope, cs, cs + rope / 2);
+                else
+                    Rope::apply(x, rope, cs, cs + rope / 2);
+            };
+            rotate(r + lora);
+            for (int h = 0; h < H; ++h)
+                rotate(ws.q.data() + size_t(t) * qDim + size_t(h) * qk + nope);
+            std::memcpy(K + size_t(pos0 + t) * row, r, sizeof(float) * row);
+        }
+    }
+    team.sync();
+
+    // Per (token, head): the absorbed query, attention over the cached rows, the value rows.
+    const float scale = m.attentionScale();
+    const Matrix& W = L.kvB; // [H * (nope + v), lora] f32 (weights.h)
+    float* scores = ws.scores.data() + size_t(team.id) * ws.scoreTokens;
+    const auto [p0, p1] = team.share(int64_t(n) * H);
+    for (int64_t p = p0; p < p1; ++p) {
+        const int t = int(p / H), h = int(p % H);
+        const float* qh = ws.q.data() + size_t(t) * qDim + size_t(h) * qk;
+        float* qAbs = ws.qAbs.data() + size_t(t * H + h) * row;
+        float* latent = ws.latent.data() + size_t(t * H + h) * lora;
+        const int r0 = h * (nope + vd);
+        // W_UK^T q_nope, summed over the nope rows in order for every latent element.
+        std::fill(qAbs, qAbs + lora, 0.0f);
+        for (int k = 0; k < nope; ++k) {
+            const float qk0 = qh[k];
+            const float* w = W.row(r0 + k);
+            for (int i = 0; i < lora; ++i) {
+                const float prod = qk0 * w[i];
+                qAbs[i] += prod;
+            }
+        }
+        std::memcpy(qAbs + lora, qh + nope, sizeof(float) * rope);
+        attendHead(qAbs, K, K, size_t(row), 0, pos0 + t, row, lora, scale, scores, latent);
+        float* out = ws.att.data() + size_t(t) * outDim + size_t(h) * vd;
+        for (int i = 0; i < vd; ++i)
+            out[i] = dotFast(W.row(r0 + nope + i), latent, lora);
+    }
+    team.sync();
+    if (const int mask = groupMask(L.o)) {
+        quantiseShare(team, mask, ws.att.data(), n, outDim, ws.qin);
+        team.sync();
+    }
+    const auto [r0, r1] = team.shareRows(d);
+    matmulRows(L.o, ws.qin.input(ws.att.data(), 0, n, outDim), ws.o.data(), nullptr, r0, r1);
+    for (int t = 0; t < n; ++t)
+        for (int64_t i = r0; i < r1; ++i)
+            ws.x[size_t(t) * d + i] += ws.o[size_t(t) * d + i] * c.residualMultiplier;
+    team.sync();
+}
+
+} // namespace coli

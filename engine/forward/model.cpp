@@ -47,46 +47,6 @@ void widenKvB(ModelWeights& w) {
 
 } // namespace
 
-// ---- KVCache ----
-
-void KVCache::truncate(int nTokens) {
-    m_nTokens = std::clamp(nTokens, 0, m_nTokens);
-}
-
-bool KVCacheAccess::reserve(KVCache& kv, int nLayers, KvShape shape, int tokens, int maxTokens) {
-    const KvShape& have = kv.m_shape;
-    if (have.heads != shape.heads || have.kDim != shape.kDim || have.vDim != shape.vDim ||
-        int(kv.m_k.size()) != nLayers) {
-        if (kv.m_nTokens > 0) return false;
-        kv.m_k.clear();
-        kv.m_v.clear();
-        kv.m_k.resize(size_t(nLayers));
-        kv.m_v.resize(size_t(nLayers));
-        kv.m_shape = shape;
-        kv.m_capacity = 0;
-    }
-    if (tokens <= kv.m_capacity) return true;
-    const int64_t want =
-        std::max<int64_t>({2 * int64_t(tokens), int64_t(tokens) + 256, 2 * int64_t(kv.m_capacity)});
-    const int cap = int(std::min<int64_t>(maxTokens, want));
-    // Each head's block grows from old capacity to cap rows: move the cached rows over.
-    auto grow = [&](std::unique_ptr<float[]>& buf, int dim) {
-        if (dim == 0) return;
-        const size_t oldStride = size_t(kv.m_capacity) * dim, stride = size_t(cap) * dim;
-        const size_t used = size_t(kv.m_nTokens) * dim;
-        auto next = std::make_unique_for_overwrite<float[]>(size_t(shape.heads) * stride);
-        for (int h = 0; h < shape.heads && used > 0; ++h)
-            std::copy_n(buf.get() + h * oldStride, used, next.get() + h * stride);
-        buf = std::move(next);
-    };
-    for (int l = 0; l < nLayers; ++l) {
-        grow(kv.m_k[l], shape.kDim);
-        grow(kv.m_v[l], shape.vDim);
-    }
-    kv.m_capacity = cap;
-    return true;
-}
-
 // ---- ModelImpl ----
 
 float ModelImpl::attentionScale() const {

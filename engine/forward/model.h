@@ -69,7 +69,7 @@ struct ModelLoadOptions {
 
 // Keys and values of every layer for one sequence. Capacity in tokens; grows on demand up to
 // the model's context length. A cache belongs to the model that first filled it (forward()
-// refuses a cache with other dimensions unless it is empty). Copyable (e.g. to fork a sequence).
+// refuses a cache with other dimensions unless it is empty). Movable, not copyable.
 // Thread-safety: one thread at a time per cache.
 class KVCache {
 public:
@@ -77,7 +77,21 @@ public:
     int size() const { return m_nTokens; } // tokens currently cached
     void truncate(int nTokens);            // keep the first nTokens (prefix reuse); clamps
     void clear() { truncate(0); }
-    int capacity() const { return m_capacity; } // tokens the buffers hold without growing
+    int capacity() const { return m_capacity; }    // tokens the buffers hold without growing
+    int layers() const { return int(m_k.size()); } // 0 until a model filled it
+    KvShape shape() const { return m_shape; }
+    // Floats of one position over all layers: layers() * heads * (kDim + vDim).
+    size_t positionFloats() const;
+    // Position `pos`'s keys and values of every layer into out [positionFloats()]: per layer the
+    // key rows of heads 0..heads-1, then their value rows. Requires pos < size(). Thread-safety:
+    // const (no concurrent forward() on this cache).
+    void copyPosition(int pos, float* out) const;
+    // Replaces the contents by n positions of a model with nLayers layers of `shape`, from rows
+    // [n, positionFloats()] laid out as copyPosition writes them (a persisted session,
+    // runtime/session_kv_file.h). maxTokens: the model's context length. Errors: InvalidArgument
+    // when n > maxTokens, a dimension is not positive, or rows has the wrong size; the cache is
+    // then empty.
+    Status assign(int nLayers, KvShape shape, int maxTokens, std::span<const float> rows, int n);
 
 private:
     friend struct KVCacheAccess; // the forward pass (forward/kv_access.h)

@@ -65,6 +65,23 @@ void Session::reset() {
     m_tokens.clear();
 }
 
+Status Session::restore(std::span<const int32_t> tokens, std::span<const float> rows) {
+    reset();
+    const ModelConfig& c = m_model.model().config();
+    for (size_t i = 0; i < tokens.size(); ++i)
+        if (tokens[i] < 0 || tokens[i] >= c.vocabSize)
+            return {ErrorCode::InvalidArgument, "restored token " + std::to_string(i) + " has id " +
+                                                    std::to_string(tokens[i]) +
+                                                    ", outside the vocabulary"};
+    Status s = m_kv.assign(c.nLayers, kvShape(c), c.maxPositions, rows, int(tokens.size()));
+    if (!s) {
+        reset();
+        return s;
+    }
+    m_tokens.assign(tokens.begin(), tokens.end());
+    return {};
+}
+
 Result<GenerateStats> Session::generate(std::span<const int32_t> prompt,
                                         const GenerateParams& params, const PieceFn& onPiece,
                                         const std::atomic<bool>* cancel) {

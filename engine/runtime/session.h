@@ -172,6 +172,14 @@ public:
     void reset(); // forget the conversation (clears the KV cache)
     // Tokens in the KV cache (see the invariant above).
     const std::vector<int32_t>& tokens() const { return m_tokens; }
+    // The KV cache itself, for persisting it (runtime/session_kv_file.h).
+    const KVCache& kv() const { return m_kv; }
+    // Continues a conversation persisted earlier: tokens and their KV rows (KVCache::assign's
+    // layout, [tokens.size(), positionFloats]) become the session's state, as if this session had
+    // run them. The rows must come from this model with the same weights (the file's key says so).
+    // Errors: InvalidArgument (a token outside the vocabulary, rows of the wrong size, more tokens
+    // than the context); the session is then reset.
+    Status restore(std::span<const int32_t> tokens, std::span<const float> rows);
 
 private:
     const LoadedModel& m_model;

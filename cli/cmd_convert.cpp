@@ -19,6 +19,10 @@
 #include <unistd.h>
 
 namespace coli::cli {
+
+std::string kvCacheText(const ModelConfig& c);                        // cmd_info.cpp
+void addKvCacheJson(nlohmann::ordered_json& j, const ModelConfig& c); // cmd_info.cpp
+
 namespace {
 
 // A write into the destination failed (disk full, not enough free space, I/O error). Not in
@@ -158,6 +162,7 @@ int printContainerInfo(const std::string& dir, bool json) {
                                     {"storage", format},
                                     {"vocab_size", m.vocabSize},
                                     {"hidden_size", m.dModel}};
+        addKvCacheJson(j, m);
         fmt::print("{}\n", j.dump(2));
         return kExitOk;
     }
@@ -171,6 +176,7 @@ int printContainerInfo(const std::string& dir, bool json) {
     fmt::print("dense bytes:      {}\n", grouped(denseBytes));
     fmt::print("expert bytes:     {}\n", grouped(expertBytes));
     fmt::print("context length:   {} tokens\n", m.maxPositions);
+    fmt::print("KV cache:         {}\n", kvCacheText(m));
     fmt::print("vocab:            {}\n", m.vocabSize);
     fmt::print("hidden size:      {}, heads {} ({} KV), head dim {}\n", m.dModel, m.nHeads,
                m.nKvHeads, m.headDim);

@@ -44,6 +44,51 @@ std::string humanBytes(int64_t v) {
     return u == 0 ? fmt::format("{} B", v) : fmt::format("{:.1f} {}", x, units[u]);
 }
 
+// The KV cache a token costs (f32, every layer: n_layers x heads x (kDim + vDim) x 4 bytes from
+// kvShape, model/config.h) and, for MLA, what full per-head keys and values would cost instead
+// (n_layers x n_heads x (qk_nope + qk_rope + v_head_dim) x 4).
+struct KvCacheFacts {
+    int64_t bytesPerToken = 0;
+    int64_t fullBytesPerToken = 0; // MLA only (0 otherwise)
+};
+
+KvCacheFacts kvCacheFacts(const ModelConfig& c) {
+    const KvShape s = kvShape(c);
+    KvCacheFacts f;
+    f.bytesPerToken = int64_t(c.nLayers) * s.heads * (s.kDim + s.vDim) * int64_t(sizeof(float));
+    if (c.isMla())
+        f.fullBytesPerToken = int64_t(c.nLayers) * c.nHeads * (c.mla.qkHeadDim() + c.mla.vHeadDim) *
+                              int64_t(sizeof(float));
+    return f;
+}
+
+} // namespace
+
+// `coli info`'s "KV cache:" text, e.g. "864 bytes per token (f32, 3 layers; MLA latent 64 + rope
+// key 8 per layer, 2.7x smaller than full K/V)".
+std::string kvCacheText(const ModelConfig& c) {
+    const KvCacheFacts f = kvCacheFacts(c);
+    const KvShape s = kvShape(c);
+    std::string what;
+    if (c.isMla())
+        what = fmt::format("MLA latent {} + rope key {} per layer, {:.1f}x smaller than full K/V",
+                           c.mla.kvLoraRank, c.mla.qkRopeHeadDim,
+                           double(f.fullBytesPerToken) / double(f.bytesPerToken));
+    else
+        what = fmt::format("K and V of {} KV heads x {} per layer", s.heads, s.kDim);
+    return fmt::format("{} bytes per token (f32, {} layers; {})", grouped(f.bytesPerToken),
+                       c.nLayers, what);
+}
+
+// `--json`'s kv_bytes_per_token and, for MLA, kv_full_bytes_per_token.
+void addKvCacheJson(nlohmann::ordered_json& j, const ModelConfig& c) {
+    const KvCacheFacts f = kvCacheFacts(c);
+    j["kv_bytes_per_token"] = f.bytesPerToken;
+    if (c.isMla()) j["kv_full_bytes_per_token"] = f.fullBytesPerToken;
+}
+
+namespace {
+
 struct InfoOptions {
     ModelOptions model;
     bool json = false;
@@ -83,6 +128,7 @@ int runInfo(const InfoOptions& o) {
             {"kv_heads", c.nKvHeads},
             {"head_dim", c.headDim},
         };
+        addKvCacheJson(j, c);
         fmt::print("{}\n", j.dump(2));
         return kExitOk;
     }
@@ -100,10 +146,17 @@ int runInfo(const InfoOptions& o) {
     fmt::print("dense bytes:      {} ({})\n", grouped(s.denseBytes), humanBytes(s.denseBytes));
     fmt::print("expert bytes:     {} ({})\n", grouped(s.expertBytes), humanBytes(s.expertBytes));
     fmt::print("context length:   {} tokens\n", c.maxPositions);
+    fmt::print("KV cache:         {}\n", kvCacheText(c));
     fmt::print("storage:          {}\n", s.storage);
     fmt::print("vocab:            {}\n", c.vocabSize);
-    fmt::print("hidden size:      {}, heads {} ({} KV), head dim {}\n", c.dModel, c.nHeads,
-               c.nKvHeads, c.headDim);
+    if (c.isMla())
+        fmt::print("hidden size:      {}, heads {} (MLA: q/k head dim {} + {} rope, v head dim "
+                   "{}, latent {})\n",
+                   c.dModel, c.nHeads, c.mla.qkNopeHeadDim, c.mla.qkRopeHeadDim, c.mla.vHeadDim,
+                   c.mla.kvLoraRank);
+    else
+        fmt::print("hidden size:      {}, heads {} ({} KV), head dim {}\n", c.dModel, c.nHeads,
+                   c.nKvHeads, c.headDim);
     return kExitOk;
 }
 

@@ -126,7 +126,9 @@ std::map<std::string, TensorClass> knownNames(const ModelConfig& c) {
                                    TensorKind::KvANorm,
                                    TensorKind::KvB,
                                    TensorKind::RouterBias};
-    for (int l = 0; l < c.nLayers; ++l)
+    // DeepSeek-V3's multi-token-prediction layers take the decoder layers' names and classes
+    // (their router stays f32); their own extra matrices are placed by makePlan.
+    for (int l = 0; l < c.nLayers + c.mtpLayers; ++l)
         for (TensorKind k : perLayer)
             put(k, l);
     return m;

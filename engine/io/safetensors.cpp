@@ -283,8 +283,8 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
         }
         if (info.dtype == DType::F8_E4M3) {
             return {ErrorCode::Unsupported,
-                    T + "dtype F8_E4M3 is not supported yet (with its scale tensors it will come "
-                        "with the quantised container)"};
+                    T + "dtype F8_E4M3 cannot be loaded directly: convert the checkpoint "
+                        "first (coli convert reads F8_E4M3 with its block scales)"};
         }
 
         // Shape: non-negative dims whose product (and product x element size) fits in 63 bits.

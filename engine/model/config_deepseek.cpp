@@ -112,8 +112,8 @@ Status parseRouting(const Reader& r, const std::string& source, bool v3, ModelCo
 Status parseDeepseek(const Reader& r, const std::string& source, ModelConfig& c) {
     const bool v3 = c.family == Family::DeepseekV3;
     COLI_RETURN_IF_ERROR(parseMla(r, source, v3, c));
-    if (!r.has("n_routed_experts"))
-        return unsupported(source, "n_routed_experts is missing or null: a DeepSeek model "
+    if (!v3 && !r.has("n_routed_experts"))
+        return unsupported(source, "n_routed_experts is missing or null: a DeepSeek-V2 model "
                                    "without routed experts is dense, not a Mixture of Experts");
     COLI_RETURN_IF_ERROR(r.getInt("n_routed_experts", v3 ? 256 : 0, &c.nExperts));
     COLI_RETURN_IF_ERROR(r.getInt("num_experts_per_tok", v3 ? 8 : 0, &c.topK));

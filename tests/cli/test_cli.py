@@ -136,11 +136,62 @@ class Info(unittest.TestCase):
                 self.assertIn(f"{total:,}", line["parameters"])
                 self.assertIn(f"{per_expert:,}", line["bytes per expert"])
 
+    def test_info_kv_cache_from_config(self):
+        """KV cache bytes per token (f32, all layers) as config.json alone gives them, on every
+        fixture and on containers (one of them converted from the FP8 checkpoint)."""
+        models = [(name, fixture(name)) for name in FAMILIES]
+        for name in ("deepseekv3fp8", "qwen3moe"):
+            box = os.path.join(ARGS.work, f"kv-container-{name}")
+            shutil.rmtree(box, ignore_errors=True)
+            r = coli("convert", fixture(name), box, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            models.append((f"{name} (container)", box))
+        for name, path in models:
+            with self.subTest(name):
+                with open(os.path.join(path, "config.json")) as f:
+                    cfg = json.load(f)
+                want, full = kv_cache_bytes(cfg)
+                r = coli("info", path)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                m = re.search(r"^KV cache: +([0-9,]+) bytes per token \(f32, (\d+) layers; (.*)\)$",
+                              r.stdout.decode(), re.M)
+                self.assertIsNotNone(m, r.stdout.decode())
+                self.assertEqual(m.group(1), f"{want:,}")
+                self.assertEqual(int(m.group(2)), cfg["num_hidden_layers"])
+                j = json.loads(coli("info", "--json", path).stdout)
+                self.assertEqual(j["kv_bytes_per_token"], want)
+                if full is None:
+                    self.assertNotIn("kv_full_bytes_per_token", j)
+                    self.assertNotIn("MLA", m.group(3))
+                else:
+                    self.assertEqual(j["kv_full_bytes_per_token"], full)
+                    self.assertEqual(
+                        m.group(3),
+                        f"MLA latent {cfg['kv_lora_rank']} + rope key {cfg['qk_rope_head_dim']} "
+                        f"per layer, {full / want:.1f}x smaller than full K/V")
+
     def test_info_missing_dir_exits_3(self):
         missing = os.path.join(ARGS.work, "no-such-model")
         r = coli("info", missing)
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn(missing, r.stderr.decode())
+
+
+def kv_cache_bytes(cfg):
+    """(bytes per token, full K/V bytes per token or None) of the f32 KV cache over every layer,
+    from config.json: MLA (DeepSeek) caches kv_lora_rank + qk_rope_head_dim floats per layer, where
+    full K/V would be num_attention_heads x (qk_nope + qk_rope + v_head_dim); the other families
+    cache K and V of num_key_value_heads x head_dim (head_dim: the key, else hidden / heads)."""
+    layers = cfg["num_hidden_layers"]
+    if cfg.get("kv_lora_rank"):
+        per_layer = cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]
+        full = cfg["num_attention_heads"] * (cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"] +
+                                             cfg["v_head_dim"])
+        return layers * per_layer * 4, layers * full * 4
+    heads = cfg["num_attention_heads"]
+    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // heads
+    kv_heads = cfg.get("num_key_value_heads") or heads
+    return layers * kv_heads * 2 * head_dim * 4, None
 
 
 def _prod(shape):

@@ -207,10 +207,11 @@ TEST_F(SafetensorsTest, RefusesUnsupportedKnownDtype) {
     EXPECT_TRUE(hasError(openStatus(), ErrorCode::Unsupported, {path, "'w'", "F64"}));
 }
 
-TEST_F(SafetensorsTest, RefusesF8E4M3ClearlyForNow) {
+TEST_F(SafetensorsTest, RefusesF8E4M3PointingAtTheConverter) {
     writeHeader(objectJson({entryJson("mlp.w", "F8_E4M3", {4}, 0, 4)}), 4);
-    EXPECT_TRUE(hasError(openStatus(), ErrorCode::Unsupported,
-                         {path, "'mlp.w'", "F8_E4M3", "not supported yet", "quantised container"}));
+    EXPECT_TRUE(
+        hasError(openStatus(), ErrorCode::Unsupported,
+                 {path, "'mlp.w'", "F8_E4M3", "cannot be loaded directly", "coli convert"}));
 }
 
 TEST_F(SafetensorsTest, RefusesNegativeShape) {

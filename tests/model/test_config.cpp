@@ -3,7 +3,9 @@
 #include "model/config.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -307,6 +309,234 @@ TEST(Config, LoadConfigFromDirectory) {
     ASSERT_FALSE(bad.isOk());
     EXPECT_NE(bad.status().message().find((dir / "config.json").string()), std::string::npos);
     EXPECT_NE(bad.status().message().find("hidden_size"), std::string::npos);
+}
+
+// ---- DeepSeek-V2/V3 (config_deepseek.cpp; transformers configuration_deepseek_v2.py / _v3.py) --
+
+// YaRN's get_mscale, written out here (0.1 * mscale * ln(scale) + 1 for scale > 1).
+double getMscale(double scale, double mscale) {
+    return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
+}
+
+// deepseek-ai/DeepSeek-V2 config.json (abridged to the keys the engine reads): q_lora_rank 1536,
+// group_limited_greedy over 8 groups keeping 3, routed_scaling_factor 16.
+const char* const kDeepseekV2 = R"({"architectures": ["DeepseekV2ForCausalLM"],
+    "model_type": "deepseek_v2", "hidden_size": 5120, "intermediate_size": 12288,
+    "moe_intermediate_size": 1536, "num_hidden_layers": 60, "num_attention_heads": 128,
+    "num_key_value_heads": 128, "n_shared_experts": 2, "n_routed_experts": 160,
+    "num_experts_per_tok": 6, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+    "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+    "v_head_dim": 128, "n_group": 8, "topk_group": 3, "topk_method": "group_limited_greedy",
+    "scoring_func": "softmax", "norm_topk_prob": false, "routed_scaling_factor": 16.0,
+    "attention_bias": false, "max_position_embeddings": 163840, "rms_norm_eps": 1e-06,
+    "rope_theta": 10000, "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40,
+    "mscale": 0.707, "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096,
+    "type": "yarn"}, "vocab_size": 102400, "tie_word_embeddings": false})";
+
+// deepseek-ai/DeepSeek-V3 config.json (abridged): noaux_tc with the correction bias, sigmoid
+// scores, 3 dense layers, one MTP layer.
+const char* const kDeepseekV3 = R"({"architectures": ["DeepseekV3ForCausalLM"],
+    "model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432,
+    "moe_intermediate_size": 2048, "num_hidden_layers": 61, "num_attention_heads": 128,
+    "num_key_value_heads": 128, "n_shared_experts": 1, "n_routed_experts": 256,
+    "num_experts_per_tok": 8, "first_k_dense_replace": 3, "moe_layer_freq": 1,
+    "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+    "v_head_dim": 128, "n_group": 8, "topk_group": 4, "topk_method": "noaux_tc",
+    "scoring_func": "sigmoid", "norm_topk_prob": true, "routed_scaling_factor": 2.5,
+    "num_nextn_predict_layers": 1, "max_position_embeddings": 163840, "rms_norm_eps": 1e-06,
+    "rope_theta": 10000, "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40,
+    "mscale": 1.0, "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
+    "type": "yarn"}, "vocab_size": 129280, "tie_word_embeddings": false})";
+
+// The JSON text with one key replaced (or added), for the refusal cases below.
+std::string withKey(const std::string& json, const std::string& key, const std::string& value) {
+    nlohmann::json j = nlohmann::json::parse(json);
+    j[key] = nlohmann::json::parse(value);
+    return j.dump();
+}
+
+std::string withoutKey(const std::string& json, const std::string& key) {
+    nlohmann::json j = nlohmann::json::parse(json);
+    j.erase(key);
+    return j.dump();
+}
+
+void expectKvShape(const ModelConfig& c, int heads, int kDim, int vDim) {
+    const KvShape s = kvShape(c);
+    EXPECT_EQ(s.heads, heads);
+    EXPECT_EQ(s.kDim, kDim);
+    EXPECT_EQ(s.vDim, vDim);
+}
+
+TEST(Config, DeepseekV2RealConfig) {
+    const ModelConfig c = parseOk(kDeepseekV2);
+    EXPECT_EQ(c.family, Family::DeepseekV2);
+    EXPECT_TRUE(c.isMla());
+    EXPECT_EQ(c.mla.kvLoraRank, 512);
+    EXPECT_EQ(c.mla.qLoraRank, 1536);
+    EXPECT_EQ(c.mla.qkNopeHeadDim, 128);
+    EXPECT_EQ(c.mla.qkRopeHeadDim, 64);
+    EXPECT_EQ(c.mla.vHeadDim, 128);
+    EXPECT_TRUE(c.mla.ropeInterleave); // V2 always rotates (2i, 2i+1)
+    EXPECT_EQ(c.headDim, 128 + 64);    // qk_nope + qk_rope
+    EXPECT_EQ(c.ropeDim(), 64);
+    expectKvShape(c, 1, 512 + 64, 0); // the latent and the one shared rope key, no values
+    EXPECT_EQ(c.nExperts, 160);
+    EXPECT_EQ(c.topK, 6);
+    EXPECT_EQ(c.expertFfn, 1536);
+    EXPECT_EQ(c.denseFfn, 12288);
+    EXPECT_EQ(c.sharedFfn, 2 * 1536); // n_shared_experts * moe_intermediate_size
+    EXPECT_FALSE(c.sharedExpertGate);
+    EXPECT_EQ(c.scoring, RouterScoring::Softmax);
+    EXPECT_EQ(c.groupSelection, GroupSelection::BestScore);
+    EXPECT_EQ(c.nGroup, 8);
+    EXPECT_EQ(c.topkGroup, 3);
+    EXPECT_FALSE(c.routerBias);
+    EXPECT_FALSE(c.normTopkProb);
+    EXPECT_FALSE(c.routerSoftmaxOverTopk);
+    EXPECT_FLOAT_EQ(c.routedScalingFactor, 16.0f);
+    EXPECT_EQ(c.mtpLayers, 0);
+    // first_k_dense_replace 1: layer 0 dense, every later layer MoE.
+    ASSERT_EQ(c.sparseLayer.size(), 60u);
+    EXPECT_FALSE(c.sparseLayer[0]);
+    for (size_t l = 1; l < 60; ++l)
+        EXPECT_TRUE(c.sparseLayer[l]) << l;
+    EXPECT_EQ(c.ropeScaling.type, "yarn");
+    EXPECT_FLOAT_EQ(c.ropeScaling.factor, 40.0f);
+    EXPECT_EQ(c.ropeScaling.originalMaxPositionEmbeddings, 4096);
+    // mscale == mscale_all_dim: get_mscale(40, 0.707) / get_mscale(40, 0.707) = 1.
+    EXPECT_FLOAT_EQ(c.ropeScaling.attentionFactor, 1.0f);
+}
+
+// deepseek-ai/DeepSeek-V2-Lite: q_lora_rank null (q_proj), greedy top-k over all experts.
+TEST(Config, DeepseekV2LiteNullQLoraRankAndGreedy) {
+    std::string j = withKey(kDeepseekV2, "q_lora_rank", "null");
+    j = withKey(j, "topk_method", R"("greedy")");
+    j = withKey(j, "n_group", "1");
+    j = withKey(j, "topk_group", "1");
+    j = withKey(j, "num_attention_heads", "16");
+    j = withKey(j, "num_key_value_heads", "16");
+    j = withKey(j, "n_routed_experts", "64");
+    j = withKey(j, "routed_scaling_factor", "1.0");
+    const ModelConfig c = parseOk(j);
+    EXPECT_EQ(c.mla.qLoraRank, 0); // null -> q_proj
+    EXPECT_EQ(c.groupSelection, GroupSelection::None);
+    EXPECT_EQ(c.scoring, RouterScoring::Softmax);
+    EXPECT_FALSE(c.routerBias);
+    EXPECT_FLOAT_EQ(c.routedScalingFactor, 1.0f);
+    EXPECT_EQ(c.nHeads, 16);
+    EXPECT_EQ(c.nKvHeads, 16);
+    expectKvShape(c, 1, 576, 0);
+    // What the cache saves: 16 heads x (128 + 64 + 128) floats of full K/V vs 576 per layer.
+    EXPECT_EQ(c.nHeads * (c.mla.qkHeadDim() + c.mla.vHeadDim), 5120);
+}
+
+TEST(Config, DeepseekV3RealConfig) {
+    const ModelConfig c = parseOk(kDeepseekV3);
+    EXPECT_EQ(c.family, Family::DeepseekV3);
+    EXPECT_TRUE(c.isMla());
+    EXPECT_EQ(c.mla.qLoraRank, 1536);
+    EXPECT_EQ(c.mla.kvLoraRank, 512);
+    EXPECT_TRUE(c.mla.ropeInterleave); // rope_interleave absent: default true
+    EXPECT_EQ(c.headDim, 192);
+    expectKvShape(c, 1, 576, 0);
+    EXPECT_EQ(c.nExperts, 256);
+    EXPECT_EQ(c.topK, 8);
+    EXPECT_EQ(c.sharedFfn, 1 * 2048);
+    EXPECT_EQ(c.denseFfn, 18432);
+    EXPECT_EQ(c.scoring, RouterScoring::Sigmoid);
+    EXPECT_EQ(c.groupSelection, GroupSelection::TopTwoSum);
+    EXPECT_TRUE(c.routerBias);
+    EXPECT_TRUE(c.normTopkProb);
+    EXPECT_EQ(c.nGroup, 8);
+    EXPECT_EQ(c.topkGroup, 4);
+    EXPECT_FLOAT_EQ(c.routedScalingFactor, 2.5f);
+    EXPECT_EQ(c.mtpLayers, 1);
+    ASSERT_EQ(c.sparseLayer.size(), 61u); // the MTP layer is not one of them
+    for (size_t l = 0; l < 61; ++l)
+        EXPECT_EQ(c.sparseLayer[l], l >= 3) << l; // first_k_dense_replace 3
+    EXPECT_FLOAT_EQ(c.ropeScaling.attentionFactor, 1.0f);
+    const ModelConfig halves = parseOk(withKey(kDeepseekV3, "rope_interleave", "false"));
+    EXPECT_FALSE(halves.mla.ropeInterleave);
+}
+
+// The YaRN attention factor (transformers _compute_yarn_parameters): get_mscale(f, mscale) /
+// get_mscale(f, mscale_all_dim) when both are set, get_mscale(f) (mscale 1) otherwise; computed
+// here by hand from the formula.
+TEST(Config, DeepseekYarnAttentionFactor) {
+    auto factorOf = [](const std::string& scaling) {
+        return parseOk(withKey(kDeepseekV2, "rope_scaling", scaling)).ropeScaling.attentionFactor;
+    };
+    // The deepseekv2 fixture's values: (1 + 0.1 ln 4) / (1 + 0.05 ln 4) = 1.0648216.
+    const double want = (0.1 * 1.0 * std::log(4.0) + 1) / (0.1 * 0.5 * std::log(4.0) + 1);
+    EXPECT_NEAR(want, 1.0648216, 1e-7);
+    EXPECT_FLOAT_EQ(
+        factorOf(R"({"type": "yarn", "factor": 4.0, "mscale": 1.0, "mscale_all_dim": 0.5,
+                     "original_max_position_embeddings": 32})"),
+        float(want));
+    EXPECT_FLOAT_EQ(factorOf(R"({"type": "yarn", "factor": 40, "mscale": 0.707,
+                                 "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096})"),
+                    float(getMscale(40, 0.707) / getMscale(40, 1.0)));
+    // Only mscale: get_mscale(factor) = 1 + 0.1 ln(factor).
+    EXPECT_FLOAT_EQ(factorOf(R"({"type": "yarn", "factor": 40, "mscale": 0.707,
+                                 "original_max_position_embeddings": 4096})"),
+                    float(1 + 0.1 * std::log(40.0)));
+    // attention_factor given wins.
+    EXPECT_FLOAT_EQ(factorOf(R"({"type": "yarn", "factor": 40, "mscale": 0.707,
+                                 "mscale_all_dim": 1.0, "attention_factor": 0.75,
+                                 "original_max_position_embeddings": 4096})"),
+                    0.75f);
+    EXPECT_DOUBLE_EQ(yarnMscale(40, 0.707), getMscale(40, 0.707));
+    EXPECT_DOUBLE_EQ(yarnMscale(1, 0.707), 1.0);
+}
+
+TEST(Config, DeepseekRefusals) {
+    // V2: transformers ignores norm_topk_prob, DeepSeek's code renormalises.
+    expectError(withKey(kDeepseekV2, "norm_topk_prob", "true"), ErrorCode::Unsupported,
+                {"config.json", "norm_topk_prob", "DeepseekV2ForCausalLM"});
+    expectError(withKey(kDeepseekV3, "moe_layer_freq", "2"), ErrorCode::Unsupported,
+                {"config.json", "moe_layer_freq", "2"});
+    expectError(withKey(kDeepseekV2, "attention_bias", "true"), ErrorCode::Unsupported,
+                {"config.json", "attention_bias"});
+    expectError(withKey(kDeepseekV2, "scoring_func", R"("sigmoid")"), ErrorCode::Unsupported,
+                {"config.json", "scoring_func", "sigmoid", "DeepseekV2ForCausalLM"});
+    expectError(withKey(kDeepseekV3, "scoring_func", R"("softmax")"), ErrorCode::Unsupported,
+                {"scoring_func", "softmax", "DeepseekV3ForCausalLM"});
+    expectError(withKey(kDeepseekV3, "topk_method", R"("greedy")"), ErrorCode::Unsupported,
+                {"config.json", "topk_method", "greedy", "noaux_tc"});
+    expectError(withKey(kDeepseekV2, "topk_method", R"("noaux_tc")"), ErrorCode::Unsupported,
+                {"topk_method", "noaux_tc", "group_limited_greedy"});
+    // 160 experts in 7 groups.
+    expectError(withKey(kDeepseekV2, "n_group", "7"), ErrorCode::Malformed,
+                {"config.json", "n_group", "7", "n_routed_experts", "160"});
+    expectError(withKey(kDeepseekV3, "topk_group", "9"), ErrorCode::Malformed,
+                {"config.json", "topk_group", "9", "n_group"});
+    // 256 experts in 64 groups of 4, one group kept: 4 experts for top-8.
+    expectError(withKey(withKey(kDeepseekV3, "n_group", "64"), "topk_group", "1"),
+                ErrorCode::Malformed, {"config.json", "num_experts_per_tok", "8", "4"});
+    // V2: 160 in 8 groups of 20, one kept holds 20 < 21.
+    expectError(withKey(withKey(kDeepseekV2, "topk_group", "1"), "num_experts_per_tok", "21"),
+                ErrorCode::Malformed, {"num_experts_per_tok", "21", "20"});
+    parseOk(withKey(withKey(kDeepseekV2, "topk_group", "1"), "num_experts_per_tok", "20"));
+    // noaux_tc sums each group's two best: groups of one expert cannot.
+    expectError(withKey(withKey(withKey(kDeepseekV3, "n_group", "256"), "topk_group", "8"),
+                        "num_experts_per_tok", "8"),
+                ErrorCode::Malformed, {"n_group", "2 experts per group"});
+    // n_routed_experts missing or null: a dense model, not MoE.
+    for (const std::string& j : {withoutKey(kDeepseekV2, "n_routed_experts"),
+                                 withKey(kDeepseekV2, "n_routed_experts", "null")})
+        expectError(j, ErrorCode::Unsupported, {"config.json", "n_routed_experts"});
+    // DeepseekV3Config defaults it to 256.
+    EXPECT_EQ(parseOk(withoutKey(kDeepseekV3, "n_routed_experts")).nExperts, 256);
+    expectError(withKey(kDeepseekV3, "qk_rope_head_dim", "63"), ErrorCode::Malformed,
+                {"config.json", "qk_rope_head_dim", "63", "even"});
+    expectError(withKey(kDeepseekV3, "kv_lora_rank", "0"), ErrorCode::Malformed,
+                {"kv_lora_rank", "> 0"});
+    expectError(withKey(kDeepseekV3, "q_lora_rank", "-1"), ErrorCode::Malformed, {"q_lora_rank"});
+    expectError(withKey(kDeepseekV3, "routed_scaling_factor", "0"), ErrorCode::Malformed,
+                {"routed_scaling_factor"});
+    expectError(withKey(kDeepseekV2, "first_k_dense_replace", "-1"), ErrorCode::Malformed,
+                {"first_k_dense_replace"});
 }
 
 } // namespace

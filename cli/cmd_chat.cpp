@@ -1,6 +1,7 @@
 // coli chat MODEL_DIR: an interactive multi-turn conversation using the model's chat template.
 // Each turn renders the whole conversation; the session reuses the KV cache for the common token
 // prefix, so only the new message is prefilled.
+#include "chat_persistence.h"
 #include "commands.h"
 #include "exit_codes.h"
 #include "generation_output.h"
@@ -29,6 +30,8 @@ struct ChatOptions {
     int maxNewTokens = 1024;
     bool ignoreEos = false;
     bool noHistory = false;
+    std::string session; // --session ID-or-TITLE: kept in the database (chat_persistence.h)
+    std::string db;      // --db PATH: that database (default: the app's)
 };
 
 // What `/help` prints (to stderr, like the other notices; stdout carries only answers).
@@ -80,12 +83,20 @@ int runChat(const ChatOptions& o) {
     if (tiers::ExpertCache* cache = lm->model().expertCache(); cache && !o.model.noLearn)
         learning = UsageLearning::start(o.model.dir, *cache, o.model.usageDb);
     std::vector<ChatMessage> messages;
+    const ChatMessage systemMessage{"system", o.system};
+    std::unique_ptr<ChatPersistence> saved;
     auto startConversation = [&] {
         messages.clear();
-        if (hasSystem) messages.push_back({"system", o.system});
+        if (hasSystem) messages.push_back(systemMessage);
         session.reset();
+        if (saved) saved->reset(hasSystem ? &systemMessage : nullptr, session);
     };
     startConversation();
+    if (!o.session.empty()) {
+        saved = ChatPersistence::open(o.db, o.session, *lm, session,
+                                      hasSystem ? &systemMessage : nullptr, &messages);
+        if (!saved) return kExitUsage;
+    }
 
     // Line editing and history on a terminal; piped input is read as plain lines.
     std::unique_ptr<LineEditor> editor;
@@ -159,6 +170,7 @@ int runChat(const ChatOptions& o) {
         }
         // The answer as shown (a cancelled answer is kept as far as it went).
         messages.push_back({"assistant", writer.text()});
+        if (saved) saved->endTurn(line, writer.text(), session);
         printTurnStats(r.value());
         if (r.value().stopReason == StopReason::ContextFull)
             fmt::print(stderr,
@@ -192,6 +204,15 @@ Command addChatCommand(CLI::App& root) {
     cmd->add_flag("--ignore-eos", o->ignoreEos, "Keep generating past end-of-sequence tokens");
     cmd->add_flag("--no-history", o->noHistory,
                   "Keep the typed lines' history for this session only (no history file)");
+    cmd->add_option("--session", o->session,
+                    "Keep the conversation as this session of the app's database (an id, or a "
+                    "title: the latest session so titled, else a new one) and continue it warm: "
+                    "its KV cache is kept beside the database")
+        ->type_name("ID|TITLE");
+    cmd->add_option("--db", o->db,
+                    "The database --session uses (default: the app's, "
+                    "$XDG_DATA_HOME/colibri/colibri.db)")
+        ->type_name("PATH");
     addSamplingOptions(*cmd, o->sampling);
     return {cmd, [o] { return runChat(*o); }};
 }

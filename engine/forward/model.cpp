@@ -188,6 +188,35 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
     return model;
 }
 
+namespace {
+std::string formatOf(const Matrix& m) {
+    if (m.empty()) return "none";
+    return m.quantised() ? quant::formatInfo(m.qfmt).name : "f32";
+}
+} // namespace
+
+std::string Model::weightsDescription() const {
+    const ModelImpl& m = *m_impl;
+    const LayerWeights& L = m.w.layers.front();
+    const Matrix& attention = m.cfg.isMla() ? L.kvA : L.q;
+    std::string experts = "streamed";
+    for (const auto& layer : m.w.experts)
+        if (!layer.empty() && !layer.front().gate.empty()) {
+            experts = formatOf(layer.front().gate);
+            break;
+        }
+    const Matrix* mlp = nullptr;
+    for (const LayerWeights& l : m.w.layers)
+        if (!l.dense.gate.empty() || !l.shared.gate.empty()) {
+            mlp = l.dense.gate.empty() ? &l.shared.gate : &l.dense.gate;
+            break;
+        }
+    return m.summary.storage + "; embed " + formatOf(m.w.embed) + ", attention " +
+           formatOf(attention) + ", mlp " + (mlp ? formatOf(*mlp) : "none") + ", experts " +
+           experts + ", lm_head " + formatOf(m.w.outputMatrix()) + "; " +
+           (m.path == ForwardPath::Fast ? "fast" : "reference");
+}
+
 const ModelConfig& Model::config() const {
     return m_impl->cfg;
 }

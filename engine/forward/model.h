@@ -189,6 +189,13 @@ public:
     ModelSummary summary() const;
     // DecodeBytes of this model as loaded (computed from the weights in memory). Thread-safe.
     DecodeBytes decodeBytes() const;
+    // The weights as they compute, in words: the storage (summary().storage), the format of each
+    // class in memory (embeddings, attention, dense MLP, routed experts, LM head: "f32" or a
+    // quant format name) and the forward path, e.g. "safetensors (BF16); embed f32, attention
+    // q8_g64-r8, experts q4_g64-r8, lm_head f32; fast". Two loads with the same description and
+    // model identity compute the same KV bits (the persisted session's key,
+    // runtime/session_kv_file.h). Not thread-safe against setPath().
+    std::string weightsDescription() const;
     // Not thread-safe against a concurrent forward().
     void setPath(ForwardPath p);
     ForwardPath path() const;

@@ -136,6 +136,46 @@ TEST(ModelApi, LongBatchEqualsStepwise) {
     EXPECT_EQ(b.capacity(), 1034); // twice the 517 tokens it held when it last grew
 }
 
+// MLA (DeepSeek-V2/V3) computes prefill and decode with one formulation (the absorbed
+// up-projections), so a cached latent never depends on how the prompt was split: one batch, token
+// by token, and a cache rebuilt from its copied rows (a persisted session, KVCache::assign) give
+// the same bits.
+TEST(ModelApi, MlaBatchStepwiseAndRestoredCacheAgreeBitForBit) {
+    REQUIRE_FIXTURE("deepseekv2");
+    REQUIRE_FIXTURE("deepseekv3");
+    for (const char* name : {"deepseekv2", "deepseekv3"}) {
+        SCOPED_TRACE(name);
+        auto model = loadOk(name);
+        ASSERT_TRUE(model);
+        const ModelConfig& c = model->config();
+        std::vector<int32_t> seq;
+        for (int i = 0; i < 100; ++i)
+            seq.push_back((i * 37 + 11) % c.vocabSize);
+        KVCache a, b;
+        std::vector<float> batch, step, last;
+        ASSERT_TRUE(model->forward(seq, a, batch, true).isOk());
+        for (int32_t t : seq) {
+            ASSERT_TRUE(model->forward(std::span<const int32_t>(&t, 1), b, last).isOk());
+            step.insert(step.end(), last.begin(), last.end());
+        }
+        EXPECT_EQ(batch, step);
+        // One latent row per layer and position: kv_lora_rank + qk_rope_head_dim floats.
+        EXPECT_EQ(a.positionFloats(),
+                  size_t(c.nLayers) * size_t(c.mla.kvLoraRank + c.mla.qkRopeHeadDim));
+        // The first 60 positions copied out and back into a fresh cache, then the rest.
+        std::vector<float> rows(60 * a.positionFloats());
+        for (int p = 0; p < 60; ++p)
+            a.copyPosition(p, rows.data() + size_t(p) * a.positionFloats());
+        KVCache r;
+        ASSERT_TRUE(r.assign(c.nLayers, kvShape(c), c.maxPositions, rows, 60).isOk());
+        std::vector<float> resumed;
+        ASSERT_TRUE(
+            model->forward(std::span<const int32_t>(seq).subspan(60), r, resumed, true).isOk());
+        EXPECT_TRUE(std::equal(resumed.begin(), resumed.end(),
+                               batch.begin() + 60 * ptrdiff_t(c.vocabSize)));
+    }
+}
+
 // Mixtral sliding window (HF masking_utils: key j visible from query i iff i - w < j <= i). With
 // w = 1 each token attends only to itself, so a position's logits cannot depend on earlier tokens.
 TEST(ModelApi, SlidingWindowOfOneIgnoresEarlierTokens) {

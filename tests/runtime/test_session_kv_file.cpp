@@ -4,8 +4,11 @@
 // random moments (COLI_KV_KILLS of them, 100 by default; the soak label runs 1,000).
 #include "runtime/session_kv_file.h"
 
+#include "runtime/session_kv_dir.h"
+
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -239,6 +242,50 @@ TEST(SessionKvFile, AnotherModelsFileIsSetAsideNeverApplied) {
     EXPECT_NE(notes[0].find("another model"), std::string::npos) << notes[0];
     // The set-aside file still holds model-a's conversation.
     expectPrefix(openOk(p + ".old"), seq(5, 1), 5);
+}
+
+// ---- the folder of KV files (runtime/session_kv_dir.h) ----
+
+TEST(SessionKvDir, TheCapDeletesTheLeastRecentlyWrittenOtherSessionsFiles) {
+    TempDir d;
+    const std::string dir = d.file("colibri.kv");
+    EXPECT_EQ(sessionKvDir(d.file("colibri.db")), dir);
+    fs::create_directories(dir);
+    const auto t = seq(10, 1);
+    for (int64_t id : {1, 2, 3, 4})
+        save(sessionKvPath(dir, id), t);
+    const uint64_t one = sessionKvBytes(dir, 1);
+    ASSERT_GT(one, SessionKvFile::kHeaderBytes);
+    // Oldest first: 3, then 1, 4, 2 (by modification time); session 3 is the one kept.
+    const auto now = fs::file_time_type::clock::now();
+    const int64_t order[] = {3, 1, 4, 2};
+    for (int i = 0; i < 4; ++i)
+        fs::last_write_time(sessionKvPath(dir, order[i]), now - std::chrono::hours(10 - i));
+    fs::copy_file(sessionKvPath(dir, 2), d.file("colibri.kv/notes.txt")); // not a KV file
+    auto evicted = enforceSessionKvCap(dir, 2 * one, /*keep=*/3);
+    ASSERT_TRUE(evicted.isOk()) << evicted.status().message();
+    EXPECT_EQ(*evicted, (std::vector<int64_t>{1, 4}));
+    EXPECT_EQ(sessionKvBytes(dir, 1), 0u);
+    EXPECT_EQ(sessionKvBytes(dir, 3), one);
+    EXPECT_EQ(sessionKvBytes(dir, 2), one);
+    EXPECT_TRUE(fs::exists(d.file("colibri.kv/notes.txt")));
+    // Under the cap: nothing more; the kept session is never deleted, even over the cap.
+    auto again = enforceSessionKvCap(dir, 2 * one, 3);
+    EXPECT_TRUE(again.isOk() && again->empty());
+    auto all = enforceSessionKvCap(dir, 0, 3);
+    EXPECT_TRUE(all.isOk() && *all == std::vector<int64_t>{2});
+    EXPECT_EQ(sessionKvBytes(dir, 3), one);
+    // Deleting a session deletes its file and a set-aside copy; a missing one is fine.
+    fs::copy_file(sessionKvPath(dir, 3), sessionKvPath(dir, 3) + ".old");
+    EXPECT_TRUE(removeSessionKv(dir, 3).isOk());
+    EXPECT_FALSE(fs::exists(sessionKvPath(dir, 3)));
+    EXPECT_FALSE(fs::exists(sessionKvPath(dir, 3) + ".old"));
+    EXPECT_TRUE(removeSessionKv(dir, 3).isOk());
+    auto none = enforceSessionKvCap(d.file("missing"), 0, 0);
+    EXPECT_TRUE(none.isOk() && none->empty());
+    const uint64_t cap = defaultSessionKvCap(dir);
+    EXPECT_GT(cap, 0u);
+    EXPECT_LE(cap, uint64_t(20) << 30);
 }
 
 // ---- kills ----

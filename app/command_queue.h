@@ -6,7 +6,9 @@
 // Session::generate (read between tokens). Cancel and Quit are not queued behind running work:
 //   - push(Cancel) sets the flag of the running command and of every queued one, and drops queued
 //     Generate commands (a stopped answer must not start later); nothing is delivered.
-//   - push(Quit) cancels everything the same way, drops all queued commands and delivers Quit next.
+//   - push(Quit) cancels everything the same way, drops all queued commands but SessionKvBind and
+//     SessionKvDelete (quick file work that would otherwise leave a chat's KV cache unsaved or a
+//     deleted chat's on disk) and delivers Quit right after those.
 // Thread-safety: every member may be called from any thread.
 #include "aio/io_pool.h"
 #include "chat/chat_template.h"
@@ -41,6 +43,11 @@ namespace coli::app {
 // TopicProbe runs the topic probe on the loaded model (engine/probe/topic_probe.h): queued like
 // an answer, so an answer sent meanwhile waits for it; its own cancel flag stops it between
 // chunks (EngineController::cancelTopicProbe), as does Cancel.
+// SessionKvBind: the conversation the engine holds for the chat `kvFrom` (a provisional key, or
+// the same id when the model's identity just became known) is the chat `kv.session`: its KV file
+// is opened and saved now (docs/app.md "Sessions"). SessionKvDelete: the chat `kv.session` was
+// deleted: its KV file goes. Both are queued behind the answer in progress (which saves first) and
+// survive Cancel.
 enum class CommandKind {
     Load,
     Generate,
@@ -50,7 +57,9 @@ enum class CommandKind {
     ApplySettings,
     ApplyUsage,
     UserPin,
-    TopicProbe
+    TopicProbe,
+    SessionKvBind,
+    SessionKvDelete
 };
 
 // Load: what the Settings view chose for the next model load (ModelLoadOptions).
@@ -61,6 +70,16 @@ struct LoadSettings {
     aio::DirectIo readMode = aio::DirectIo::Auto;
     bool prefetch = true;  // router-lookahead prefetch
     std::string mirrorDir; // a mirror of model files on a second disk; "" = none
+};
+
+// Generate, SessionKvBind, SessionKvDelete: where the chat's KV cache persists
+// (runtime/session_kv_file.h, runtime/session_kv_dir.h). Not persisted when dir or modelIdentity
+// is empty or session is not a database id (> 0).
+struct SessionKvTarget {
+    std::string dir;           // the KV folder: sessionKvDir(database path); "" = no persistence
+    int64_t session = 0;       // the chat's database id; < 0 a provisional key; 0 none (New chat)
+    std::string modelIdentity; // of the loaded model (storage/model_identity.h); "" = not known yet
+    uint64_t capBytes = 0;     // all the folder's KV files together; 0 = defaultSessionKvCap(dir)
 };
 
 struct Command {
@@ -80,6 +99,8 @@ struct Command {
     std::string continueText;
     std::string topicsFile;           // TopicProbe: the topic set (`dir`: the model it is for)
     probe::ProbeOptions probeOptions; // TopicProbe (tests lower the minimum sizes)
+    SessionKvTarget kv;               // Generate, SessionKvBind, SessionKvDelete
+    int64_t kvFrom = 0;               // SessionKvBind: the key the engine knew the chat by
 };
 
 class CommandQueue {
@@ -94,8 +115,11 @@ public:
             return; // nothing to deliver: the flags did the work
         case CommandKind::Quit:
             cancelAllLocked();
-            m_queue.clear();
-            m_queue.push_front(std::move(cmd));
+            std::erase_if(m_queue, [](const Command& c) {
+                return c.kind != CommandKind::SessionKvBind &&
+                       c.kind != CommandKind::SessionKvDelete;
+            });
+            m_queue.push_back(std::move(cmd));
             break;
         default:
             m_queue.push_back(std::move(cmd));

@@ -162,6 +162,7 @@ bool EngineController::startTurn(int resumeRow, const std::optional<uint64_t>& s
     c.sampling = overlaySampling(m_sampling, m_chatSampling); // the chat's values win
     if (seed) c.sampling.seed = *seed;
     m_turnSampling = c.sampling;
+    if (m_hooks.kvTarget) c.kv = m_hooks.kvTarget();
     if (resumeRow >= 0) {
         c.continueText = m_chat.at(resumeRow).text.toStdString();
         m_turnRow = resumeRow;
@@ -344,6 +345,23 @@ void EngineController::resetPinExclusions() {
     m_worker->post(std::move(cmd));
 }
 
+void EngineController::bindSessionKv(int64_t from, const SessionKvTarget& to) {
+    if (!m_worker) return;
+    Command c{CommandKind::SessionKvBind};
+    c.id = m_nextId++;
+    c.kv = to;
+    c.kvFrom = from;
+    m_worker->post(std::move(c));
+}
+
+void EngineController::deleteSessionKv(const SessionKvTarget& t) {
+    if (!m_worker) return;
+    Command c{CommandKind::SessionKvDelete};
+    c.id = m_nextId++;
+    c.kv = t;
+    m_worker->post(std::move(c));
+}
+
 void EngineController::showConversation(const QVector<ChatModel::Message>& rows) {
     if (!m_worker) return;
     // As newChat: the session restored at start arrives while the model loads.
@@ -416,6 +434,12 @@ void EngineController::drainEvents() {
                 if (m_hooks.answerEnded) m_hooks.answerEnded(row, &s);
                 emit answerFinished(row);
             }
+            break;
+        case EventKind::SessionKv: // of whichever chat: a warning is worth showing anyway
+            if (!ev.text.empty()) showNotice(QString::fromStdString(ev.text));
+            if (ev.kvSession > 0) emit sessionKvChanged(ev.kvSession, qint64(ev.kvBytes));
+            for (const int64_t gone : ev.kvDeleted)
+                emit sessionKvChanged(gone, 0);
             break;
         case EventKind::UserPin:
             emit pinMessage(QString::fromStdString(ev.text), ev.pinApplied);

@@ -161,13 +161,24 @@ public:
         std::function<void(const UserPinChange&)> userPinChanged;
         std::function<void()> cleared; // New chat or another model: called just before the
                                        // conversation is cleared (its rows still readable)
+        // Where the chat whose turn starts persists its KV cache (called by every turn, after
+        // userMessage); empty: not persisted.
+        std::function<SessionKvTarget()> kvTarget;
     };
     void setTurnHooks(TurnHooks hooks) { m_hooks = std::move(hooks); }
     // Hands the learned usage read for the model folder `dir` to the engine thread, which applies
     // it to the expert cache (dropped there when another model is loaded by then; applied also
     // after the first answers, its token clock never going back: EngineWorker::doApplyUsage).
     void applyLearnedUsage(const QString& dir, std::shared_ptr<const learning::LearnedUsage> usage);
-    // Shows a saved conversation (the engine's KV cache is cleared; the next turn prefills it).
+    // The chat the engine knew by the key `from` (a provisional one, or the same id once the
+    // model's identity is known) persists at `to`: the engine thread opens its KV file and saves
+    // the conversation it holds, after the answer in progress (EngineWorker::doSessionKvBind).
+    void bindSessionKv(int64_t from, const SessionKvTarget& to);
+    // Deletes the KV file of the chat `t.session` on the engine thread, after the answer in
+    // progress (which saves first); sessionKvChanged(id, 0) follows.
+    void deleteSessionKv(const SessionKvTarget& t);
+    // Shows a saved conversation (the engine's KV cache is cleared; the next turn restores the
+    // chat's saved KV cache, or prefills it when it has none).
     // Cancels the running answer, never a model load (the last session is restored during one).
     void showConversation(const QVector<ChatModel::Message>& rows);
     // The sampling of the next answers (what a session stores with each answer).
@@ -243,7 +254,10 @@ signals:
     void paramsChanged();
     void contextChanged();
     void answerFinished(int row); // an answer ended (finished, stopped or failed)
-    void drained(int events);     // one wake-up's batch was applied (for tests)
+    // The KV file of the chat `session` (a database id) holds `bytes` on disk now (0: none):
+    // saved after a turn, opened, deleted, or deleted by the cap (docs/app.md "Sessions").
+    void sessionKvChanged(qint64 session, qint64 bytes);
+    void drained(int events); // one wake-up's batch was applied (for tests)
     // One frame tick's pending pieces went to the ChatModel in one appendText (for tests).
     void piecesFlushed(int pieces);
     // The outcome of toggleUserPin / resetPinExclusions in words; `ok` false: refused.

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace coli::learning {
 struct UsageSnapshot;
@@ -32,6 +33,9 @@ enum class EventKind {
     ProbeProgress, // tokensDone of tokensTotal of the running topic probe
     ProbeFinished, // probe = the run's counts, labels, positions and figures
     ProbeFailed,   // text = why (names the file); cancelled = it was stopped, not an error
+    SessionKv,     // a chat's KV file was saved, opened or deleted: kvSession holds kvBytes on disk
+                   // (0: none); kvDeleted = other chats whose files the cap deleted; text = a
+                   // warning for the user, or "" (the chat goes on either way)
 };
 
 struct EngineEvent {
@@ -61,6 +65,10 @@ struct EngineEvent {
     int64_t tokensDone = 0, tokensTotal = 0;
     std::shared_ptr<const ProbeOutcome> probe;
     bool cancelled = false;
+    // SessionKv.
+    int64_t kvSession = 0;
+    uint64_t kvBytes = 0;
+    std::vector<int64_t> kvDeleted;
 
     static EngineEvent make(EventKind k, uint64_t id, std::string text) {
         EngineEvent e;

@@ -4,6 +4,8 @@
 #include "learning/learned_usage.h"
 #include "runtime/context_fit.h"
 #include "runtime/expert_budget.h"
+#include "runtime/session_kv_dir.h"
+#include "runtime/session_kv_file.h"
 #include "tiers/expert_cache.h"
 
 #include "probe_outcome.h"
@@ -22,6 +24,13 @@ using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string joinLines(const std::vector<std::string>& lines) {
+    std::string out;
+    for (const std::string& l : lines)
+        out += (out.empty() ? "" : "\n") + l;
+    return out;
 }
 } // namespace
 
@@ -73,6 +82,7 @@ void EngineWorker::run() {
         Command c = std::move(*next);
         switch (c.kind) {
         case CommandKind::Quit:
+            closeSessionKv();
             m_session.reset();
             m_model.reset();
             return;
@@ -81,9 +91,18 @@ void EngineWorker::run() {
             break;
         case CommandKind::Generate:
             doGenerate(c);
+            // After the Finished event: the answer is shown as done while its KV is written.
+            if (m_kvDirty) saveSessionKv(c.id);
             break;
         case CommandKind::Reset:
             if (m_session) m_session->reset();
+            closeSessionKv();
+            break;
+        case CommandKind::SessionKvBind:
+            doSessionKvBind(c);
+            break;
+        case CommandKind::SessionKvDelete:
+            doSessionKvDelete(c);
             break;
         case CommandKind::ApplySettings:
             applyPendingSettings();
@@ -174,6 +193,7 @@ void EngineWorker::updatePlan() {
 void EngineWorker::doLoad(const Command& c) {
     if (m_model && m_model->model().expertCache())
         m_model->model().expertCache()->setTokenObserver(nullptr);
+    closeSessionKv();  // its key names the model being replaced
     m_session.reset(); // references the model: drop it first
     m_model.reset();
     const uint64_t serial = m_tierState.serial;
@@ -244,6 +264,7 @@ void EngineWorker::doLoad(const Command& c) {
         });
     }
     m_session = std::make_unique<Session>(*m_model);
+    m_kvWeights = m_model->model().weightsDescription();
     if (m_model->model().expertCache()) {
         // The plan's rates: once per load, here on the engine thread (about a second).
         m_planRates = measurePlanRates(c.dir);
@@ -437,8 +458,12 @@ void EngineWorker::doGenerate(const Command& c) {
     GenerateParams params = c.params;
     params.sampler = resolveSampling(c.sampling, m_model->generationConfig());
     if (Status st = validate(params); !st.isOk()) return fail(samplingErrorForUser(st.message()));
+    // The chat's stored conversation, when the Session does not hold it yet (a restart, another
+    // chat shown): the prompt's common prefix with it is not run again.
+    openSessionKv(c);
     m_decoding = false; // the prompt's steps first: publishTiers counts them as prefill
     params.onPrefillDone = [this] { m_decoding = true; };
+    m_kvDirty = true; // whatever the outcome, the Session's conversation changed
     auto stats = m_session->generate(ids, params, onPiece, c.cancel.get());
     m_decoding = false;
     if (!stats.isOk()) {
@@ -570,6 +595,124 @@ void EngineWorker::doTopicProbe(const Command& c) {
     out->figures = std::move(a.value());
     EngineEvent ev = EngineEvent::make(EventKind::ProbeFinished, c.id, {});
     ev.probe = std::move(out);
+    publish(std::move(ev));
+}
+
+} // namespace coli::app
+
+namespace coli::app {
+
+// Persisted chats: runtime/session_kv_file.h holds one chat's KV cache crash-safe; these keep
+// the Session and the file of the chat shown in step (docs/app.md "Sessions").
+
+void EngineWorker::closeSessionKv() {
+    m_kvFile.reset();
+    m_kvTarget = {};
+}
+
+bool EngineWorker::openKvFile(std::vector<std::string>* warnings, SessionKvState* state) {
+    const SessionKvTarget& t = m_kvTarget;
+    std::error_code ec;
+    std::filesystem::create_directories(t.dir, ec); // open() creates the file, not its folder
+    if (ec) {
+        warnings->push_back(t.dir + ": cannot create the folder of the chats' KV caches (" +
+                            ec.message() +
+                            "): this chat's KV cache is not saved; the chat goes on");
+        return false;
+    }
+    const ModelConfig& cfg = m_model->model().config();
+    const SessionKvKey key{t.modelIdentity, m_kvWeights, cfg.nLayers, kvShape(cfg)};
+    std::vector<std::string> notes;
+    auto f = SessionKvFile::open(sessionKvPath(t.dir, t.session), key, state, &notes);
+    for (const std::string& n : notes)
+        warnings->push_back("The chat's saved KV cache: " + n);
+    if (!f) {
+        warnings->push_back(f.status().message() +
+                            ": this chat's KV cache is not saved; the chat goes on");
+        return false;
+    }
+    m_kvFile = std::move(f.value());
+    return true;
+}
+
+void EngineWorker::openSessionKv(const Command& c) {
+    const SessionKvTarget& t = c.kv;
+    if (t.session == 0 || t.dir.empty()) return closeSessionKv(); // not a saved chat
+    const bool held = m_kvTarget.session == t.session; // the Session holds this chat's turns
+    if (held && m_kvFile) return;
+    if (!held) m_kvFile.reset();
+    m_kvTarget = t;
+    // A chat not created in the database yet (SessionKvBind names it later) or a model whose
+    // identity is not known yet: the Session holds the turns, the file comes later.
+    if (t.session < 0 || t.modelIdentity.empty()) return;
+    std::vector<std::string> warnings;
+    SessionKvState state;
+    if (openKvFile(&warnings, &state) && !state.tokens.empty() &&
+        (!held || m_session->tokens().empty())) {
+        // A Session that already holds the chat (turns that ran before the file could be opened)
+        // keeps its own conversation: the save after this turn makes the file follow it.
+        if (Status st = m_session->restore(state.tokens, state.rows); !st)
+            warnings.push_back(m_kvFile->path() + ": not restored (" + st.message() +
+                               "): the conversation is read again");
+    }
+    EngineEvent ev = EngineEvent::make(EventKind::SessionKv, c.id, joinLines(warnings));
+    ev.kvSession = t.session;
+    ev.kvBytes = m_kvFile ? m_kvFile->fileBytes() : 0;
+    publish(std::move(ev));
+}
+
+void EngineWorker::saveSessionKv(uint64_t id) {
+    m_kvDirty = false;
+    if (m_kvFile && m_session) persistKv(id, {});
+}
+
+void EngineWorker::persistKv(uint64_t id, std::vector<std::string> warnings) {
+    const SessionKvTarget& t = m_kvTarget;
+    if (const Status st = m_kvFile->save(m_session->tokens(), m_session->kv()); !st)
+        warnings.push_back(
+            st.message() +
+            ": the chat's KV cache on disk keeps its earlier turns; the chat goes on");
+    EngineEvent ev = EngineEvent::make(EventKind::SessionKv, id, {});
+    ev.kvSession = t.session;
+    ev.kvBytes = m_kvFile->fileBytes();
+    // Over the cap, the least recently written files of other chats go (their text stays).
+    const uint64_t cap = t.capBytes > 0 ? t.capBytes : defaultSessionKvCap(t.dir);
+    if (auto deleted = enforceSessionKvCap(t.dir, cap, t.session))
+        ev.kvDeleted = std::move(deleted.value());
+    else
+        warnings.push_back(deleted.status().message());
+    ev.text = joinLines(warnings);
+    publish(std::move(ev));
+}
+
+void EngineWorker::doSessionKvBind(const Command& c) {
+    // Only when the Session still holds that chat (a Reset, another chat or model since: no).
+    if (!m_model || !m_session || m_kvTarget.session == 0 || m_kvTarget.session != c.kvFrom ||
+        c.kv.session <= 0 || c.kv.dir.empty())
+        return;
+    if (m_kvFile && m_kvTarget.session == c.kv.session) return; // open already
+    m_kvFile.reset();
+    m_kvTarget = c.kv;
+    if (c.kv.modelIdentity.empty()) return;
+    std::vector<std::string> warnings;
+    SessionKvState state;
+    if (!openKvFile(&warnings, &state)) {
+        EngineEvent ev = EngineEvent::make(EventKind::SessionKv, c.id, joinLines(warnings));
+        ev.kvSession = c.kv.session;
+        return publish(std::move(ev));
+    }
+    if (m_session->tokens().empty() && !state.tokens.empty())
+        (void)m_session->restore(state.tokens, state.rows); // reset on failure: read again
+    persistKv(c.id, std::move(warnings));
+}
+
+void EngineWorker::doSessionKvDelete(const Command& c) {
+    if (c.kv.session <= 0 || c.kv.dir.empty()) return;
+    if (m_kvTarget.session == c.kv.session) closeSessionKv();
+    const Status st = removeSessionKv(c.kv.dir, c.kv.session);
+    EngineEvent ev = EngineEvent::make(EventKind::SessionKv, c.id, st ? "" : st.message());
+    ev.kvSession = c.kv.session;
+    ev.kvBytes = st ? 0 : sessionKvBytes(c.kv.dir, c.kv.session);
     publish(std::move(ev));
 }
 

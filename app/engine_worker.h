@@ -7,6 +7,14 @@
 // The worker owns the LoadedModel and the Session; they are touched only by the engine thread.
 // OpenMP teams exist only inside the engine's forward pass; the piece callback runs on this thread.
 //
+// Persisted chats (docs/app.md "Sessions"): a Generate names its chat (Command::kv). When the
+// Session does not hold that chat yet, the engine thread opens the chat's KV file and restores the
+// Session from it before generating, so the answer reuses the stored tokens as if the process had
+// never stopped; the file's repairs come back as a Notice. After every turn (finished, stopped or
+// failed) it saves the Session into the file, keeps the folder within its cap (the current chat's
+// file is never deleted) and reports the sizes (EventKind::SessionKv). Every KV file problem is a
+// warning: the chat goes on.
+//
 // Backpressure: when the ring is full, the engine thread waits (sleeping 1 ms at a time) until the
 // GUI drains it; events are never dropped, except once quit was requested (nobody will read them).
 //
@@ -25,6 +33,12 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
+
+namespace coli {
+class SessionKvFile;
+struct SessionKvState;
+} // namespace coli
 
 namespace coli::app {
 
@@ -81,6 +95,19 @@ private:
     void updatePlan(); // engine thread: m_tierState.plan at the budget in force
     void doReplay(const Command& c);
     void doTopicProbe(const Command& c); // engine/probe/topic_probe.h on the loaded model
+    // Persisted chats (engine thread). openSessionKv: before a turn, the Session takes the chat's
+    // stored conversation when it does not hold the chat yet. saveSessionKv: after a turn that ran
+    // the model (m_kvDirty), the file gets the Session's conversation. closeSessionKv: the Session
+    // no longer holds a known chat (New chat, another chat shown, another model).
+    void openSessionKv(const Command& c);
+    void saveSessionKv(uint64_t id);
+    void closeSessionKv();
+    void doSessionKvBind(const Command& c);
+    void doSessionKvDelete(const Command& c);
+    // Opens m_kvTarget's file (its folder is created); notes and failures go to *warnings.
+    bool openKvFile(std::vector<std::string>* warnings, SessionKvState* state);
+    // Saves, keeps the cap and publishes the SessionKv event (warnings first, as its text).
+    void persistKv(uint64_t id, std::vector<std::string> warnings);
 
     WorkerOptions m_opt;
     std::function<void()> m_wake;
@@ -107,7 +134,13 @@ private:
     std::string m_loadedDir;              // engine thread only: the folder of m_model
     uint64_t m_loadId = 0;                // engine thread only: the Load that loaded m_model
     std::unique_ptr<Session> m_session;   // engine thread only
-    std::thread m_thread;                 // last: starts after everything above exists
+    // engine thread only: the chat whose conversation m_session holds (0: none known) and where it
+    // persists; its open KV file (null until the chat has a database id and the model an identity)
+    SessionKvTarget m_kvTarget;
+    std::unique_ptr<SessionKvFile> m_kvFile;
+    std::string m_kvWeights; // the loaded model's weightsDescription (part of the file's key)
+    bool m_kvDirty = false;  // a turn ran the model since the last save
+    std::thread m_thread;    // last: starts after everything above exists
 };
 
 } // namespace coli::app

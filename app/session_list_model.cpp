@@ -1,5 +1,9 @@
 #include "session_list_model.h"
 
+#include "runtime/session_kv_file.h"
+
+#include <QLocale>
+
 namespace coli::app {
 
 SessionListModel::SessionListModel(QObject* parent) : QAbstractListModel(parent) {}
@@ -26,6 +30,10 @@ QVariant SessionListModel::data(const QModelIndex& index, int role) const {
         return r.modelPath;
     case SnippetRole:
         return r.snippet;
+    case KvBytesRole:
+        return r.kvBytes;
+    case KvSizeRole:
+        return kvSizeText(r.kvBytes);
     default:
         return {};
     }
@@ -34,7 +42,8 @@ QVariant SessionListModel::data(const QModelIndex& index, int role) const {
 QHash<int, QByteArray> SessionListModel::roleNames() const {
     return {{SessionIdRole, "sessionId"}, {TitleRole, "title"},
             {UpdatedRole, "updated"},     {MessageCountRole, "messageCount"},
-            {ModelPathRole, "modelPath"}, {SnippetRole, "snippet"}};
+            {ModelPathRole, "modelPath"}, {SnippetRole, "snippet"},
+            {KvBytesRole, "kvBytes"},     {KvSizeRole, "kvSize"}};
 }
 
 SessionListModel::Row SessionListModel::fromInfo(const storage::SessionInfo& s) {
@@ -96,6 +105,18 @@ void SessionListModel::remove(qint64 id) {
     m_rows.remove(at);
     endRemoveRows();
     emit countChanged();
+}
+
+void SessionListModel::setKvBytes(qint64 id, qint64 bytes) {
+    const int at = indexOf(id);
+    if (at < 0 || m_rows[at].kvBytes == bytes) return;
+    m_rows[at].kvBytes = bytes;
+    emit dataChanged(index(at), index(at), {KvBytesRole, KvSizeRole});
+}
+
+QString SessionListModel::kvSizeText(qint64 bytes) {
+    if (bytes <= qint64(SessionKvFile::kHeaderBytes)) return {};
+    return QLocale::system().formattedDataSize(bytes, 1, QLocale::DataSizeTraditionalFormat);
 }
 
 void SessionListModel::rekey(qint64 from, qint64 to) {

@@ -3,7 +3,8 @@
 // search runs, only the matching sessions, best first, each with a snippet of the match.
 // Roles: sessionId (the database id, or a provisional key < 0 until the storage thread has
 // created the row), title, updated (QDateTime), messageCount, modelPath, snippet (search only;
-// the match between « and »).
+// the match between « and »), kvBytes (the chat's KV cache file on disk, 0: none) and kvSize
+// (the same in words, "1.2 MB"; "" when the file holds no token).
 // Thread-safety: GUI thread only; changed in batches (threading contract rule 5).
 #include "storage/session_types.h"
 
@@ -27,6 +28,8 @@ public:
         MessageCountRole,
         ModelPathRole,
         SnippetRole,
+        KvBytesRole,
+        KvSizeRole,
     };
     struct Row {
         qint64 id = 0;
@@ -36,6 +39,7 @@ public:
         QString modelPath;
         QString modelIdentity;
         QString snippet;
+        qint64 kvBytes = 0;
     };
 
     explicit SessionListModel(QObject* parent = nullptr);
@@ -50,6 +54,11 @@ public:
     void upsertTop(const Row& row);
     void rename(qint64 id, const QString& title);
     void remove(qint64 id);
+    // The chat's KV file holds `bytes` now (a turn saved, the cap deleted it, ...).
+    void setKvBytes(qint64 id, qint64 bytes);
+    // "1.2 MB" (the locale's digits, units of 1024 bytes); "" for a file that holds no token
+    // (its header alone) or none.
+    static QString kvSizeText(qint64 bytes);
     // A provisional key became a database id.
     void rekey(qint64 from, qint64 to);
     int indexOf(qint64 id) const;

@@ -2,6 +2,7 @@
 
 #include "app_settings.h"
 #include "learning/learned_usage.h"
+#include "runtime/session_kv_dir.h"
 #include "storage/model_identity.h"
 #include "storage/session_export.h"
 #include "storage/user_pins.h"
@@ -94,7 +95,8 @@ storage::RunRecord runOf(const GenerateStats& s) {
 
 SessionManager::SessionManager(EngineController* controller, StorageWorkerOptions options,
                                QObject* parent)
-    : QObject(parent), m_controller(controller), m_path(options.path) {
+    : QObject(parent), m_controller(controller), m_path(options.path),
+      m_kvDir(options.path.empty() ? std::string() : sessionKvDir(options.path)) {
     m_streamSave.setInterval(2000); // the most of an answer a killed app may lose
     connect(&m_streamSave, &QTimer::timeout, this, &SessionManager::saveStreamingText);
     EngineController::TurnHooks hooks;
@@ -108,7 +110,15 @@ SessionManager::SessionManager(EngineController* controller, StorageWorkerOption
         saveUsage(std::move(s));
     };
     hooks.userPinChanged = [this](const UserPinChange& c) { saveUserPin(c); };
+    hooks.kvTarget = [this] { return kvTarget(m_current); };
     m_controller->setTurnHooks(std::move(hooks));
+    // A chat's KV file saved, opened, deleted or deleted by the cap: its size in the list.
+    connect(m_controller, &EngineController::sessionKvChanged, this,
+            [this](qint64 session, qint64 bytes) {
+                m_list.setKvBytes(session, bytes);
+                if (session == m_current) emit currentKvChanged();
+            });
+    connect(this, &SessionManager::currentSessionChanged, this, &SessionManager::currentKvChanged);
     connect(m_controller, &EngineController::loadStateChanged, this, [this] {
         if (m_controller->loadState() == QLatin1String("ready")) onModelReady();
     });
@@ -161,6 +171,21 @@ qint64 SessionManager::realId(qint64 key) const {
     return key < 0 ? m_rekeyed.value(key, key) : key;
 }
 
+SessionKvTarget SessionManager::kvTarget(qint64 session) const {
+    SessionKvTarget t;
+    t.dir = m_kvDir;
+    t.session = session;
+    t.modelIdentity = utf8(m_modelIdentity);
+    t.capBytes = m_kvCap;
+    return t;
+}
+
+QString SessionManager::currentKvText() const {
+    const int at = m_current > 0 ? m_list.indexOf(m_current) : -1;
+    const QString size = at >= 0 ? SessionListModel::kvSizeText(m_list.at(at).kvBytes) : QString();
+    return size.isEmpty() ? QString() : tr("KV cache %1 on disk").arg(size);
+}
+
 void SessionManager::onStorageEvent(StorageEvent ev) {
     switch (ev.kind) {
     case StorageEvent::Kind::Opened:
@@ -191,12 +216,15 @@ void SessionManager::dismissStorageProblem() {
 void SessionManager::refreshList() {
     QPointer<SessionManager> self(this);
     const quint64 edits = m_listEdits;
-    m_worker->post("Listing the chats", [self, edits](StorageContext& ctx) -> Status {
+    const std::string kvDir = m_kvDir;
+    m_worker->post("Listing the chats", [self, edits, kvDir](StorageContext& ctx) -> Status {
         auto list = ctx.sessions().listSessions();
         if (!list) return list.status();
         QVector<SessionListModel::Row> rows;
-        for (const SessionInfo& s : *list)
+        for (const SessionInfo& s : *list) {
             rows.append(SessionListModel::fromInfo(s));
+            if (!kvDir.empty()) rows.back().kvBytes = qint64(sessionKvBytes(kvDir, s.id));
+        }
         ctx.notify([self, edits, rows] {
             if (self) self->showList(edits, rows);
         });
@@ -241,6 +269,10 @@ void SessionManager::onModelReady() {
                 // A chat begun before the identity was known records it now.
                 if (self->m_current != 0 && self->m_sessionIdentity.isEmpty())
                     self->recordSessionModel();
+                // Its turns that ran meanwhile go into its KV file now.
+                if (self->m_current > 0)
+                    self->m_controller->bindSessionKv(self->m_current,
+                                                      self->kvTarget(self->m_current));
                 self->m_learnedModel = shared->modelId;
                 emit self->learningChanged();
                 self->m_controller->applyLearnedUsage(qdir, shared);
@@ -368,6 +400,8 @@ void SessionManager::ensureSession(const QString& firstText) {
         ctx.notify([self, key, real] {
             if (!self) return;
             self->m_rekeyed.insert(key, real);
+            // The engine holds the chat's first turn under the key: it saves it as `real`.
+            self->m_controller->bindSessionKv(key, self->kvTarget(real));
             self->touchList();
             self->m_list.rekey(key, real);
             if (self->m_current == key) {
@@ -596,7 +630,8 @@ void SessionManager::openSession(qint64 id) {
     id = realId(id);
     if (id <= 0) return; // not created yet: it is the one on screen
     QPointer<SessionManager> self(this);
-    m_worker->post("Opening the chat", [self, id](StorageContext& ctx) -> Status {
+    const std::string kvDir = m_kvDir;
+    m_worker->post("Opening the chat", [self, id, kvDir](StorageContext& ctx) -> Status {
         auto info = ctx.sessions().session(id);
         if (!info) return info.status();
         auto messages = ctx.sessions().loadMessages(id);
@@ -628,7 +663,8 @@ void SessionManager::openSession(qint64 id) {
             rows.append(r);
             keys.append(m.id);
         }
-        const SessionListModel::Row row = SessionListModel::fromInfo(*info);
+        SessionListModel::Row row = SessionListModel::fromInfo(*info);
+        if (!kvDir.empty()) row.kvBytes = qint64(sessionKvBytes(kvDir, id));
         const QVector<storage::RunRecord> turnRuns(runs->begin(), runs->end());
         const ChatSettings settings{QString::fromStdString(info->systemPrompt), info->sampling,
                                     info->seed};
@@ -646,6 +682,7 @@ void SessionManager::openSession(qint64 id) {
                 self->touchList();
                 self->m_list.upsertTop(row);
             }
+            self->m_list.setKvBytes(id, row.kvBytes); // as on disk now
             emit self->currentSessionChanged();
             self->updateModelNotice();
             emit self->sessionOpened(id);
@@ -672,6 +709,10 @@ void SessionManager::deleteSession(qint64 id) {
     m_list.remove(id);
     m_list.remove(realId(id));
     if (current) m_controller->newChat(); // -> onCleared
+    // Its KV file goes on the engine thread, after the answer in progress saved it (a chat not
+    // created yet has none: the engine saves a chat's turns only once it has its id).
+    if (const qint64 real = realId(id); real > 0 && !m_kvDir.empty())
+        m_controller->deleteSessionKv(kvTarget(real));
     m_worker->post("Deleting the chat", [id](StorageContext& ctx) -> Status {
         const int64_t real = ctx.resolve(id);
         return real == 0 ? Status::ok() : ctx.sessions().deleteSession(real);
@@ -689,7 +730,8 @@ void SessionManager::setSearchText(const QString& text) {
     const quint64 serial = ++m_searchSerial;
     const quint64 edits = m_listEdits;
     QPointer<SessionManager> self(this);
-    auto job = [self, serial, edits, q = utf8(text)](StorageContext& ctx) -> Status {
+    auto job = [self, serial, edits, q = utf8(text),
+                kvDir = m_kvDir](StorageContext& ctx) -> Status {
         auto hits = ctx.sessions().searchSessions(q);
         if (!hits) return hits.status();
         QVector<SessionListModel::Row> rows;
@@ -697,6 +739,7 @@ void SessionManager::setSearchText(const QString& text) {
             auto info = ctx.sessions().session(h.session);
             if (!info) continue; // deleted meanwhile
             SessionListModel::Row r = SessionListModel::fromInfo(*info);
+            if (!kvDir.empty()) r.kvBytes = qint64(sessionKvBytes(kvDir, h.session));
             r.snippet = QString::fromStdString(h.snippet)
                             .replace(QChar(0x02), QStringLiteral("«"))
                             .replace(QChar(0x03), QStringLiteral("»"));

@@ -14,6 +14,10 @@
 // the loaded one says so (modelNotice) and offers to load it (loadSessionModel).
 // Storage problems (a damaged, read-only or newer database) set `storageProblem` (one banner);
 // the app keeps working without saving.
+// Each chat's KV cache persists too, in <database folder>/kv/session-<id>.kv, written and read by
+// the engine thread (EngineWorker): this glue names the chat and where its file is for every
+// turn, binds a new chat's provisional key to its database id, deletes the file with the chat,
+// and keeps each chat's KV size on disk in the list (kvBytes, kvSize) and currentKvText.
 #include "engine_controller.h"
 #include "session_list_model.h"
 #include "storage_worker.h"
@@ -44,6 +48,8 @@ class SessionManager : public QObject {
     Q_PROPERTY(QVariantMap chatSettings READ chatSettings NOTIFY chatSettingsChanged)
     // The loaded model's usage is being learned (its database row is known; turn ends save).
     Q_PROPERTY(bool learning READ learning NOTIFY learningChanged)
+    // The chat shown's KV cache on disk, "KV cache 1.2 MB on disk"; "" when it has none.
+    Q_PROPERTY(QString currentKvText READ currentKvText NOTIFY currentKvChanged)
 public:
     SessionManager(EngineController* controller, StorageWorkerOptions options,
                    QObject* parent = nullptr);
@@ -59,6 +65,12 @@ public:
     QString searchText() const { return m_search; }
     void setSearchText(const QString& text);
     QString databasePath() const { return QString::fromStdString(m_path); }
+    // The folder of the chats' KV files: sessionKvDir(databasePath()).
+    QString kvDir() const { return QString::fromStdString(m_kvDir); }
+    QString currentKvText() const;
+    // The most all KV files together may take (0: defaultSessionKvCap, 10 % of the disk, at most
+    // 20 GiB); tests lower it.
+    void setKvCapBytes(uint64_t bytes) { m_kvCap = bytes; }
 
     Q_INVOKABLE void newSession();
     Q_INVOKABLE void openSession(qint64 id);
@@ -97,6 +109,7 @@ signals:
     void listLoaded();
     void chatSettingsChanged();
     void learningChanged();
+    void currentKvChanged();
     // The turn statistics of the conversation shown (for TurnStatsModel, the Charts view), as
     // values on the GUI thread. runsLoaded: every run of the session just opened, in the order
     // they were added (read from the database with its messages, just before sessionOpened).
@@ -139,10 +152,13 @@ private:
     void saveUsage(std::shared_ptr<const learning::UsageSnapshot> snapshot);
     void saveUserPin(const UserPinChange& c); // on the storage thread, when learning
     qint64 realId(qint64 key) const;
+    SessionKvTarget kvTarget(qint64 session) const; // where that chat's KV cache persists
 
     EngineController* m_controller;
     SessionListModel m_list;
     std::string m_path;
+    std::string m_kvDir; // sessionKvDir(m_path)
+    uint64_t m_kvCap = 0;
     qint64 m_current = 0;      // 0: a new chat not saved yet
     QVector<qint64> m_rowKeys; // message key of each ChatModel row
     int m_streamRow = -1;      // the answer being written

@@ -54,6 +54,17 @@ Item {
                     Layout.fillWidth: true
                 }
                 ContextMeter { controller: page.controller }
+                // The chat's KV cache on disk: what lets its next answer skip the prompt.
+                Label {
+                    objectName: "chatKvSize"
+                    visible: text !== ""
+                    text: page.sessions ? page.sessions.currentKvText : ""
+                    color: Theme.textMuted
+                    font.pixelSize: Theme.smallFontSize
+                    HoverHandler { id: kvHover }
+                    ToolTip.visible: kvHover.hovered
+                    ToolTip.text: qsTr("Saved after every answer: after a restart this chat goes on without reading the conversation again.")
+                }
                 ToolButton {
                     objectName: "chatSettingsButton"
                     visible: page.sessions !== null

@@ -3,8 +3,8 @@ import QtQuick.Controls
 import QtQuick.Layouts
 import Colibri
 
-// One saved chat in the list: its title, when it was last used (or, while searching, a snippet
-// of the match), and a ⋯ menu (rename, export, delete).
+// One saved chat in the list: its title, when it was last used and its KV cache's size on disk
+// (or, while searching, a snippet of the match), and a ⋯ menu (rename, export, delete).
 ItemDelegate {
     id: row
     property bool current: false
@@ -19,6 +19,10 @@ ItemDelegate {
     highlighted: current
     Accessible.name: model.title
     onClicked: row.activated()
+    ToolTip.visible: hovered && model.kvSize !== ""
+    ToolTip.delay: 800
+    ToolTip.text: qsTr("KV cache %1 on disk: the next answer in this chat goes on without reading it again.")
+                  .arg(model.kvSize)
     background: Rectangle {
         radius: 6
         color: row.current ? Theme.accentSoft
@@ -40,9 +44,13 @@ ItemDelegate {
                 Layout.fillWidth: true
             }
             Label {
+                objectName: "sessionRowDetail"
                 text: row.searching && model.snippet !== ""
                       ? model.snippet
                       : Qt.formatDateTime(model.updated, "d MMM yyyy, hh:mm")
+                        // No break inside "KV 1.2 MB" when the line wraps.
+                        + (model.kvSize !== ""
+                           ? " · " + qsTr("KV %1").arg(model.kvSize).replace(/ /g, "\u00a0") : "")
                 color: Theme.textMuted
                 font.pixelSize: Theme.smallFontSize
                 elide: Text.ElideRight

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -166,6 +167,11 @@ SessionKvFile::open(const std::string& path, const SessionKvKey& key, SessionKvS
         return {};
     };
     COLI_RETURN_IF_ERROR(openFd());
+    // One writer per file: the app and `coli chat --session` continuing the same chat at once
+    // would interleave their records. Released when the descriptor closes (also on a kill).
+    if (::flock(f->m_fd, LOCK_EX | LOCK_NB) != 0)
+        return Status(ErrorCode::Io, path + ": in use by another process (the app or another "
+                                            "coli chat continuing this session)");
     struct stat st {};
     if (::fstat(f->m_fd, &st) != 0) return Status(ErrorCode::Io, path + ": " + errnoText(errno));
 
@@ -209,6 +215,8 @@ SessionKvFile::open(const std::string& path, const SessionKvKey& key, SessionKvS
                           path + ": " + refuse + "; cannot set it aside: " + errnoText(errno));
         if (notes) notes->push_back(path + ": " + refuse + ": set aside as " + aside);
         COLI_RETURN_IF_ERROR(openFd());
+        if (::flock(f->m_fd, LOCK_EX | LOCK_NB) != 0)
+            return Status(ErrorCode::Io, path + ": in use by another process");
         st.st_size = 0;
     }
     if (st.st_size == 0) {

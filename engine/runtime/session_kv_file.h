@@ -61,8 +61,10 @@ public:
     // line per repair, naming the file: a cut back ("cut back from 12 to 9 records: record 9's
     // checksum does not hold"), a set-aside ("written for another model or weight format: set
     // aside as <path>.old").
+    // The file stays locked (flock, exclusive) while the object lives: one writer per session.
     // Errors: InvalidArgument (a key with no layers, a '\n' in model or weights); Io (the file
-    // cannot be opened, read or written; naming it); NoSpace when creating its header.
+    // cannot be opened, read or written, or another process holds it; naming it); NoSpace when
+    // creating its header.
     static Result<std::unique_ptr<SessionKvFile>>
     open(const std::string& path, const SessionKvKey& key, SessionKvState* state,
          std::vector<std::string>* notes, const SessionKvOptions& opt = {});

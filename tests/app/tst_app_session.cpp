@@ -10,7 +10,8 @@
 // the RAM budget typed in the Tiers view during an answer (the engine's tier status one token
 // later: the allocation within it), screenshots of every view in the light and dark themes
 // (screenshots/session-<view>-<theme>.png, with pixel checks of the Tiers bars and the charts),
-// then quit and a restart on the same database: the list and the last chat come back.
+// then quit and a restart on the same database: the list and the last chat come back, with its KV
+// cache on disk (its size shown, the next answer typed reuses stored tokens).
 #include "app_options.h"
 #include "app_settings.h"
 #include "app_window.h"
@@ -38,6 +39,7 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
 
 using namespace coli;
 using namespace coli::app;
@@ -509,7 +511,7 @@ void TestAppSession::searchNarrowsTheList() {
     QTRY_VERIFY((rows = visibleItems(w(), QStringLiteral("sessionRow"))).size() == 1);
     // The row shows the snippet, the match marked, instead of the date.
     QList<QQuickItem*> texts;
-    collectItems(rows.first(), QString(), &texts);
+    collectItems(rows.first(), QStringLiteral("sessionRowDetail"), &texts);
     QString snippet;
     for (QQuickItem* t : texts)
         if (t->inherits("QQuickText") && t->property("text").toString().contains(u'«'))
@@ -700,7 +702,8 @@ void TestAppSession::screenshotsOfEveryViewInBothThemes() {
 }
 
 // Ctrl+Q, then the app is started again on the same settings and database: the list of chats
-// and the last chat shown come back.
+// and the last chat shown come back, with its KV cache (its size shown; the next answer reuses
+// the stored tokens).
 void TestAppSession::quitAndRestart() {
     QVERIFY(app().settle());
     const qint64 shown = app().sessions->currentSessionId();
@@ -732,6 +735,32 @@ void TestAppSession::quitAndRestart() {
     QTRY_VERIFY(sessionRow(w(), QStringLiteral("Fortunes at sea")) != nullptr);
     QTest::qWait(150);
     QVERIFY(w()->grabWindow().save(kShots + "/session-restarted.png"));
+
+    // The chat's KV cache came back with it: its size beside the context meter and in its row
+    // of the list, and the next answer typed into the window goes on from the stored tokens.
+    QQuickItem* kv = nullptr;
+    QTRY_VERIFY_WITH_TIMEOUT((kv = visibleItem(w(), QStringLiteral("chatKvSize"))) != nullptr,
+                             10000);
+    QVERIFY2(kv->property("text").toString().startsWith(QStringLiteral("KV cache ")),
+             qPrintable(kv->property("text").toString()));
+    QQuickItem* row = sessionRow(w(), app().sessions->currentTitle());
+    QVERIFY(row);
+    QList<QQuickItem*> detail;
+    collectItems(row, QStringLiteral("sessionRowDetail"), &detail);
+    QVERIFY(!detail.isEmpty());
+    QVERIFY2(detail.first()->property("text").toString().contains(QStringLiteral("KV")),
+             qPrintable(detail.first()->property("text").toString()));
+    QTRY_VERIFY_WITH_TIMEOUT(app().sessions->learning(), 10000); // the model's identity is known
+    setAnswerLength(kShortAnswer);
+    std::optional<storage::RunRecord> run;
+    const auto c = connect(app().sessions.get(), &SessionManager::runAdded,
+                           [&](const storage::RunRecord& r) { run = r; });
+    QCOMPARE(sendByKeyboard(QStringLiteral("And then?")), QString());
+    QVERIFY(waitAnswerEnd());
+    disconnect(c);
+    QVERIFY(run.has_value());
+    QVERIFY2(run->reusedTokens > 0, "the restarted chat read its whole conversation again");
+    QTRY_VERIFY_WITH_TIMEOUT(kv->property("text").toString().startsWith("KV cache "), 10000);
 }
 
 void TestAppSession::cleanupTestCase() {

@@ -54,6 +54,25 @@ TEST(CommandQueue, QuitJumpsTheQueueAndCancels) {
     EXPECT_EQ(q.pop().kind, CommandKind::Quit);
 }
 
+TEST(CommandQueue, QuitKeepsTheKvFileCommandsAheadOfIt) {
+    // A chat's KV file bound to its id or deleted with the chat is quick file work: Quit runs it
+    // first instead of leaving a chat's KV cache unsaved or a deleted chat's on disk.
+    CommandQueue q;
+    q.push(make(CommandKind::Generate, 1));
+    Command running = q.pop();
+    q.push(make(CommandKind::SessionKvBind, 2));
+    q.push(make(CommandKind::Generate, 3));
+    q.push(make(CommandKind::SessionKvDelete, 4));
+    q.push(make(CommandKind::Load, 5));
+    q.push(make(CommandKind::Quit, 6));
+    q.push(make(CommandKind::Quit, 7)); // quit() twice: one Quit, still after them
+    EXPECT_TRUE(running.cancel->load());
+    ASSERT_EQ(q.size(), 3u);
+    EXPECT_EQ(q.pop().id, 2u);
+    EXPECT_EQ(q.pop().id, 4u);
+    EXPECT_EQ(q.pop().kind, CommandKind::Quit);
+}
+
 TEST(CommandQueue, PopBlocksUntilPush) {
     CommandQueue q;
     std::thread t([&] {

@@ -2,9 +2,14 @@
 // is saved as it happens (title from the first message, user message at send, answer with its
 // run at the end), the list restores at restart with the last session on screen, rename,
 // search, delete, export, streaming saves during an answer, and a damaged database gives one
-// banner while the chat keeps working. The list model runs under QAbstractItemModelTester.
+// banner while the chat keeps working, and each chat's KV cache on disk: restarts after every
+// answer continue as one app would (same answers and reused tokens), sizes in the list, the cap,
+// delete. The list model runs under QAbstractItemModelTester.
 #include "session_manager.h"
 
+#include "model/config.h"
+#include "runtime/session_kv_dir.h"
+#include "runtime/session_kv_file.h"
 #include "storage/model_identity.h"
 #include "storage/sessions.h"
 
@@ -19,6 +24,7 @@
 #include <QTest>
 
 #include <memory>
+#include <optional>
 
 using namespace coli;
 using namespace coli::app;
@@ -64,6 +70,11 @@ struct Rig {
                (QTest::qWait(50), true);
     }
 };
+
+// The folder of the database's KV files, as the engine names it.
+QString kvDirOf(const QString& db) {
+    return QFileInfo(QString::fromStdString(sessionKvDir(db.toStdString()))).absoluteFilePath();
+}
 
 // The database as another connection sees it.
 struct Peek {
@@ -407,6 +418,125 @@ private slots:
         QFile f(db);
         QVERIFY(f.open(QIODevice::ReadOnly));
         QCOMPARE(f.readAll(), QByteArray(8192, 'z'));
+        QVERIFY(r.settle());
+        QVERIFY(!QDir(QString::fromStdString(sessionKvDir(db.toStdString()))).exists());
+    }
+
+    // The KV cache on disk (docs/app.md "Sessions"): a chat whose app is closed and started
+    // again after every answer gives the same answers and reuses the same prompt tokens per
+    // turn as the same chat in one app; the size is in the list and the toolbar's text; the file
+    // goes with the chat; the cap deletes another chat's file and its row says so.
+    void kvCacheSurvivesRestartsAndGoesWithTheChat() {
+        const QStringList questions = {"What is the sea like?", "And the ships?",
+                                       "Which one is the fastest?"};
+        struct Turn {
+            QString answer;
+            qint64 reused = -1, prompt = -1, generated = -1;
+            // The file after it: the header and a record per token the engine holds (the prompt
+            // and every sampled token but the last).
+            qint64 kvBytes() const {
+                auto cfg = loadConfig(kModel.toStdString());
+                const uint64_t rec =
+                    SessionKvFile::recordBytes(SessionKvKey{"m", "w", cfg->nLayers, kvShape(*cfg)});
+                return qint64(SessionKvFile::kHeaderBytes + uint64_t(prompt + generated - 1) * rec);
+            }
+        };
+        auto turn = [](Rig& r, const QString& q) {
+            Turn t;
+            std::optional<storage::RunRecord> run;
+            const auto c = QObject::connect(r.sessions.get(), &SessionManager::runAdded,
+                                            [&](const storage::RunRecord& x) { run = x; });
+            const bool answered = r.ask(q);
+            QObject::disconnect(c);
+            if (!answered || !run) return t;
+            t.answer =
+                r.controller->chatModel()->at(r.controller->chatModel()->rowCount() - 1).text;
+            t.reused = run->reusedTokens;
+            t.prompt = run->promptTokens;
+            t.generated = run->generatedTokens;
+            return t;
+        };
+        QVector<Turn> reference;
+        {
+            QTemporaryDir dir;
+            Rig r(dir.filePath("colibri.db"), 16);
+            QVERIFY(r.ready());
+            QTRY_VERIFY_WITH_TIMEOUT(r.sessions->learning(), 10000); // the identity is known
+            for (const QString& q : questions)
+                reference.append(turn(r, q));
+        }
+        QTemporaryDir dir;
+        const QString db = dir.filePath("colibri.db");
+        QVector<Turn> restarted;
+        qint64 id = 0;
+        QString kvFile;
+        for (int i = 0; i < questions.size(); ++i) {
+            Rig r(db, 16);
+            QVERIFY(r.ready());
+            QTRY_VERIFY_WITH_TIMEOUT(r.sessions->learning(), 10000);
+            if (i > 0) { // the chat comes back at start, its KV size with it
+                QTRY_COMPARE_WITH_TIMEOUT(r.controller->chatModel()->rowCount(), 2 * i, 10000);
+                QCOMPARE(r.sessions->currentSessionId(), id);
+                QCOMPARE(r.sessions->sessions()->at(0).kvBytes, QFileInfo(kvFile).size());
+                QVERIFY(r.sessions->currentKvText().startsWith("KV cache "));
+            }
+            restarted.append(turn(r, questions[i]));
+            id = r.sessions->currentSessionId();
+            QVERIFY(id > 0);
+            kvFile = r.sessions->kvDir() + QStringLiteral("/session-%1.kv").arg(id);
+            // Saved after the answer (the first one once the chat had its id): the list has it.
+            const QModelIndex row = r.sessions->sessions()->index(0);
+            const qint64 expected = restarted.last().kvBytes();
+            QTRY_COMPARE_WITH_TIMEOUT(
+                r.sessions->sessions()->data(row, SessionListModel::KvBytesRole).toLongLong(),
+                expected, 10000);
+            QCOMPARE(QFileInfo(kvFile).size(), expected);
+            QVERIFY(!r.sessions->sessions()
+                         ->data(row, SessionListModel::KvSizeRole)
+                         .toString()
+                         .isEmpty());
+            QCOMPARE(r.sessions->currentKvText(),
+                     QStringLiteral("KV cache %1 on disk")
+                         .arg(SessionListModel::kvSizeText(QFileInfo(kvFile).size())));
+            QVERIFY(r.controller->errorText().isEmpty()); // no KV warning
+        }
+        QCOMPARE(kvDirOf(db), QFileInfo(kvFile).absolutePath()); // beside the database
+        for (int i = 0; i < questions.size(); ++i) {
+            QVERIFY(reference[i].reused >= 0 && restarted[i].reused >= 0);
+            QCOMPARE(restarted[i].answer, reference[i].answer);
+            QCOMPARE(restarted[i].prompt, reference[i].prompt);
+            QCOMPARE(restarted[i].reused, reference[i].reused);
+            if (i > 0) QVERIFY(restarted[i].reused >= reference[i - 1].prompt); // warm
+        }
+        // A second chat under a cap that holds one file: saving it deletes the first chat's file
+        // (its text stays), and the first chat's row says it has none; then deleting the second
+        // chat deletes its file.
+        Rig r(db, 16);
+        QVERIFY(r.ready());
+        QTRY_VERIFY_WITH_TIMEOUT(r.sessions->learning(), 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(r.controller->chatModel()->rowCount(), 6, 10000);
+        r.sessions->setKvCapBytes(quint64(QFileInfo(kvFile).size()));
+        r.sessions->newSession();
+        QVERIFY(r.ask("Something else entirely"));
+        QTRY_VERIFY_WITH_TIMEOUT(!QFileInfo::exists(kvFile), 10000);
+        QVERIFY(r.settle());
+        QCOMPARE(r.sessions->sessions()->rowCount(), 2);
+        QCOMPARE(r.sessions->sessions()->at(1).id, id);
+        QTRY_COMPARE_WITH_TIMEOUT(r.sessions->sessions()->at(1).kvBytes, qint64(0), 10000);
+        const qint64 second = r.sessions->sessions()->at(0).id;
+        const QString secondFile =
+            r.sessions->kvDir() + QStringLiteral("/session-%1.kv").arg(second);
+        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo(secondFile).size() > 4096, 10000);
+        r.sessions->deleteSession(second);
+        QTRY_VERIFY_WITH_TIMEOUT(!QFileInfo::exists(secondFile), 10000);
+        QVERIFY(r.sessions->currentKvText().isEmpty());
+        // The first chat, without its file, is read again at its next answer: same text.
+        r.sessions->openSession(id);
+        QSignalSpy opened(r.sessions.get(), &SessionManager::sessionOpened);
+        QVERIFY(opened.wait(10000));
+        const Turn cold = turn(r, "And the slowest?");
+        QCOMPARE(cold.reused, qint64(0));
+        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo(kvFile).size() > 4096, 10000); // saved again
     }
 };
 

@@ -245,6 +245,20 @@ TEST(SessionKvFile, AnotherModelsFileIsSetAsideNeverApplied) {
     expectPrefix(openOk(p + ".old"), seq(5, 1), 5);
 }
 
+TEST(SessionKvFile, OneWriterAtATime) {
+    TempDir d;
+    const std::string p = d.file("s.kv");
+    SessionKvState st;
+    std::vector<std::string> notes;
+    auto first = SessionKvFile::open(p, testKey(), &st, &notes);
+    ASSERT_TRUE(first.isOk());
+    auto second = SessionKvFile::open(p, testKey(), &st, &notes);
+    ASSERT_FALSE(second.isOk());
+    EXPECT_NE(second.status().message().find("in use by another process"), std::string::npos);
+    first.value().reset(); // closed: free again
+    EXPECT_TRUE(SessionKvFile::open(p, testKey(), &st, &notes).isOk());
+}
+
 // ---- the folder of KV files (runtime/session_kv_dir.h) ----
 
 TEST(SessionKvDir, TheCapDeletesTheLeastRecentlyWrittenOtherSessionsFiles) {

@@ -4,6 +4,7 @@
 
 #include "forward/attend.h"
 #include "forward/fast_matmul.h"
+#include "forward/fast_rows.h"
 #include "forward/kernels.h"
 #include "forward/kv_access.h"
 
@@ -31,15 +32,7 @@ void mlaAttentionShare(const ModelImpl& m, KVCache& kv, const Team& team, const 
     float* kva = ws.k.data(); // [kChunk, lora + rope]
 
     // RMSNorm of the residual stream, quantised for q (or q_a) and kv_a.
-    {
-        const int mask = groupMask(firstQ) | groupMask(L.kvA);
-        const auto [t0, t1] = team.share(n);
-        for (int64_t t = t0; t < t1; ++t) {
-            float* h = ws.h.data() + size_t(t) * d;
-            rmsNorm(ws.x.data() + size_t(t) * d, L.attnNorm.data(), d, c.rmsNormEps, h);
-            if (mask) ws.qin.quantiseRow(mask, h, d, int(t));
-        }
-    }
+    normShare(team, ws, c, L.attnNorm.data(), n, groupMask(firstQ) | groupMask(L.kvA));
     team.sync();
     const MatJob first[] = {{firstQ, qLora > 0 ? qa : ws.q.data(), nullptr}, {L.kvA, kva, nullptr}};
     matmulShare(team, first, ws.qin.input(ws.h.data(), 0, n, d));
@@ -68,15 +61,10 @@ void mlaAttentionShare(const ModelImpl& m, KVCache& kv, const Team& team, const 
             rmsNorm(r, L.kvANorm.data(), lora, kLoraEps, r);
             float* cs = ws.cosSin.data() + size_t(t) * rope;
             m.rope.cosSin(pos0 + int(t), cs, cs + rope / 2);
-            auto rotate = [&](float* x) {
-                if (a.ropeInterleave)
-                    Rope::applyPairs(x, rope, cs, cs + rope / 2);
-                else
-                    Rope::apply(x, rope, cs, cs + rope / 2);
-            };
-            rotate(r + lora);
+            Rope::rotate(r + lora, rope, cs, cs + rope / 2, a.ropeInterleave);
             for (int h = 0; h < H; ++h)
-                rotate(ws.q.data() + size_t(t) * qDim + size_t(h) * qk + nope);
+                Rope::rotate(ws.q.data() + size_t(t) * qDim + size_t(h) * qk + nope, rope, cs,
+                             cs + rope / 2, a.ropeInterleave);
             std::memcpy(K + size_t(pos0 + t) * row, r, sizeof(float) * row);
         }
     }
@@ -116,9 +104,7 @@ void mlaAttentionShare(const ModelImpl& m, KVCache& kv, const Team& team, const 
     }
     const auto [r0, r1] = team.shareRows(d);
     matmulRows(L.o, ws.qin.input(ws.att.data(), 0, n, outDim), ws.o.data(), nullptr, r0, r1);
-    for (int t = 0; t < n; ++t)
-        for (int64_t i = r0; i < r1; ++i)
-            ws.x[size_t(t) * d + i] += ws.o[size_t(t) * d + i] * c.residualMultiplier;
+    addResidualRows(ws, c, ws.o.data(), n, r0, r1);
     team.sync();
 }
 

@@ -15,6 +15,7 @@
 #include "forward/fast_ffn.h"
 #include "forward/fast_matmul.h"
 #include "forward/fast_mla.h"
+#include "forward/fast_rows.h"
 #include "forward/fast_team.h"
 #include "forward/kernels.h"
 #include "forward/kv_access.h"
@@ -88,22 +89,10 @@ public:
     }
 
 private:
-    // h[t] = rmsnorm(x[t]) * w for this thread's tokens, quantised into ws.qin for `mask`.
-    void normShare(const float* w, int n, int mask) {
-        const int d = c.dModel;
-        const auto [t0, t1] = team.share(n);
-        for (int64_t t = t0; t < t1; ++t) {
-            rmsNorm(ws.x.data() + size_t(t) * d, w, d, c.rmsNormEps, ws.h.data() + size_t(t) * d);
-            if (mask) ws.qin.quantiseRow(mask, ws.h.data() + size_t(t) * d, d, int(t));
-        }
-    }
-
-    // x[t, r0..r1) += y[t, r0..r1) * residual_multiplier for every token (this thread's rows).
+    // The chunk's norm and residual phases (forward/fast_rows.h), on this runner's team.
+    void normShare(const float* w, int n, int mask) { coli::normShare(team, ws, c, w, n, mask); }
     void addResidualRows(const float* y, int n, int64_t r0, int64_t r1) {
-        const int d = c.dModel;
-        for (int t = 0; t < n; ++t)
-            for (int64_t i = r0; i < r1; ++i)
-                ws.x[size_t(t) * d + i] += y[size_t(t) * d + i] * c.residualMultiplier;
+        coli::addResidualRows(ws, c, y, n, r0, r1);
     }
 
     // x [n, d_model] += o(attention(rmsnorm(x))); appends K/V of the n tokens to the cache.

@@ -195,15 +195,9 @@ Vec mlaAttention(const ModelImpl& m, const LayerWeights& L, int layer, const Vec
 
     Vec cos(rope / 2), sin(rope / 2);
     m.rope.cosSin(pos, cos.data(), sin.data());
-    auto rotate = [&](float* x) {
-        if (a.ropeInterleave)
-            Rope::applyPairs(x, rope, cos.data(), sin.data());
-        else
-            Rope::apply(x, rope, cos.data(), sin.data());
-    };
-    rotate(&kva[lora]);
+    Rope::rotate(&kva[lora], rope, cos.data(), sin.data(), a.ropeInterleave);
     for (int hh = 0; hh < H; ++hh)
-        rotate(&q[size_t(hh) * qk + nope]);
+        Rope::rotate(&q[size_t(hh) * qk + nope], rope, cos.data(), sin.data(), a.ropeInterleave);
 
     float* K = KVCacheAccess::keys(kv, layer); // [1, capacity, lora + rope]
     std::copy(kva.begin(), kva.end(), K + size_t(pos) * row);

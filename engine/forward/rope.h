@@ -27,6 +27,13 @@ public:
     // The same with pairs (2i, 2i+1): out[2i] = x[2i] cos - x[2i+1] sin,
     // out[2i+1] = x[2i+1] cos + x[2i] sin.
     static void applyPairs(float* x, int d, const float* cos, const float* sin);
+    // applyPairs when interleavedPairs (MlaConfig::ropeInterleave), else apply.
+    static void rotate(float* x, int d, const float* cos, const float* sin, bool interleavedPairs) {
+        if (interleavedPairs)
+            applyPairs(x, d, cos, sin);
+        else
+            apply(x, d, cos, sin);
+    }
     int half() const { return static_cast<int>(m_invFreq.size()); }
 
 private:

@@ -34,8 +34,7 @@ void selectExperts(const ModelConfig& c, const float* logits, const float* bias,
         softmax(weights, K);
         return;
     }
-    float* p = scratch;     // [E] scores
-    float* s = scratch + E; // [E] selection scores
+    float* p = scratch; // [E] scores
     std::memcpy(p, logits, sizeof(float) * size_t(E));
     if (c.scoring == RouterScoring::Sigmoid) {
         for (int e = 0; e < E; ++e)
@@ -43,8 +42,13 @@ void selectExperts(const ModelConfig& c, const float* logits, const float* bias,
     } else {
         softmax(p, E);
     }
-    for (int e = 0; e < E; ++e)
-        s[e] = bias ? p[e] + bias[e] : p[e];
+    // [E] selection scores: p itself unless a bias or the group mask changes them.
+    float* s = p;
+    if (bias || c.groupSelection != GroupSelection::None) {
+        s = scratch + E;
+        for (int e = 0; e < E; ++e)
+            s[e] = bias ? p[e] + bias[e] : p[e];
+    }
     if (c.groupSelection != GroupSelection::None) {
         const int G = c.nGroup, per = E / G;
         float* g = scratch + 2 * E;                // [G] group scores

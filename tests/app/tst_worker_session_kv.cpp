@@ -10,6 +10,7 @@
 #include "model/config.h"
 #include "runtime/session_kv_dir.h"
 #include "runtime/session_kv_file.h"
+#include "worker_pump.h"
 
 #include <gtest/gtest.h>
 
@@ -34,16 +35,7 @@ const std::vector<std::string> kQuestions = {"Tell me about the sea and the ship
                                              "Which ship was the fastest?"};
 constexpr int kAnswerTokens = 24;
 
-// Drains events until `stop` says so (or 60 s pass: a hang fails instead of blocking CTest).
-bool pump(EngineWorker& w, const std::function<bool(const EngineEvent&)>& stop) {
-    const auto deadline = std::chrono::steady_clock::now() + 60s;
-    bool done = false;
-    while (!done && std::chrono::steady_clock::now() < deadline) {
-        w.ring().drain([&](EngineEvent&& ev) { done = done || stop(ev); });
-        if (!done) std::this_thread::sleep_for(200us);
-    }
-    return done;
-}
+using coli::app::test::pump;
 
 std::unique_ptr<EngineWorker> loaded() {
     auto w = std::make_unique<EngineWorker>(WorkerOptions{.threads = 1}, nullptr);

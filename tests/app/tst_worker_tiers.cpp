@@ -4,6 +4,7 @@
 // Drives the real EngineWorker (the app's engine thread) on a fixture model; no window.
 #include "engine_worker.h"
 #include "learning/learned_usage.h"
+#include "worker_pump.h"
 
 #include <gtest/gtest.h>
 
@@ -22,16 +23,7 @@ namespace {
 
 const std::string kModel = std::string(COLI_FIXTURE_DIR) + "/qwen3moe";
 
-// Drains events until `stop` says so (or 60 s pass: a hang fails instead of blocking CTest).
-bool pump(EngineWorker& w, const std::function<bool(const EngineEvent&)>& stop) {
-    const auto deadline = std::chrono::steady_clock::now() + 60s;
-    bool done = false;
-    while (!done && std::chrono::steady_clock::now() < deadline) {
-        w.ring().drain([&](EngineEvent&& ev) { done = done || stop(ev); });
-        if (!done) std::this_thread::sleep_for(200us);
-    }
-    return done;
-}
+using coli::app::test::pump;
 
 void load(EngineWorker& w) {
     Command c{CommandKind::Load};

@@ -1,5 +1,7 @@
 #include "forward/kernels.h"
 
+#include "quant/shared_math.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -20,7 +22,7 @@ float sigmoid(float x) {
 }
 
 float silu(float x) {
-    return x * sigmoid(x);
+    return quant::siluShared(x); // the GPU tier computes the same bits (quant/shared_math.h)
 }
 
 void softmax(float* x, int n) {

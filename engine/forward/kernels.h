@@ -10,8 +10,12 @@ namespace coli {
 // out may alias x. The sum of squares runs in index order.
 void rmsNorm(const float* x, const float* w, int n, float eps, float* out);
 
-// silu(x) = x * sigmoid(x) (torch.nn.functional.silu).
+// silu(x) = x * sigmoid(x) (torch.nn.functional.silu), computed as quant::siluShared: an exp
+// built from +, -, * and bit operations, so that the GPU tier reproduces it bit for bit
+// (quant/shared_math.h; within 3 ulp of silu in double).
 float silu(float x);
+// sigmoid(x) = 1 / (1 + exp(-x)) with the C library's expf (the shared-expert gate, the
+// sigmoid router: CPU only).
 float sigmoid(float x);
 
 // In-place softmax over x[0..n): exp(x - max) / sum, sums in index order.

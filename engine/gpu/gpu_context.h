@@ -1,0 +1,73 @@
+#pragma once
+// One Vulkan device opened for the VRAM tier: its compute queue, memory, the kernels' pipelines
+// and one command stream (docs/gpu.md). Internal to the tier: callers use ExpertRunner.
+// Thread-safety: not thread-safe; one thread owns a context (the forward pass's master thread
+// while a model runs; docs/design.md "Threading contract").
+#include "core/status.h"
+#include "gpu/devices.h"
+#include "gpu/shader_set.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+
+namespace coli::gpu {
+
+struct GpuBuffer {
+    void* buffer = nullptr; // VkBuffer
+    void* memory = nullptr; // VkDeviceMemory
+    void* mapped = nullptr; // host pointer when host-visible, else null
+    uint64_t bytes = 0;
+};
+
+enum class Memory {
+    Device, // device-local: weights and intermediates (host-visible too on unified devices)
+    Host,   // host-visible and coherent: inputs and outputs the CPU writes and reads
+};
+
+// One binding of a dispatch: a whole buffer.
+struct Binding {
+    const GpuBuffer* buffer;
+};
+
+class GpuContext {
+public:
+    // Opens devices[index]: a queue with compute, the pipelines of Kernel (the variant matching the
+    // device's float controls; `reversedMatvec` swaps in the test-only reversed-order matvec that
+    // the self-test must reject). Errors: Unsupported (Vulkan failures, missing shaders).
+    static Result<std::unique_ptr<GpuContext>> create(const DeviceInfo& device,
+                                                      bool reversedMatvec = false);
+    ~GpuContext();
+    GpuContext(const GpuContext&) = delete;
+    GpuContext& operator=(const GpuContext&) = delete;
+
+    const DeviceInfo& device() const;
+    // Bytes of device-local memory this context holds (Memory::Device allocations).
+    uint64_t deviceBytes() const;
+
+    // A buffer of `bytes` (at least 16). Errors: NoSpace when the device is out of memory,
+    // Unsupported otherwise.
+    Result<GpuBuffer> allocate(uint64_t bytes, Memory kind);
+    void release(GpuBuffer& b);
+    // Copies host bytes into b at `offset` (through a staging buffer when b is not host-visible;
+    // waits for the copy). Not while a submission is in flight. Errors: as allocate, Io.
+    Status upload(const GpuBuffer& b, uint64_t offset, const void* src, uint64_t bytes);
+
+    // ---- one command stream: begin, dispatches, submit, wait ----
+    void begin();
+    // Records a dispatch of `k` with these bindings (in binding order) and push constants
+    // (uint32 words). A barrier makes the next dispatch see this one's writes.
+    void dispatch(Kernel k, std::initializer_list<Binding> bindings,
+                  std::initializer_list<uint32_t> push, uint32_t groupsX, uint32_t groupsY);
+    // Submits what was recorded; returns at once. Errors: Unsupported (Vulkan failure).
+    Status submit();
+    // Waits for the submission (no-op when none). Errors: Unsupported (device lost).
+    Status wait();
+
+private:
+    GpuContext() = default;
+    struct Impl;
+    std::unique_ptr<Impl> m;
+};
+
+} // namespace coli::gpu

@@ -119,6 +119,7 @@ int runGenerate(GenerateOptions o) {
         }
     }
     const tiers::TierTelemetry before = cache ? cache->telemetry() : tiers::TierTelemetry{};
+    const GpuCounters gpuBefore = lm->model().gpuCounters();
     MirrorNotice mirrorNotice(cache);
     const auto t0 = std::chrono::steady_clock::now();
     auto r = session.generate(
@@ -143,6 +144,8 @@ int runGenerate(GenerateOptions o) {
         return kExitGeneration;
     }
     printStats(r.value(), describeSampling(params->sampler));
+    if (lm->model().gpuActive())
+        fmt::print(stderr, "{}\n", describeGpu(gpuBefore, lm->model().gpuCounters()));
     if (cache)
         fmt::print(stderr, "{}\n",
                    summariseTiers(before, cache->telemetry(), seconds, &r.value().tiersPrefill));

@@ -113,6 +113,16 @@ void addPlacementOptions(CLI::App& cmd, ModelOptions& o) {
                  "Read experts through the page cache (dropped after each read), never O_DIRECT")
         ->excludes(direct);
     cmd.add_flag("--no-prefetch", o.noPrefetch, "Turn off the router-lookahead prefetch");
+    cmd.add_option("--gpu", o.gpu,
+                   "The VRAM tier: compute quantised experts on this Vulkan device (a part of its "
+                   "name, as `coli info` lists them), auto (a discrete, else an integrated GPU) or "
+                   "none (default). Experts resident in RAM only (--resident) for now")
+        ->type_name("NAME|auto|none")
+        ->check(nonEmptyPath("use --gpu none for no GPU"));
+    cmd.add_option("--vram-budget", o.vramBudget,
+                   "VRAM for experts with --gpu (e.g. 4GiB; default: 80 % of the device's memory)")
+        ->type_name("SIZE")
+        ->transform(byteSize());
     cmd.add_option("--io-depth", o.ioDepth, "Expert reads in flight (1..64)")
         ->type_name("N")
         ->check(integerIn(1, 64));
@@ -365,6 +375,8 @@ std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode) {
                           : o.ioBackend == "pread"  ? aio::IoBackend::PreadThreads
                                                     : aio::IoBackend::Auto;
     opt.tiers.mirrorDir = o.mirror;
+    opt.tiers.gpu = o.gpu;
+    opt.tiers.vramBudgetBytes = o.vramBudget.value_or(0);
     if (!o.diskWeights.empty()) {
         double a = 0, b = 0;
         (void)parseDiskWeights(o.diskWeights, &a, &b); // checked by the option
@@ -384,6 +396,8 @@ std::unique_ptr<LoadedModel> loadModel(const ModelOptions& o, int& exitCode) {
     }
     for (const std::string& w : lm.value()->warnings())
         printWarning(w);
+    if (const std::string gpu = lm.value()->model().gpuNote(); !gpu.empty())
+        fmt::print(stderr, "{}\n", gpu);
     if (tiers::ExpertCache* cache = lm.value()->model().expertCache()) {
         uint64_t budget = 0;
         std::string note; // " (memory cgroup limit ...)" when the cgroup decided the budget

@@ -19,18 +19,20 @@ struct ModelOptions {
     int threads = 0;      // 0 = all cores
     std::string quantise; // --quantise (addQuantiseOption); "" = keep the checkpoint's f32
     // Expert placement (addPlacementOptions; docs/cli.md "Expert placement").
-    bool placement = false;            // the command registered the placement flags
-    std::optional<uint64_t> ramBudget; // --ram-budget in bytes; unset = from MemAvailable
-    bool resident = false;             // --resident: every expert read at load, no streaming
-    bool directIo = false;             // --direct-io (refuse a file without O_DIRECT)
-    bool buffered = false;             // --buffered (never O_DIRECT)
-    bool noPrefetch = false;           // --no-prefetch
-    int ioDepth = 4;                   // --io-depth
-    std::string ioBackend = "auto";    // --io-backend auto|io_uring|pread
-    bool noLearn = false;              // --no-learn: no usage database (heat, pins)
-    std::string usageDb;               // --usage-db PATH (default: the XDG location)
-    std::string mirror;                // --mirror DIR: a mirror of model files on a second disk
-    std::string diskWeights;           // --disk-weights A,B (primary, mirror); "" = measured
+    bool placement = false;             // the command registered the placement flags
+    std::optional<uint64_t> ramBudget;  // --ram-budget in bytes; unset = from MemAvailable
+    bool resident = false;              // --resident: every expert read at load, no streaming
+    bool directIo = false;              // --direct-io (refuse a file without O_DIRECT)
+    bool buffered = false;              // --buffered (never O_DIRECT)
+    bool noPrefetch = false;            // --no-prefetch
+    int ioDepth = 4;                    // --io-depth
+    std::string ioBackend = "auto";     // --io-backend auto|io_uring|pread
+    bool noLearn = false;               // --no-learn: no usage database (heat, pins)
+    std::string usageDb;                // --usage-db PATH (default: the XDG location)
+    std::string mirror;                 // --mirror DIR: a mirror of model files on a second disk
+    std::string diskWeights;            // --disk-weights A,B (primary, mirror); "" = measured
+    std::string gpu = "none";           // --gpu NAME|auto|none: the VRAM tier (docs/gpu.md)
+    std::optional<uint64_t> vramBudget; // --vram-budget in bytes; unset = 80 % of the device's
 };
 
 // Sampling flags; a flag left out takes the model's generation_config.json default, or
@@ -46,8 +48,8 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o);
 void addQuantiseOption(CLI::App& cmd, ModelOptions& o);
 // --ram-budget SIZE, --resident, --direct-io, --buffered, --no-prefetch, --io-depth N, --io-backend
 // NAME,
-// --mirror DIR, --disk-weights A,B. Without --resident the routed experts stream from disk through
-// the expert cache.
+// --mirror DIR, --disk-weights A,B, --gpu NAME|auto|none, --vram-budget SIZE. Without --resident
+// the routed experts stream from disk through the expert cache.
 void addPlacementOptions(CLI::App& cmd, ModelOptions& o);
 // Parses a --disk-weights value "A,B" into *primary and *mirror; returns "" or what is wrong.
 // The expert read mode of --direct-io / --buffered / neither (aio::DirectIo On / Off / Auto).

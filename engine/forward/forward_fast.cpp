@@ -13,6 +13,7 @@
 // it publishes each expert's view in the workspace and the team computes it between syncs.
 #include "forward/attend.h"
 #include "forward/fast_ffn.h"
+#include "forward/fast_gpu_experts.h"
 #include "forward/fast_matmul.h"
 #include "forward/fast_mla.h"
 #include "forward/fast_rows.h"
@@ -316,6 +317,7 @@ private:
             if (shared)
                 ws.items[ws.nItems] =
                     wholeChunkItem(L.shared, n, size_t(n) * K * size_t(c.expertFfn));
+            if (m.vram && !m.cache) gpuSubmit(m, layer, n, shared ? &ws.items[ws.nItems] : nullptr);
         }
         team.sync();
         if (ws.routeFailed) return false;
@@ -326,7 +328,21 @@ private:
         const std::span<const FfnItem> routed(ws.items.data(), size_t(ws.nItems));
         const std::span<const FfnItem> all(ws.items.data(), size_t(ws.nItems + (shared ? 1 : 0)));
         const auto [r0, r1] = team.shareRows(d);
-        if (!m.cache) {
+        if (m.vram && !m.cache) {
+            // The device computes its jobs while the team computes the rest (fast_gpu_experts.h).
+            const std::span<const FfnItem> cpu(ws.cpuItems.data(), size_t(ws.nCpuItems));
+            gateUpShare(team, cpu);
+            team.sync();
+            downShare(team, cpu, d);
+            if (team.master()) gpuCollect(m);
+            team.sync();
+            if (ws.nRedoItems > 0) {
+                const std::span<const FfnItem> redo(ws.redoItems.data(), size_t(ws.nRedoItems));
+                gateUpShare(team, redo);
+                team.sync();
+                downShare(team, redo, d);
+            }
+        } else if (!m.cache) {
             gateUpShare(team, all);
             team.sync();
             downShare(team, all, d);
@@ -519,6 +535,13 @@ void FastWorkspace::allocate(const ModelConfig& c, int threads) {
     lookLogits.assign(C * E, 0);
     lookSel.assign(std::max(C * K, E), 0);
     lookUnion.assign(E, 0);
+    gpuJobs.assign(C * K, gpu::GpuJob{});
+    gpuJobRow.assign(C * K, 0);
+    gpuJobItem.assign(C * K, 0);
+    gpuY.assign(C * K * d, 0);
+    gpuFlags.assign(C * K, 0);
+    cpuItems.assign(E + 1, FfnItem{});
+    redoItems.assign(E, FfnItem{});
     scoreThreads = std::max(threads, 1);
     scoreTokens = 0;
     reserveScores(std::min(c.maxPositions, 64), c.maxPositions);

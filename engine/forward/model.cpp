@@ -181,6 +181,19 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
         if (!cache) return Status(cache.status().code(), dir + ": " + cache.status().message());
         m.cache = std::move(cache.value());
     }
+    if (opt.tiers.gpu != "none") {
+        if (stream) {
+            m.gpuNote =
+                "no GPU tier: streamed experts are computed on the CPU for now (docs/gpu.md)";
+        } else if (opt.path != ForwardPath::Fast) {
+            m.gpuNote = "no GPU tier: the Reference path computes on the CPU";
+        } else {
+            Result<std::unique_ptr<VramExperts>> vram = VramExperts::open(
+                opt.tiers, m.cfg, m.w, FastWorkspace::kChunk * m.cfg.topK, &m.gpuNote);
+            if (!vram) return vram.status();
+            m.vram = std::move(vram.value());
+        }
+    }
     m.path = opt.path;
     m.threads = resolveThreads(opt.threads);
     m.ws.allocate(m.cfg, m.threads);
@@ -240,6 +253,15 @@ int Model::threads() const {
 }
 tiers::ExpertCache* Model::expertCache() const {
     return m_impl->cache.get();
+}
+bool Model::gpuActive() const {
+    return m_impl->vram != nullptr;
+}
+GpuCounters Model::gpuCounters() const {
+    return m_impl->vram ? m_impl->vram->counters() : GpuCounters{};
+}
+std::string Model::gpuNote() const {
+    return m_impl->gpuNote;
 }
 
 void Model::setThreads(int n) {

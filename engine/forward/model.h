@@ -54,6 +54,24 @@ struct ExpertTierOptions {
     std::string mirrorDir;
     // Read weights (primary, mirror) of the split (--disk-weights); unset = measured at load.
     std::optional<std::pair<double, double>> diskWeights;
+    // The VRAM tier (docs/gpu.md): "none", "auto" (a discrete, else an integrated GPU) or a
+    // case-insensitive substring of a Vulkan device's name. Quantised experts on the Fast path
+    // only; experts resident in RAM only (streamed experts ignore it, with a warning).
+    std::string gpu = "none";
+    uint64_t vramBudgetBytes = 0; // bytes of VRAM for experts; 0 = 80 % of the device-local heap
+    std::string gpuSelfTestCache; // the self-test's verdict cache; "" = gpu::defaultSelfTestCache()
+};
+
+// The VRAM tier's counters (cumulative since load; docs/gpu.md).
+struct GpuCounters {
+    int64_t experts = 0;        // expert computations on the GPU (an expert's tokens of one layer)
+    int64_t jobs = 0;           // (expert, token) pairs computed there
+    int64_t flagged = 0;        // jobs the guard flagged: recomputed on the CPU
+    uint64_t uploadedBytes = 0; // expert bytes copied to VRAM
+    double waitSeconds = 0;     // the forward pass's master thread waiting for the device
+    int resident = 0;           // experts in VRAM now
+    int capacity = 0;           // experts the VRAM budget holds
+    uint64_t expertBytes = 0;   // bytes of one expert in VRAM (gate, up, down)
 };
 
 struct ModelLoadOptions {
@@ -205,6 +223,12 @@ public:
     // The expert tiers when experts stream (ModelLoadOptions::tiers.stream), else null: budget,
     // pins, heat and telemetry. Thread-safe (the cache has its own lock); owned by the Model.
     tiers::ExpertCache* expertCache() const;
+    // The VRAM tier: whether experts are computed on a GPU, its counters (zero when not), and a
+    // line for the user: the device and its budget, or why there is no tier (empty for --gpu
+    // none). Not thread-safe against a concurrent forward() (counters change there).
+    bool gpuActive() const;
+    GpuCounters gpuCounters() const;
+    std::string gpuNote() const;
 
     // Runs tokens[0..n) at positions kv.size() .. kv.size()+n-1, appending them to kv.
     // logits: [n, vocab] when allLogits, else [vocab] for the last token only (resized here).

@@ -4,6 +4,7 @@
 #include "forward/model.h"
 #include "forward/rope.h"
 #include "forward/spin_barrier.h"
+#include "forward/vram_experts.h"
 #include "model/weights.h"
 #include "tiers/expert_cache.h"
 
@@ -50,6 +51,17 @@ struct FastWorkspace {
     // qk_rope_head_dim] absorbed queries, [kChunk, n_heads, kv_lora_rank] attended latents.
     std::vector<float> qa, qAbs, latent;
     std::vector<int> lookSel, lookUnion; // [kChunk, top_k], [n_experts]
+    // The VRAM tier (forward/fast_gpu_experts.h), master-written: the layer's jobs on the GPU
+    // and, per job, its slotOut row and item; the device's outputs and guard flags; the items the
+    // CPU computes (routed ones not in VRAM, then the shared expert) and those it recomputes
+    // (an item with a flagged job).
+    std::vector<gpu::GpuJob> gpuJobs;         // [kChunk * top_k]
+    std::vector<int> gpuJobRow, gpuJobItem;   // [kChunk * top_k]
+    std::vector<float> gpuY;                  // [kChunk * top_k, d_model]
+    std::vector<uint32_t> gpuFlags;           // [kChunk * top_k]
+    std::vector<FfnItem> cpuItems, redoItems; // [n_experts + 1], [n_experts]
+    int nGpuJobs = 0, nCpuItems = 0, nRedoItems = 0;
+    bool gpuSubmitted = false;
     int scoreThreads = 0;
     int scoreTokens = 0; // grows (outside the loops) with the longest context seen, up to
                          // max_position_embeddings
@@ -77,6 +89,9 @@ struct ModelImpl {
     mutable FastWorkspace ws;
     // Streamed routed experts (ModelLoadOptions::tiers.stream); null when all are resident in w.
     std::unique_ptr<tiers::ExpertCache> cache;
+    // The VRAM tier (ExpertTierOptions::gpu); null when experts are computed on the CPU only.
+    std::unique_ptr<VramExperts> vram;
+    std::string gpuNote; // Model::gpuNote()
 
     float attentionScale() const;
 };

@@ -112,6 +112,8 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
     d.signedZeroInfNanPreserve = fc.shaderSignedZeroInfNanPreserveFloat32;
     d.denormPreserve = fc.shaderDenormPreserveFloat32;
     d.maxStorageBufferRange = p.limits.maxStorageBufferRange;
+    d.maxWorkGroupCountX =
+        std::min(p.limits.maxComputeWorkGroupCount[0], p.limits.maxComputeWorkGroupCount[1]);
     VkPhysicalDeviceMemoryProperties mem;
     vkGetPhysicalDeviceMemoryProperties(pd, &mem);
     int heap = -1;
@@ -208,10 +210,12 @@ Result<int> chooseDevice(const std::vector<DeviceInfo>& devices, const std::stri
 
 std::string describeDevice(const DeviceInfo& d) {
     const double gib = double(d.deviceLocalBytes) / double(1ull << 30);
-    return fmt::format("{}, {}, Vulkan {}.{}, {:.1f} GiB {}, {} {}", d.name, deviceKindName(d.kind),
-                       VK_API_VERSION_MAJOR(d.apiVersion), VK_API_VERSION_MINOR(d.apiVersion), gib,
-                       d.sharesSystemMemory ? "shared with the system" : "device-local",
-                       d.driverName, d.driverInfo);
+    std::string s =
+        fmt::format("{}, {}, Vulkan {}.{}, {:.1f} GiB {}", d.name, deviceKindName(d.kind),
+                    VK_API_VERSION_MAJOR(d.apiVersion), VK_API_VERSION_MINOR(d.apiVersion), gib,
+                    d.sharesSystemMemory ? "shared with the system" : "device-local");
+    const std::string driver = d.driverName + (d.driverInfo.empty() ? "" : " " + d.driverInfo);
+    return driver.empty() ? s : s + ", " + driver;
 }
 
 } // namespace coli::gpu

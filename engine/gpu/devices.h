@@ -32,6 +32,7 @@ struct DeviceInfo {
     bool roundingRte = false, signedZeroInfNanPreserve = false, denormPreserve = false;
     bool computeQueue = false;
     uint64_t maxStorageBufferRange = 0; // bytes one storage-buffer binding may span
+    uint32_t maxWorkGroupCountX = 0;    // maxComputeWorkGroupCount[0] (and [1]: the smaller)
 };
 
 // Every Vulkan device, in enumeration order. Errors: those of vulkanInstance() (no loader, no

@@ -51,12 +51,20 @@ Result<std::unique_ptr<ExpertRunner>> ExpertRunner::create(GpuContext& ctx, cons
                                                            int slots, int maxJobs) {
     const quant::FormatInfo gi = quant::formatInfo(s.gateUp), di = quant::formatInfo(s.down);
     if (s.dModel <= 0 || s.ffn <= 0 || s.dModel % gi.groupSize || s.ffn % di.groupSize ||
-        s.dModel % 64 || s.ffn % 64 || (gi.rowTile > 1 && s.ffn % gi.rowTile) ||
-        (di.rowTile > 1 && s.dModel % di.rowTile) || slots < 1 || maxJobs < 1)
+        (gi.rowTile > 1 && s.ffn % gi.rowTile) || (di.rowTile > 1 && s.dModel % di.rowTile) ||
+        slots < 1 || maxJobs < 1)
         return Status{ErrorCode::InvalidArgument,
                       "GPU experts: unsupported shape d_model " + std::to_string(s.dModel) +
                           ", ffn " + std::to_string(s.ffn) + ", " + std::to_string(slots) +
                           " slots, " + std::to_string(maxJobs) + " jobs"};
+    // Every dispatch's group count within the device's limit (the SwiGLU one is the largest).
+    const uint64_t groups = (uint64_t(maxJobs) * uint64_t(s.ffn) + kLocal - 1) / kLocal;
+    const uint32_t limit = ctx.device().maxWorkGroupCountX;
+    if (limit && (groups > limit || uint64_t(maxJobs) > limit))
+        return Status{ErrorCode::InvalidArgument,
+                      "GPU experts: " + std::to_string(maxJobs) + " jobs of ffn " +
+                          std::to_string(s.ffn) + " need " + std::to_string(groups) +
+                          " workgroups, over the device's " + std::to_string(limit)};
     std::unique_ptr<ExpertRunner> r(new ExpertRunner);
     r->m = std::make_unique<Impl>();
     Impl& m = *r->m;
@@ -65,9 +73,9 @@ Result<std::unique_ptr<ExpertRunner>> ExpertRunner::create(GpuContext& ctx, cons
     m.slots = slots;
     m.maxJobs = maxJobs;
     const uint64_t per = s.expertBytes();
-    const uint64_t limit = std::min<uint64_t>(1ull << 30, ctx.device().maxStorageBufferRange);
-    m.slotsPerChunk = int(std::max<uint64_t>(1, limit / per));
-    if (per > limit)
+    const uint64_t range = std::min<uint64_t>(1ull << 30, ctx.device().maxStorageBufferRange);
+    m.slotsPerChunk = int(std::max<uint64_t>(1, range / per));
+    if (per > range)
         return Status{ErrorCode::Unsupported, "GPU experts: one expert (" + std::to_string(per) +
                                                   " bytes) exceeds a storage buffer on " +
                                                   ctx.device().name};

@@ -36,10 +36,11 @@ struct GpuJob {
 
 class ExpertRunner {
 public:
-    // Reserves `slots` experts of VRAM (device-local buffers of at most min(1 GiB,
-    // maxStorageBufferRange) each) and scratch for `maxJobs` jobs and `maxJobs` input rows.
-    // Errors: InvalidArgument (shape not a multiple of the groups, slots < 1), NoSpace when the
-    // device cannot hold them, Unsupported.
+    // d_model must be a multiple of the gate's group size, ffn of the down projection's (and of 8
+    // for the -r8 layouts, rows being tiled by eight). Reserves `slots` experts of VRAM
+    // (device-local buffers of at most min(1 GiB, maxStorageBufferRange) each) and scratch for
+    // `maxJobs` jobs and `maxJobs` input rows. Errors: InvalidArgument (shape not a multiple of the
+    // groups, slots < 1), NoSpace when the device cannot hold them, Unsupported.
     static Result<std::unique_ptr<ExpertRunner>> create(GpuContext& ctx, const ExpertShape& shape,
                                                         int slots, int maxJobs);
     ~ExpertRunner();

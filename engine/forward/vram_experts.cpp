@@ -1,0 +1,137 @@
+#include "forward/vram_experts.h"
+
+#include "gpu/devices.h"
+#include "gpu/self_test.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace coli {
+
+namespace {
+
+// The format shared by every routed expert's gate/up and down, or why there is none.
+bool expertFormats(const ModelWeights& w, gpu::ExpertShape* s, std::string* why) {
+    bool first = true;
+    for (const auto& layer : w.experts)
+        for (const SwiGluWeights& e : layer) {
+            if (!e.gate.quantised() || !e.up.quantised() || !e.down.quantised()) {
+                *why = "the routed experts are f32 (the GPU tier computes quantised experts: "
+                       "convert the model or --quantise experts=int4-g64)";
+                return false;
+            }
+            if (first) {
+                s->gateUp = e.gate.qfmt;
+                s->down = e.down.qfmt;
+                first = false;
+            }
+            if (e.gate.qfmt != s->gateUp || e.up.qfmt != s->gateUp || e.down.qfmt != s->down) {
+                *why = "the routed experts mix formats";
+                return false;
+            }
+        }
+    if (first) *why = "the model has no routed experts in RAM";
+    return !first;
+}
+
+} // namespace
+
+VramExperts::~VramExperts() = default;
+
+Result<std::unique_ptr<VramExperts>> VramExperts::open(const ExpertTierOptions& opt,
+                                                       const ModelConfig& cfg,
+                                                       const ModelWeights& w, int maxJobs,
+                                                       std::string* note) {
+    note->clear();
+    if (opt.gpu == "none") return std::unique_ptr<VramExperts>();
+    gpu::ExpertShape shape;
+    shape.dModel = cfg.dModel;
+    shape.ffn = cfg.expertFfn;
+    std::string why;
+    if (!expertFormats(w, &shape, &why)) {
+        *note = "no GPU tier: " + why;
+        return std::unique_ptr<VramExperts>();
+    }
+    Result<std::vector<gpu::DeviceInfo>> devices = gpu::listDevices();
+    if (!devices) {
+        if (opt.gpu != "auto")
+            return Status(ErrorCode::InvalidArgument,
+                          "--gpu " + opt.gpu + ": " + devices.status().message());
+        *note = "no GPU tier: " + devices.status().message();
+        return std::unique_ptr<VramExperts>();
+    }
+    Result<int> index = gpu::chooseDevice(*devices, opt.gpu, note);
+    if (!index) return index.status();
+    if (*index < 0) return std::unique_ptr<VramExperts>();
+    const gpu::DeviceInfo& dev = (*devices)[size_t(*index)];
+    Result<std::unique_ptr<gpu::GpuContext>> ctx = gpu::GpuContext::create(dev);
+    if (!ctx) {
+        *note = "no GPU tier: " + ctx.status().message();
+        return std::unique_ptr<VramExperts>();
+    }
+    gpu::SelfTestOptions so;
+    so.cachePath =
+        opt.gpuSelfTestCache.empty() ? gpu::defaultSelfTestCache() : opt.gpuSelfTestCache;
+    Result<gpu::SelfTestResult> test = gpu::runSelfTest(**ctx, so);
+    if (!test || !test->passed) {
+        *note = test ? test->message
+                     : dev.name + ": GPU self-test could not run (" + test.status().message() +
+                           "); experts run on the CPU";
+        return std::unique_ptr<VramExperts>();
+    }
+    const uint64_t per = shape.expertBytes();
+    const uint64_t budget =
+        opt.vramBudgetBytes ? opt.vramBudgetBytes : dev.deviceLocalBytes / 5 * 4;
+    int total = 0;
+    for (const auto& layer : w.experts)
+        total += int(layer.size());
+    const int slots = int(std::min<uint64_t>(uint64_t(total), budget / per));
+    if (slots < 1) {
+        *note = fmt::format("no GPU tier: a VRAM budget of {} bytes holds no expert ({} bytes)",
+                            budget, per);
+        return std::unique_ptr<VramExperts>();
+    }
+    Result<std::unique_ptr<gpu::ExpertRunner>> runner =
+        gpu::ExpertRunner::create(**ctx, shape, slots, maxJobs);
+    if (!runner) {
+        *note = "no GPU tier: " + runner.status().message();
+        return std::unique_ptr<VramExperts>();
+    }
+    std::unique_ptr<VramExperts> v(new VramExperts);
+    v->m_ctx = std::move(*ctx);
+    v->m_runner = std::move(*runner);
+    v->m_nExperts = cfg.nExperts;
+    v->m_slot.assign(size_t(cfg.nLayers) * size_t(cfg.nExperts), -1);
+    v->m_device = dev.name;
+    v->m_selfTest = test->message;
+    v->m_counters.capacity = slots;
+    v->m_counters.expertBytes = per;
+    if (slots == total) // everything fits: place it all now
+        for (int l = 0; l < cfg.nLayers; ++l)
+            for (int e = 0; e < int(w.experts[size_t(l)].size()); ++e)
+                if (!v->admit(l, e, w.experts[size_t(l)][size_t(e)])) break;
+    *note = v->description();
+    return v;
+}
+
+bool VramExperts::admit(int layer, int expert, const SwiGluWeights& w) {
+    int& slot = m_slot[size_t(layer) * m_nExperts + expert];
+    if (slot >= 0) return true;
+    if (m_used >= m_runner->slots()) return false;
+    if (!m_runner->upload(m_used, w.gate.q.data(), w.up.q.data(), w.down.q.data()).isOk())
+        return false;
+    slot = m_used++;
+    m_counters.resident = m_used;
+    m_counters.uploadedBytes += m_runner->shape().expertBytes();
+    return true;
+}
+
+std::string VramExperts::description() const {
+    const uint64_t per = m_runner->shape().expertBytes();
+    return fmt::format("GPU tier: {} experts in VRAM ({:.2f} MiB each, {:.1f} MiB). {}",
+                       m_runner->slots(), double(per) / 1048576.0,
+                       double(per) * m_runner->slots() / 1048576.0, m_selfTest);
+}
+
+} // namespace coli

@@ -116,7 +116,7 @@ void addPlacementOptions(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("--gpu", o.gpu,
                    "The VRAM tier: compute quantised experts on this Vulkan device (a part of its "
                    "name, as `coli info` lists them), auto (a discrete, else an integrated GPU) or "
-                   "none (default). Experts resident in RAM only (--resident) for now")
+                   "none (default)")
         ->type_name("NAME|auto|none")
         ->check(nonEmptyPath("use --gpu none for no GPU"));
     cmd.add_option("--vram-budget", o.vramBudget,

@@ -5,21 +5,25 @@
 
 namespace coli {
 
-void gpuSubmit(const ModelImpl& m, int layer, int n, const FfnItem* shared) {
+void gpuSubmit(const ModelImpl& m, int layer, int n, const FfnItem* shared, bool streamed) {
     FastWorkspace& ws = m.ws;
     VramExperts& vram = *m.vram;
-    const std::vector<SwiGluWeights>& experts = m.w.experts[size_t(layer)];
-    ws.nGpuJobs = ws.nCpuItems = ws.nRedoItems = 0;
-    ws.gpuSubmitted = false;
+    // A layer abandoned after an error may have left its batch in flight: let it finish unread.
+    (void)vram.runner().wait(ws.gpuY.data(), ws.gpuFlags.data());
+    ws.nGpuJobs = ws.nGpuItems = ws.nCpuItems = ws.nRedoItems = ws.handedCpu = 0;
+    ws.gpuSubmitted = ws.gpuToCollect = false;
     for (int i = 0; i < ws.nItems; ++i) {
         const FfnItem& it = ws.items[size_t(i)];
         const int e = ws.unionExperts[size_t(i)];
         int slot = vram.slotOf(layer, e);
-        if (slot < 0 && vram.admit(layer, e, experts[size_t(e)])) slot = vram.slotOf(layer, e);
+        if (slot < 0 && !streamed && vram.admit(layer, e, m.w.experts[size_t(layer)][size_t(e)]))
+            slot = vram.slotOf(layer, e);
+        ws.onGpu[size_t(i)] = slot >= 0;
         if (slot < 0) {
-            ws.cpuItems[size_t(ws.nCpuItems++)] = it;
+            if (!streamed) ws.cpuItems[size_t(ws.nCpuItems++)] = it;
             continue;
         }
+        ++ws.nGpuItems;
         for (int k = 0; k < it.cnt; ++k) {
             const int row = it.actRow + k;
             // The token of the row: direct items hold every token in order (route()).
@@ -38,11 +42,13 @@ void gpuSubmit(const ModelImpl& m, int layer, int n, const FfnItem* shared) {
     const Status s = vram.runner().submit(
         std::span<const gpu::GpuJob>(ws.gpuJobs.data(), size_t(ws.nGpuJobs)), x.q, x.scales, n);
     ws.gpuSubmitted = s.isOk();
+    ws.gpuToCollect = true;
 }
 
 void gpuCollect(const ModelImpl& m) {
     FastWorkspace& ws = m.ws;
-    if (ws.nGpuJobs == 0) return;
+    if (!ws.gpuToCollect) return;
+    ws.gpuToCollect = false;
     VramExperts& vram = *m.vram;
     GpuCounters& c = vram.mutableCounters();
     const auto t0 = std::chrono::steady_clock::now();
@@ -51,7 +57,7 @@ void gpuCollect(const ModelImpl& m) {
     const size_t d = size_t(m.cfg.dModel);
     int lastRedo = -1;
     for (int j = 0; j < ws.nGpuJobs; ++j) {
-        const bool flagged = !ok || ws.gpuFlags[size_t(j)] != 0;
+        const bool flagged = vram.testFlagNext() || !ok || ws.gpuFlags[size_t(j)] != 0;
         if (!flagged) {
             std::memcpy(ws.slotOut.data() + size_t(ws.gpuJobRow[size_t(j)]) * d,
                         ws.gpuY.data() + size_t(j) * d, d * sizeof(float));
@@ -59,8 +65,10 @@ void gpuCollect(const ModelImpl& m) {
         }
         ++c.flagged;
         const int item = ws.gpuJobItem[size_t(j)];
-        if (item != lastRedo) // jobs of one item are consecutive
+        if (item != lastRedo) { // jobs of one item are consecutive
+            ws.redoPositions[size_t(ws.nRedoItems)] = item;
             ws.redoItems[size_t(ws.nRedoItems++)] = ws.items[size_t(item)];
+        }
         lastRedo = item;
     }
     c.jobs += ws.nGpuJobs;

@@ -304,9 +304,13 @@ private:
             } else {
                 // Streamed: whichever wanted expert is resident first computes first, while the
                 // others are read; each writes only its own slotOut rows, so the order is free.
+                // Experts in VRAM are the device's (fast_gpu_experts.h); the cache counts them.
+                if (m.vram) gpuSubmit(m, layer, n, nullptr, true);
                 const Status begun = m.cache->beginLayer(
                     layer, std::span<const int>(ws.unionExperts.data(), size_t(ws.nItems)),
-                    std::span<const int>(ws.unionCounts.data(), size_t(ws.nItems)));
+                    std::span<const int>(ws.unionCounts.data(), size_t(ws.nItems)),
+                    m.vram ? std::span<const uint8_t>(ws.onGpu.data(), size_t(ws.nItems))
+                           : std::span<const uint8_t>());
                 if (!begun.isOk()) {
                     ws.status = begun;
                     ws.routeFailed = true;
@@ -317,7 +321,8 @@ private:
             if (shared)
                 ws.items[ws.nItems] =
                     wholeChunkItem(L.shared, n, size_t(n) * K * size_t(c.expertFfn));
-            if (m.vram && !m.cache) gpuSubmit(m, layer, n, shared ? &ws.items[ws.nItems] : nullptr);
+            if (m.vram && !m.cache)
+                gpuSubmit(m, layer, n, shared ? &ws.items[ws.nItems] : nullptr, false);
         }
         team.sync();
         if (ws.routeFailed) return false;
@@ -353,7 +358,7 @@ private:
                 downShare(team, all.subspan(size_t(ws.nItems)), d);
                 team.sync();
             }
-            if (!streamExperts(routed)) return false;
+            if (!streamExperts(routed, layer)) return false;
         }
         combineRows(n, r0, r1);
         team.sync();
@@ -365,9 +370,16 @@ private:
     // The master rewrites ws.streamPos / ws.streamFailed only after the sync that ends the
     // previous expert, so every thread has read them by then; a flag shared with an earlier
     // phase (one thread still reading it while the master sets it) would let the threads part.
-    bool streamExperts(std::span<const FfnItem> routed) {
+    bool streamExperts(std::span<const FfnItem> routed, int layer) {
         for (;;) {
             if (team.master()) {
+                // Every CPU expert handed out: the device's results are due, and an expert with a
+                // flagged token goes back to the cache to be computed here after all.
+                if (m.vram && ws.gpuToCollect && ws.handedCpu == ws.nItems - ws.nGpuItems) {
+                    gpuCollect(m);
+                    for (int k = 0; k < ws.nRedoItems; ++k)
+                        m.cache->wantOnCpu(ws.redoPositions[size_t(k)]);
+                }
                 SwiGluView view;
                 Result<int> pos = m.cache->next(&view);
                 if (!pos) {
@@ -375,7 +387,10 @@ private:
                     ws.streamFailed = true;
                 } else {
                     ws.streamPos = *pos;
-                    if (*pos >= 0) ws.items[size_t(*pos)].w = view;
+                    if (*pos >= 0) {
+                        ws.items[size_t(*pos)].w = view;
+                        ++ws.handedCpu;
+                    }
                 }
             }
             team.sync();
@@ -386,7 +401,14 @@ private:
             team.sync();
             downShare(team, one, c.dModel);
             team.sync();
-            if (team.master()) m.cache->finished(ws.streamPos);
+            if (team.master()) {
+                // Admission as routed: a computed expert goes to a free VRAM slot from its RAM
+                // slot, before the cache may reuse that.
+                const int e = ws.unionExperts[size_t(ws.streamPos)];
+                if (m.vram && m.vram->admit(layer, e, ws.items[size_t(ws.streamPos)].w))
+                    m.cache->markVram({layer, e});
+                m.cache->finished(ws.streamPos);
+            }
         }
     }
 
@@ -542,6 +564,8 @@ void FastWorkspace::allocate(const ModelConfig& c, int threads) {
     gpuFlags.assign(C * K, 0);
     cpuItems.assign(E + 1, FfnItem{});
     redoItems.assign(E, FfnItem{});
+    onGpu.assign(E, 0);
+    redoPositions.assign(E, 0);
     scoreThreads = std::max(threads, 1);
     scoreTokens = 0;
     reserveScores(std::min(c.maxPositions, 64), c.maxPositions);

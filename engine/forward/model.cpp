@@ -182,16 +182,18 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
         m.cache = std::move(cache.value());
     }
     if (opt.tiers.gpu != "none") {
-        if (stream) {
-            m.gpuNote =
-                "no GPU tier: streamed experts are computed on the CPU for now (docs/gpu.md)";
-        } else if (opt.path != ForwardPath::Fast) {
+        if (opt.path != ForwardPath::Fast) {
             m.gpuNote = "no GPU tier: the Reference path computes on the CPU";
         } else {
-            Result<std::unique_ptr<VramExperts>> vram = VramExperts::open(
-                opt.tiers, m.cfg, m.w, FastWorkspace::kChunk * m.cfg.topK, &m.gpuNote);
+            Result<std::unique_ptr<VramExperts>> vram =
+                VramExperts::open(opt.tiers, m.cfg, m.w, m.cache ? &m.cache->source() : nullptr,
+                                  FastWorkspace::kChunk * m.cfg.topK, &m.gpuNote);
             if (!vram) return vram.status();
             m.vram = std::move(vram.value());
+            if (m.vram && m.cache) {
+                const GpuCounters c = m.vram->counters();
+                m.cache->setVramCapacity(c.capacity, c.expertBytes);
+            }
         }
     }
     m.path = opt.path;

@@ -55,11 +55,14 @@ struct ExpertTierOptions {
     // Read weights (primary, mirror) of the split (--disk-weights); unset = measured at load.
     std::optional<std::pair<double, double>> diskWeights;
     // The VRAM tier (docs/gpu.md): "none", "auto" (a discrete, else an integrated GPU) or a
-    // case-insensitive substring of a Vulkan device's name. Quantised experts on the Fast path
-    // only; experts resident in RAM only (streamed experts ignore it, with a warning).
+    // case-insensitive substring of a Vulkan device's name. Quantised experts (a container's, or
+    // --quantise experts=... when resident) on the Fast path only; otherwise gpuNote() says why.
     std::string gpu = "none";
     uint64_t vramBudgetBytes = 0; // bytes of VRAM for experts; 0 = 80 % of the device-local heap
     std::string gpuSelfTestCache; // the self-test's verdict cache; "" = gpu::defaultSelfTestCache()
+    // Test hook: treat every N-th GPU job as flagged by the guard (recomputed on the CPU), so the
+    // tests exercise that path on devices that never flag ordinary data; 0 = off.
+    int gpuTestFlagEvery = 0;
 };
 
 // The VRAM tier's counters (cumulative since load; docs/gpu.md).

@@ -60,8 +60,12 @@ struct FastWorkspace {
     std::vector<float> gpuY;                  // [kChunk * top_k, d_model]
     std::vector<uint32_t> gpuFlags;           // [kChunk * top_k]
     std::vector<FfnItem> cpuItems, redoItems; // [n_experts + 1], [n_experts]
-    int nGpuJobs = 0, nCpuItems = 0, nRedoItems = 0;
-    bool gpuSubmitted = false;
+    std::vector<uint8_t> onGpu;               // [n_experts] per routed item: computed on the GPU
+    std::vector<int> redoPositions;           // [n_experts] the redo items' positions in `items`
+    int nGpuJobs = 0, nGpuItems = 0, nCpuItems = 0, nRedoItems = 0;
+    int handedCpu = 0;         // streamed: CPU positions the cache has handed out this layer
+    bool gpuSubmitted = false; // the device took the layer's jobs
+    bool gpuToCollect = false; // the layer's jobs are not collected yet
     int scoreThreads = 0;
     int scoreTokens = 0; // grows (outside the loops) with the longest context seen, up to
                          // max_position_embeddings

@@ -39,17 +39,20 @@ bool expertFormats(const ModelWeights& w, gpu::ExpertShape* s, std::string* why)
 
 VramExperts::~VramExperts() = default;
 
-Result<std::unique_ptr<VramExperts>> VramExperts::open(const ExpertTierOptions& opt,
-                                                       const ModelConfig& cfg,
-                                                       const ModelWeights& w, int maxJobs,
-                                                       std::string* note) {
+Result<std::unique_ptr<VramExperts>>
+VramExperts::open(const ExpertTierOptions& opt, const ModelConfig& cfg, const ModelWeights& w,
+                  const tiers::ExpertSource* streamed, int maxJobs, std::string* note) {
     note->clear();
     if (opt.gpu == "none") return std::unique_ptr<VramExperts>();
     gpu::ExpertShape shape;
     shape.dModel = cfg.dModel;
     shape.ffn = cfg.expertFfn;
     std::string why;
-    if (!expertFormats(w, &shape, &why)) {
+    if (streamed ? !streamed->quantisedFormats(&shape.gateUp, &shape.down)
+                 : !expertFormats(w, &shape, &why)) {
+        if (streamed)
+            why = "the streamed experts are not quantised alike (the GPU tier computes int4/int8 "
+                  "experts: convert the model)";
         *note = "no GPU tier: " + why;
         return std::unique_ptr<VramExperts>();
     }
@@ -84,8 +87,8 @@ Result<std::unique_ptr<VramExperts>> VramExperts::open(const ExpertTierOptions& 
     const uint64_t budget =
         opt.vramBudgetBytes ? opt.vramBudgetBytes : dev.deviceLocalBytes / 5 * 4;
     int total = 0;
-    for (const auto& layer : w.experts)
-        total += int(layer.size());
+    for (int l = 0; l < cfg.nLayers; ++l)
+        total += cfg.sparseLayer[size_t(l)] ? cfg.nExperts : 0;
     const int slots = int(std::min<uint64_t>(uint64_t(total), budget / per));
     if (slots < 1) {
         *note = fmt::format("no GPU tier: a VRAM budget of {} bytes holds no expert ({} bytes)",
@@ -105,9 +108,10 @@ Result<std::unique_ptr<VramExperts>> VramExperts::open(const ExpertTierOptions& 
     v->m_slot.assign(size_t(cfg.nLayers) * size_t(cfg.nExperts), -1);
     v->m_device = dev.name;
     v->m_selfTest = test->message;
+    v->m_flagEvery = opt.gpuTestFlagEvery;
     v->m_counters.capacity = slots;
     v->m_counters.expertBytes = per;
-    if (slots == total) // everything fits: place it all now
+    if (slots == total && !streamed) // everything fits: place it all now
         for (int l = 0; l < cfg.nLayers; ++l)
             for (int e = 0; e < int(w.experts[size_t(l)].size()); ++e)
                 if (!v->admit(l, e, w.experts[size_t(l)][size_t(e)])) break;
@@ -115,12 +119,15 @@ Result<std::unique_ptr<VramExperts>> VramExperts::open(const ExpertTierOptions& 
     return v;
 }
 
-bool VramExperts::admit(int layer, int expert, const SwiGluWeights& w) {
+bool VramExperts::admit(int layer, int expert, const SwiGluView& w) {
     int& slot = m_slot[size_t(layer) * m_nExperts + expert];
     if (slot >= 0) return true;
     if (m_used >= m_runner->slots()) return false;
-    if (!m_runner->upload(m_used, w.gate.q.data(), w.up.q.data(), w.down.q.data()).isOk())
+    const gpu::ExpertShape& s = m_runner->shape();
+    if (!w.gate.q || !w.up.q || !w.down.q || w.gate.qfmt != s.gateUp || w.up.qfmt != s.gateUp ||
+        w.down.qfmt != s.down)
         return false;
+    if (!m_runner->upload(m_used, w.gate.q, w.up.q, w.down.q).isOk()) return false;
     slot = m_used++;
     m_counters.resident = m_used;
     m_counters.uploadedBytes += m_runner->shape().expertBytes();

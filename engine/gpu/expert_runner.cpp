@@ -36,6 +36,7 @@ struct ExpertRunner::Impl {
     int pending = 0;                                // jobs of the batch in flight
     std::vector<uint32_t> records; // [job, 4]: gate, up, down word offsets; input row
     std::vector<int> order;        // jobs sorted by chunk: order[k] = caller's index
+    std::vector<int> batchSlots;   // the slots the batch in flight reads
 
     ~Impl() {
         if (!ctx) return;
@@ -132,7 +133,9 @@ uint64_t ExpertRunner::deviceBytes() const {
 Status ExpertRunner::upload(int slot, const uint8_t* gate, const uint8_t* up, const uint8_t* down) {
     if (slot < 0 || slot >= m->slots)
         return {ErrorCode::InvalidArgument, "GPU experts: no slot " + std::to_string(slot)};
-    if (m->pending) return {ErrorCode::Internal, "GPU experts: upload while a batch is in flight"};
+    if (m->pending &&
+        std::find(m->batchSlots.begin(), m->batchSlots.end(), slot) != m->batchSlots.end())
+        return {ErrorCode::Internal, "GPU experts: upload into a slot the batch in flight reads"};
     const GpuBuffer& chunk = m->chunks[size_t(slot / m->slotsPerChunk)];
     const uint64_t at = uint64_t(slot % m->slotsPerChunk) * m->shape.expertBytes();
     const uint64_t gb = m->shape.gateBytes();
@@ -181,6 +184,9 @@ Status ExpertRunner::submit(std::span<const GpuJob> jobs, const int8_t* xq, cons
         rec[3] = uint32_t(j.inputRow);
     }
     std::memcpy(m.jobs.mapped, m.records.data(), m.records.size() * 4);
+    m.batchSlots.clear();
+    for (const GpuJob& j : jobs)
+        m.batchSlots.push_back(j.slot);
     std::memset(m.flags.mapped, 0, size_t(n) * 4);
 
     GpuContext& ctx = *m.ctx;

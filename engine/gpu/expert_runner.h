@@ -52,8 +52,9 @@ public:
     uint64_t deviceBytes() const;
 
     // Copies an expert's three matrices into `slot` (gate [ffn, dModel], up [ffn, dModel] in
-    // shape.gateUp; down [dModel, ffn] in shape.down: the container's bytes). Not while a batch is
-    // in flight. Errors: InvalidArgument (bad slot), Unsupported / NoSpace from the device.
+    // shape.gateUp; down [dModel, ffn] in shape.down: the container's bytes). While a batch is in
+    // flight, only into a slot the batch does not read (Internal otherwise). Errors:
+    // InvalidArgument (bad slot), Unsupported / NoSpace from the device.
     Status upload(int slot, const uint8_t* gate, const uint8_t* up, const uint8_t* down);
 
     // Starts a batch: jobs [n <= maxJobs]; the inputs are xq [nInputRows, dModel] int8 and

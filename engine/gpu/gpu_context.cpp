@@ -43,6 +43,10 @@ struct GpuContext::Impl {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
     VkDescriptorPool descPool = VK_NULL_HANDLE;
     VkFence fence = VK_NULL_HANDLE;
+    // Uploads have their own command buffer and fence, so that an expert can be copied to a free
+    // slot while a batch runs.
+    VkCommandBuffer uploadCmd = VK_NULL_HANDLE;
+    VkFence uploadFence = VK_NULL_HANDLE;
     std::array<Pipeline, 3> pipes{};
     bool inFlight = false;
     uint64_t deviceBytes = 0;
@@ -56,6 +60,7 @@ struct GpuContext::Impl {
             if (p.setLayout) vkDestroyDescriptorSetLayout(dev, p.setLayout, nullptr);
         }
         if (fence) vkDestroyFence(dev, fence, nullptr);
+        if (uploadFence) vkDestroyFence(dev, uploadFence, nullptr);
         if (descPool) vkDestroyDescriptorPool(dev, descPool, nullptr);
         if (cmdPool) vkDestroyCommandPool(dev, cmdPool, nullptr);
         vkDestroyDevice(dev, nullptr);
@@ -160,6 +165,7 @@ Result<std::unique_ptr<GpuContext>> GpuContext::create(const DeviceInfo& device,
     cb.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     cb.commandBufferCount = 1;
     COLI_VK_TRY(vkAllocateCommandBuffers(m.dev, &cb, &m.cmd), "allocating a command buffer");
+    COLI_VK_TRY(vkAllocateCommandBuffers(m.dev, &cb, &m.uploadCmd), "allocating a command buffer");
     VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 6 * 1024};
     VkDescriptorPoolCreateInfo dp{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     dp.maxSets = 1024;
@@ -169,6 +175,7 @@ Result<std::unique_ptr<GpuContext>> GpuContext::create(const DeviceInfo& device,
                 "creating a descriptor pool");
     VkFenceCreateInfo fc{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     COLI_VK_TRY(vkCreateFence(m.dev, &fc, nullptr, &m.fence), "creating a fence");
+    COLI_VK_TRY(vkCreateFence(m.dev, &fc, nullptr, &m.uploadFence), "creating a fence");
 
     const int mask = floatControlsMask(device);
     for (size_t i = 0; i < 3; ++i) {
@@ -256,17 +263,17 @@ Status GpuContext::upload(const GpuBuffer& b, uint64_t offset, const void* src, 
     std::memcpy(staging->mapped, src, bytes);
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    vkResetCommandBuffer(m->cmd, 0);
-    vkBeginCommandBuffer(m->cmd, &bi);
+    vkResetCommandBuffer(m->uploadCmd, 0);
+    vkBeginCommandBuffer(m->uploadCmd, &bi);
     VkBufferCopy copy{0, offset, bytes};
-    vkCmdCopyBuffer(m->cmd, vkBuf(*staging), vkBuf(b), 1, &copy);
-    vkEndCommandBuffer(m->cmd);
+    vkCmdCopyBuffer(m->uploadCmd, vkBuf(*staging), vkBuf(b), 1, &copy);
+    vkEndCommandBuffer(m->uploadCmd);
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;
-    si.pCommandBuffers = &m->cmd;
-    vkResetFences(m->dev, 1, &m->fence);
-    VkResult r = vkQueueSubmit(m->queue, 1, &si, m->fence);
-    if (r == VK_SUCCESS) r = vkWaitForFences(m->dev, 1, &m->fence, VK_TRUE, UINT64_MAX);
+    si.pCommandBuffers = &m->uploadCmd;
+    vkResetFences(m->dev, 1, &m->uploadFence);
+    VkResult r = vkQueueSubmit(m->queue, 1, &si, m->uploadFence);
+    if (r == VK_SUCCESS) r = vkWaitForFences(m->dev, 1, &m->uploadFence, VK_TRUE, UINT64_MAX);
     release(*staging);
     COLI_VK_TRY(r, "uploading to " + m->info.name);
     return Status::ok();

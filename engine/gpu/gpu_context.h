@@ -49,8 +49,9 @@ public:
     // Unsupported otherwise.
     Result<GpuBuffer> allocate(uint64_t bytes, Memory kind);
     void release(GpuBuffer& b);
-    // Copies host bytes into b at `offset` (through a staging buffer when b is not host-visible;
-    // waits for the copy). Not while a submission is in flight. Errors: as allocate, Io.
+    // Copies host bytes into b at `offset` (through a staging buffer and its own command buffer
+    // when b is not host-visible; waits for the copy). Allowed while a submission is in flight
+    // when that submission does not read or write these bytes. Errors: as allocate.
     Status upload(const GpuBuffer& b, uint64_t offset, const void* src, uint64_t bytes);
 
     // ---- one command stream: begin, dispatches, submit, wait ----

@@ -43,6 +43,7 @@ struct Want {
     bool handed = false;
     bool done = false;
     bool issued = false; // a read was started for it (or it was resident)
+    bool gpu = false;    // computed on the GPU (beginLayer's onGpu): handed and done from the start
 };
 
 } // namespace
@@ -66,7 +67,10 @@ struct ExpertCache::Impl {
     int userPins = 0;           // experts with pinned == kUserPin
     // The Brain view's map (ExpertMap), kept current where slots and pins change (mark()), so a
     // snapshot is a copy, not a walk over the slot table.
-    std::vector<uint8_t> stateMap;   // [n_layers * n_experts] ExpertState | kUserPinFlag
+    std::vector<uint8_t> stateMap; // [n_layers * n_experts] ExpertState | kUserPinFlag
+    std::vector<uint8_t> inVram;   // [n_layers * n_experts] markVram()
+    int vramCapacity = 0, vramExperts = 0;
+    uint64_t vramExpertBytes = 0;
     std::vector<uint32_t> hits;      // [n_layers * n_experts] routed counts (as counters.routed)
     std::vector<uint32_t> reads;     // [n_layers * n_experts] completed loads (expertReads())
     std::map<size_t, Status> failed; // demanded experts whose read failed (until reported)
@@ -113,7 +117,9 @@ struct ExpertCache::Impl {
     uint8_t stateFromSlots(size_t k) const {
         if (!cfg.sparseLayer[k / size_t(cfg.nExperts)]) return uint8_t(ExpertState::None);
         ExpertState st = ExpertState::Disk;
-        if (const int s = slotOf[k]; s >= 0)
+        if (inVram[k])
+            st = ExpertState::Vram;
+        else if (const int s = slotOf[k]; s >= 0)
             st = pinned[k]                                      ? ExpertState::Pinned
                  : slots[size_t(s)].state == SlotState::Loading ? ExpertState::Loading
                                                                 : ExpertState::Cached;
@@ -349,6 +355,7 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::unique_ptr<aio::Io
     m.hits.assign(m.slotOf.size(), 0);
     m.reads.assign(m.slotOf.size(), 0);
     m.stateMap.assign(m.slotOf.size(), 0);
+    m.inVram.assign(m.slotOf.size(), 0);
     for (size_t k = 0; k < m.stateMap.size(); ++k)
         m.mark(k);
     m.routedBits.assign(size_t(cfg.nLayers), std::vector<uint64_t>(size_t(cfg.nExperts + 63) / 64));
@@ -411,16 +418,18 @@ bool ExpertCache::prefetchEnabled() const {
     return m->opt.prefetch;
 }
 
-Status ExpertCache::beginLayer(int layer, std::span<const int> experts,
-                               std::span<const int> counts) {
+Status ExpertCache::beginLayer(int layer, std::span<const int> experts, std::span<const int> counts,
+                               std::span<const uint8_t> onGpu) {
     std::vector<Impl::Load> loads;
     {
         std::lock_guard<std::mutex> lock(m->mutex);
         if (m->openLayer >= 0)
             return {ErrorCode::InvalidArgument,
                     "expert cache: layer " + std::to_string(m->openLayer) + " is still open"};
-        if (!counts.empty() && counts.size() != experts.size())
-            return {ErrorCode::InvalidArgument, "expert cache: counts and experts differ in size"};
+        if ((!counts.empty() && counts.size() != experts.size()) ||
+            (!onGpu.empty() && onGpu.size() != experts.size()))
+            return {ErrorCode::InvalidArgument,
+                    "expert cache: counts or onGpu and experts differ in size"};
         if (layer < 0 || layer >= m->cfg.nLayers || !m->cfg.sparseLayer[size_t(layer)])
             return {ErrorCode::InvalidArgument,
                     "expert cache: layer " + std::to_string(layer) + " has no routed experts"};
@@ -456,7 +465,10 @@ Status ExpertCache::beginLayer(int layer, std::span<const int> experts,
             Want w;
             w.expert = e;
             const int s = m->slotOf[m->key(id)];
-            if (s >= 0) {
+            if (!onGpu.empty() && onGpu[i]) {
+                ++m->counters.hitsVram;
+                w.gpu = w.handed = w.done = w.issued = true;
+            } else if (s >= 0) {
                 Slot& sl = m->slots[size_t(s)];
                 sl.wanted = true;
                 w.issued = true;
@@ -532,6 +544,37 @@ Result<int> ExpertCache::next(SwiGluView* view) {
         m->counters.ioWaitSeconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
+}
+
+void ExpertCache::wantOnCpu(int position) {
+    std::vector<Impl::Load> loads;
+    {
+        std::lock_guard<std::mutex> lock(m->mutex);
+        if (m->openLayer < 0 || position < 0 || position >= int(m->wants.size())) return;
+        Want& w = m->wants[size_t(position)];
+        if (!w.gpu) return;
+        const int expert = w.expert;
+        w = Want{}; // an ordinary want now: read (or found) and handed out by next()
+        w.expert = expert;
+        m->issueWants(loads);
+    }
+    m->submit(loads);
+}
+
+void ExpertCache::setVramCapacity(int experts, uint64_t bytesPerExpert) {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    m->vramCapacity = experts;
+    m->vramExpertBytes = bytesPerExpert;
+}
+
+void ExpertCache::markVram(ExpertId id) {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    if (!m->routedExpert(id)) return;
+    const size_t k = m->key(id);
+    if (m->inVram[k]) return;
+    m->inVram[k] = 1;
+    ++m->vramExperts;
+    m->mark(k);
 }
 
 void ExpertCache::finished(int position) {
@@ -849,6 +892,13 @@ TierTelemetry ExpertCache::telemetry() const {
         total += m->cfg.sparseLayer[size_t(l)] ? m->cfg.nExperts : 0;
     r.totalExperts = total;
     r.diskExperts = total - r.pinnedExperts - r.cachedExperts - r.loadingExperts;
+    // An expert in VRAM and in no RAM slot is not on the disk tier either.
+    for (size_t k = 0; k < m->inVram.size(); ++k)
+        r.diskExperts -= m->inVram[k] && m->slotOf[k] < 0;
+    r.vramExperts = m->vramExperts;
+    r.vramCapacity = m->vramCapacity;
+    r.vramBytes = uint64_t(m->vramExperts) * m->vramExpertBytes;
+    r.vramBudgetBytes = uint64_t(m->vramCapacity) * m->vramExpertBytes;
     r.budgetBytes = uint64_t(m->maxSlots) * m->slotBytes;
     r.slotBytes = m->slotBytes;
     t.routedBits = m->routedBits;

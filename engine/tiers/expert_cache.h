@@ -93,7 +93,15 @@ public:
     // routings). Counts hits and misses, protects resident ones from eviction until finished,
     // starts reads for missing ones as slots allow. Errors: InvalidArgument (a bad layer/expert,
     // counts of another size, or a layer still open).
-    Status beginLayer(int layer, std::span<const int> experts, std::span<const int> counts = {});
+    // onGpu ([experts.size()] or empty): experts the caller computes on the GPU (docs/gpu.md):
+    // counted as VRAM hits (heat and routing as any other), never read, never handed out by
+    // next() unless wantOnCpu() asks for them.
+    Status beginLayer(int layer, std::span<const int> experts, std::span<const int> counts = {},
+                      std::span<const uint8_t> onGpu = {});
+    // The GPU could not compute the open layer's expert at `position` exactly (a flagged token,
+    // a device failure): next() hands it out after all, read like a miss when not resident.
+    // Ignored when the position was not marked onGpu or the layer is closed.
+    void wantOnCpu(int position);
     // Blocks until one of the layer's experts not yet handed out is ready; returns its position in
     // beginLayer's list and its matrices (valid until finished(position)), or -1 when all were
     // handed out (the layer is then closed). Errors: Io when a wanted expert's read failed (the
@@ -117,6 +125,12 @@ public:
     // must be quick (copy what it needs). Null removes it.
     using TokenObserver = std::function<void(int tokens, const TierTelemetry& after)>;
     void setTokenObserver(TokenObserver fn);
+
+    // ---- the VRAM tier's residency (shown in the telemetry; the forward pass owns the VRAM) ----
+    // The GPU tier holds up to `experts` experts of `bytesPerExpert` bytes (0, 0: none).
+    void setVramCapacity(int experts, uint64_t bytesPerExpert);
+    // `id` is now in VRAM (its ExpertMap state becomes Vram). Ignored for a bad id.
+    void markVram(ExpertId id);
 
     // ---- the pinned hot-store ----
     // Experts the hot-store may hold under the current budget (learned and user pins together).

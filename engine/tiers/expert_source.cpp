@@ -76,6 +76,23 @@ public:
                m_formats + ")";
     }
     const DiskRouter* router() const override { return m_router.get(); }
+    bool quantisedFormats(quant::WeightFormat* gateUp, quant::WeightFormat* down) const override {
+        bool first = true;
+        for (const BlobEntry& b : m_blobs) {
+            if (b.file < 0) continue;
+            if (!b.parts[0].quantised || !b.parts[1].quantised || !b.parts[2].quantised)
+                return false;
+            if (first) {
+                *gateUp = b.parts[0].qfmt;
+                *down = b.parts[2].qfmt;
+                first = false;
+            }
+            if (b.parts[0].qfmt != *gateUp || b.parts[1].qfmt != *gateUp ||
+                b.parts[2].qfmt != *down)
+                return false;
+        }
+        return !first;
+    }
 
 private:
     const BlobEntry& entry(ExpertId id) const {

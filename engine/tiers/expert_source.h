@@ -56,6 +56,13 @@ public:
     virtual SwiGluView view(ExpertId id, const uint8_t* slot) const = 0;
     // e.g. "colibri container, 1 read of 3.4 MiB per expert (int4-g64)".
     virtual std::string describe() const = 0;
+    // The formats of every expert's gate/up and down when all are quantised alike (the GPU tier
+    // computes only those); false otherwise (f32 experts, mixed formats). Pure.
+    virtual bool quantisedFormats(quant::WeightFormat* gateUp, quant::WeightFormat* down) const {
+        (void)gateUp;
+        (void)down;
+        return false;
+    }
     // The router of its reads (the mirror's state), or null for a source without one.
     virtual const DiskRouter* router() const { return nullptr; }
 };

@@ -12,6 +12,7 @@ template <class Op> TierCounters fieldwise(const TierCounters& a, const TierCoun
     d.hitsCache = op(a.hitsCache, b.hitsCache);
     d.inFlightHits = op(a.inFlightHits, b.inFlightHits);
     d.misses = op(a.misses, b.misses);
+    d.hitsVram = op(a.hitsVram, b.hitsVram);
     d.readsIssued = op(a.readsIssued, b.readsIssued);
     d.bytesRead = op(a.bytesRead, b.bytesRead);
     d.bytesReadPrimary = op(a.bytesReadPrimary, b.bytesReadPrimary);
@@ -42,7 +43,7 @@ TierCounters operator+(const TierCounters& a, const TierCounters& b) {
 double hitRate(const TierCounters& c) {
     if (c.routed == 0) return 0;
     // hitsCache includes the experts found still loading (inFlightHits): not ready, not a hit.
-    return double(c.hitsPinned + c.hitsCache - c.inFlightHits) / double(c.routed);
+    return double(c.hitsVram + c.hitsPinned + c.hitsCache - c.inFlightHits) / double(c.routed);
 }
 
 double bytesReadPerToken(const TierCounters& c) {

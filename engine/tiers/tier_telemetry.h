@@ -15,8 +15,11 @@ struct TierCounters {
     uint64_t hitsCache = 0; // found in the LFRU cache (ready, or already loading: see inFlightHits)
     uint64_t inFlightHits = 0; // of hitsCache: the expert was still being read (a prefetch)
     uint64_t misses = 0;       // read from disk on demand
-    uint64_t readsIssued = 0;  // expert loads started (demand + prefetch + pins)
-    uint64_t bytesRead = 0;    // bytes of completed expert loads
+    // Found in VRAM and computed on the GPU (docs/gpu.md). routed = hitsPinned + hitsCache +
+    // misses + hitsVram.
+    uint64_t hitsVram = 0;
+    uint64_t readsIssued = 0; // expert loads started (demand + prefetch + pins)
+    uint64_t bytesRead = 0;   // bytes of completed expert loads
     // bytesRead by the disk that served each load (tiers/disk_router.h): the model's folder, or
     // the mirror on a second disk. They add up to bytesRead.
     uint64_t bytesReadPrimary = 0;
@@ -38,17 +41,21 @@ struct TierCounters {
 TierCounters operator-(const TierCounters& after, const TierCounters& before);
 // a + b, field by field: the counters of two disjoint sets of steps together.
 TierCounters operator+(const TierCounters& a, const TierCounters& b);
-// Routed experts found ready in RAM (pinned or cache, not still being read) / routed; 0 when
-// nothing was routed.
+// Routed experts found ready in VRAM or RAM (pinned or cache, not still being read) / routed; 0
+// when nothing was routed.
 double hitRate(const TierCounters& c);
 // Bytes read per token (bytesRead / tokens); 0 without tokens.
 double bytesReadPerToken(const TierCounters& c);
 
 struct TierResidency {
-    int pinnedExperts = 0;                    // ready in the hot-store
-    int cachedExperts = 0;                    // ready in the LFRU cache
-    int loadingExperts = 0;                   // reads in flight
-    int diskExperts = 0;                      // every other routed expert
+    int pinnedExperts = 0;        // ready in the hot-store
+    int cachedExperts = 0;        // ready in the LFRU cache
+    int loadingExperts = 0;       // reads in flight
+    int diskExperts = 0;          // every other routed expert
+    int vramExperts = 0;          // in VRAM (the GPU tier; they may also hold a RAM slot)
+    int vramCapacity = 0;         // experts the VRAM budget holds (0: no GPU tier)
+    uint64_t vramBytes = 0;       // VRAM holding experts (vramExperts * the expert's bytes there)
+    uint64_t vramBudgetBytes = 0; // vramCapacity * the expert's bytes
     uint64_t pinnedBytes = 0, cacheBytes = 0; // slot bytes allocated to each (loading -> cache)
     uint64_t allocatedBytes = 0;              // all slot memory allocated now
     uint64_t budgetBytes = 0;                 // the budget in force
@@ -63,6 +70,7 @@ enum class ExpertState : uint8_t {
     Loading = 2, // a read is in flight (demand or prefetch)
     Cached = 3,  // ready in the LFRU cache
     Pinned = 4,  // ready or loading in the pinned hot-store
+    Vram = 5,    // in VRAM: computed on the GPU (docs/gpu.md)
 };
 // ORed into a state byte when the expert is pinned by the user (a user pin, schema v3), whether
 // or not its read has finished; the low bits still give the ExpertState.

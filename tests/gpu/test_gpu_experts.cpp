@@ -629,10 +629,12 @@ TEST(GpuExperts, ArgumentErrors) {
     EXPECT_TRUE(r.submit({}, in.xq.data(), in.xs.data(), 0).isOk());
     EXPECT_TRUE(r.wait(nullptr, nullptr).isOk());
 
-    // The refused calls left the runner usable; a batch in flight refuses uploads and submits.
+    // The refused calls left the runner usable; a batch in flight refuses a second submit and
+    // uploads into the slots it reads, and takes uploads into the others.
     const std::vector<GpuJob> jobs = {{1, 3}, {1, 0}, {1, 2}, {1, 1}};
     ASSERT_TRUE(r.submit(jobs, in.xq.data(), in.xs.data(), maxJobs).isOk());
-    EXPECT_FALSE(r.upload(0, e.gate.data(), e.up.data(), e.down.data()).isOk());
+    EXPECT_FALSE(r.upload(1, e.gate.data(), e.up.data(), e.down.data()).isOk());
+    EXPECT_TRUE(r.upload(0, e.gate.data(), e.up.data(), e.down.data()).isOk());
     EXPECT_FALSE(r.submit(jobs, in.xq.data(), in.xs.data(), maxJobs).isOk());
     std::vector<float> y(size_t(maxJobs) * size_t(shape.dModel));
     std::vector<uint32_t> flags(size_t(maxJobs), 7);

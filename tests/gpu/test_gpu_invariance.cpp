@@ -2,12 +2,14 @@
 // colibri container, the shipped default model's, and an int8 in-memory quantisation, computing
 // routed experts on the Vulkan test device (lavapipe here) with a VRAM budget holding all of them,
 // half of them (the rest admitted as routed until full, then on the CPU) or one, gives the same
-// greedy tokens and bit-identical final logits as the CPU alone. The counters show that experts
-// really ran on the device.
+// greedy tokens and bit-identical final logits as the CPU alone; so do the containers' streamed
+// experts (the expert cache) at the minimum RAM budget and with every expert in RAM, with VRAM for
+// half or all of the experts. The counters show that experts really ran on the device.
 #include "convert/converter.h"
 #include "forward/model.h"
 #include "gpu_test_device.h"
 #include "st_writer.h"
+#include "tiers/expert_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -73,7 +75,8 @@ std::string container(const std::string& src) {
     return dirs[src] = rep.isOk() ? dst : std::string();
 }
 
-void checkModel(const std::string& path, const WeightQuantisation& quantisation = {}) {
+void checkModel(const std::string& path, bool streams,
+                const WeightQuantisation& quantisation = {}) {
     ASSERT_FALSE(path.empty());
     ModelLoadOptions base;
     base.threads = 2;
@@ -94,6 +97,7 @@ void checkModel(const std::string& path, const WeightQuantisation& quantisation 
         o.tiers.gpuSelfTestCache = selfTestCache();
         const int slots = share ? std::max(1, total * share / 100) : 1;
         o.tiers.vramBudgetBytes = share == 100 ? 0 : uint64_t(slots) * per + per / 2;
+        o.tiers.gpuTestFlagEvery = share == 50 ? 3 : 0; // the CPU recomputes flagged experts
         auto m = Model::load(path, o);
         ASSERT_TRUE(m.isOk()) << m.status().toString();
         ASSERT_TRUE((*m)->gpuActive()) << (*m)->gpuNote();
@@ -112,11 +116,72 @@ void checkModel(const std::string& path, const WeightQuantisation& quantisation 
         EXPECT_EQ(c.capacity, slots);
         EXPECT_GT(c.experts, 0);
         EXPECT_GE(c.jobs, c.experts);
+        if (share == 50) {
+            EXPECT_GT(c.flagged, 0);
+        }
         EXPECT_LE(c.resident, c.capacity);
         if (share == 100) {
             EXPECT_EQ(c.resident, total);
         }
     }
+    if (!streams) return;
+
+    // Streamed experts (the expert cache), RAM budget minimum and all, crossed with VRAM for half
+    // of the experts and for all of them: experts enter VRAM as they are routed, from the RAM
+    // slot they were computed from; the cache counts them as VRAM hits.
+    for (const bool ramAll : {false, true})
+        for (const int share : {50, 100}) {
+            // RAM minimum with VRAM for half: every 3rd GPU job counts as flagged, so experts go
+            // back through the cache to the CPU (ExpertCache::wantOnCpu).
+            const int flagEvery = !ramAll && share == 50 ? 3 : 0;
+            SCOPED_TRACE(path + ", streamed, RAM " + (ramAll ? "all" : "minimum") + ", VRAM " +
+                         std::to_string(share) + " %");
+            ModelLoadOptions o = base;
+            o.tiers.stream = true;
+            o.tiers.gpu = coli::gpu::testing::testDeviceSpec();
+            o.tiers.gpuSelfTestCache = selfTestCache();
+            o.tiers.gpuTestFlagEvery = flagEvery;
+            const int slots = std::max(1, total * share / 100);
+            o.tiers.vramBudgetBytes = uint64_t(slots) * per + per / 2;
+            auto m = Model::load(path, o);
+            ASSERT_TRUE(m.isOk()) << m.status().toString();
+            ASSERT_TRUE((*m)->gpuActive()) << (*m)->gpuNote();
+            tiers::ExpertCache* cache = (*m)->expertCache();
+            ASSERT_NE(cache, nullptr);
+            ASSERT_TRUE(
+                cache->setBudget(ramAll ? uint64_t(total + 8) * cache->slotBytes() : 0).isOk());
+            const Run got = generate(**m);
+            EXPECT_EQ(got.tokens, want.tokens);
+            ASSERT_EQ(got.finalLogits.size(), want.finalLogits.size());
+            EXPECT_EQ(0, std::memcmp(got.finalLogits.data(), want.finalLogits.data(),
+                                     want.finalLogits.size() * sizeof(float)))
+                << "final logits differ";
+            const GpuCounters c = (*m)->gpuCounters();
+            cache->waitIdle();
+            EXPECT_TRUE(cache->checkConsistency().isOk()) << cache->checkConsistency().toString();
+            const tiers::TierTelemetry t = cache->telemetry();
+            std::printf("%s: streamed, RAM %s, VRAM %d/%d experts: %lld experts on the GPU, %llu "
+                        "VRAM hits of %llu routed, %.1f MiB read\n",
+                        path.c_str(), ramAll ? "all" : "minimum", c.resident, c.capacity,
+                        (long long)c.experts, (unsigned long long)t.counters.hitsVram,
+                        (unsigned long long)t.counters.routed,
+                        double(t.counters.bytesRead) / 1048576.0);
+            EXPECT_GT(c.experts, 0);
+            EXPECT_GT(c.resident, 0);
+            if (flagEvery) {
+                EXPECT_GT(c.flagged, 0);
+            }
+            EXPECT_EQ(t.counters.hitsVram + t.counters.hitsPinned + t.counters.hitsCache +
+                          t.counters.misses,
+                      t.counters.routed);
+            EXPECT_GT(t.counters.hitsVram, 0u);
+            EXPECT_EQ(t.residency.vramExperts, c.resident);
+            EXPECT_EQ(t.residency.vramCapacity, c.capacity);
+            int vramStates = 0;
+            for (uint8_t st : t.experts.state)
+                vramStates += (st & tiers::kExpertStateMask) == uint8_t(tiers::ExpertState::Vram);
+            EXPECT_EQ(vramStates, c.resident);
+        }
 }
 
 const char* kFamilies[] = {"olmoe",      "qwen2moe",   "qwen3moe",  "mixtral",
@@ -126,21 +191,21 @@ class GpuInvariance : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(GpuInvariance, Int4ContainerSameTokensAndLogits) {
     COLI_GPU_CONTEXT_OR_SKIP(ctx);
-    checkModel(container(std::string(COLI_FIXTURE_DIR) + "/" + GetParam()));
+    checkModel(container(std::string(COLI_FIXTURE_DIR) + "/" + GetParam()), true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, GpuInvariance, ::testing::ValuesIn(kFamilies));
 
 TEST(GpuInvarianceDefaultModel, Int4Container) {
     COLI_GPU_CONTEXT_OR_SKIP(ctx);
-    checkModel(container(COLI_SHIPPED_MODEL_DIR));
+    checkModel(container(COLI_SHIPPED_MODEL_DIR), true);
 }
 
 TEST(GpuInvarianceDefaultModel, Int8InMemory) {
     COLI_GPU_CONTEXT_OR_SKIP(ctx);
     WeightQuantisation q;
     q.experts = quant::WeightFormat::Q8_G64;
-    checkModel(COLI_SHIPPED_MODEL_DIR, q);
+    checkModel(COLI_SHIPPED_MODEL_DIR, false, q);
 }
 
 } // namespace

@@ -152,6 +152,7 @@ int runChat(const ChatOptions& o) {
         // Until the next prompt: Ctrl+C stops the answer without a "^C" inside its text.
         const QuietControlEcho quiet;
         writer.clear();
+        const GpuCounters gpuBefore = lm->model().gpuCounters();
         auto r = session.generate(
             ids, *params,
             [&](std::string_view piece) {
@@ -172,6 +173,8 @@ int runChat(const ChatOptions& o) {
         messages.push_back({"assistant", writer.text()});
         if (saved) saved->endTurn(line, writer.text(), session);
         printTurnStats(r.value());
+        if (lm->model().gpuActive())
+            fmt::print(stderr, "[{}]\n", describeGpu(gpuBefore, lm->model().gpuCounters()));
         if (r.value().stopReason == StopReason::ContextFull)
             fmt::print(stderr,
                        "[the answer was cut off at the end of the {}-token context; the chat goes "

@@ -3,6 +3,7 @@
 // manifest (formats per class, shards, source hashes) without loading any weights.
 #include "commands.h"
 #include "exit_codes.h"
+#include "gpu_info.h"
 #include "options.h"
 #include "signals.h"
 
@@ -145,6 +146,23 @@ int printContainerInfo(const std::string& dir, bool json) {
     for (bool s : m.sparseLayer)
         moeLayers += s ? 1 : 0;
     const uint64_t perExpert = c.experts.empty() ? 0 : expertBytes / c.experts.size();
+    // What the VRAM tier can take: quantised experts of one format pair (docs/gpu.md).
+    std::string gpuExperts = "no routed experts";
+    if (!c.experts.empty()) {
+        const convert::ExpertEntry& e = c.experts.front();
+        bool alike = true, quantised = true;
+        for (const convert::ExpertEntry& x : c.experts) {
+            alike = alike && x.gate.format == e.gate.format && x.up.format == e.gate.format &&
+                    x.down.format == e.down.format;
+            quantised = quantised && convert::isQuantised(x.gate.format) &&
+                        convert::isQuantised(x.down.format);
+        }
+        gpuExperts = !quantised ? "the experts are not quantised: they stay on the CPU"
+                     : !alike   ? "the experts mix formats: they stay on the CPU"
+                                : fmt::format("{} / {} experts can be computed in VRAM (--gpu)",
+                                              convert::storedFormatName(e.gate.format),
+                                              convert::storedFormatName(e.down.format));
+    }
     const std::string format = "colibri container (" + c.describe() + ")";
     if (json) {
         nlohmann::ordered_json j = {{"format", "colibri"},
@@ -163,6 +181,7 @@ int printContainerInfo(const std::string& dir, bool json) {
                                     {"vocab_size", m.vocabSize},
                                     {"hidden_size", m.dModel}};
         addKvCacheJson(j, m);
+        addGpuInfoJson(j, gpuExperts);
         fmt::print("{}\n", j.dump(2));
         return kExitOk;
     }
@@ -180,6 +199,7 @@ int printContainerInfo(const std::string& dir, bool json) {
     fmt::print("vocab:            {}\n", m.vocabSize);
     fmt::print("hidden size:      {}, heads {} ({} KV), head dim {}\n", m.dModel, m.nHeads,
                m.nKvHeads, m.headDim);
+    printGpuInfo(gpuExperts);
     return kExitOk;
 }
 

@@ -145,7 +145,8 @@ int runGenerate(GenerateOptions o) {
     }
     printStats(r.value(), describeSampling(params->sampler));
     if (lm->model().gpuActive())
-        fmt::print(stderr, "{}\n", describeGpu(gpuBefore, lm->model().gpuCounters()));
+        fmt::print(stderr, "gpu:              {}\n",
+                   describeGpu(gpuBefore, lm->model().gpuCounters()).substr(5));
     if (cache)
         fmt::print(stderr, "{}\n",
                    summariseTiers(before, cache->telemetry(), seconds, &r.value().tiersPrefill));

@@ -2,6 +2,7 @@
 // safetensors headers (Model::summary()).
 #include "commands.h"
 #include "exit_codes.h"
+#include "gpu_info.h"
 #include "options.h"
 
 #include "convert/manifest.h"
@@ -94,6 +95,11 @@ struct InfoOptions {
     bool json = false;
 };
 
+// A checkpoint's experts load as stored (f32 in RAM) unless quantised at load.
+constexpr const char* kCheckpointGpu =
+    "f32 experts stay on the CPU; load with --quantise experts=int4-g64 or convert the model "
+    "(coli convert) to compute them in VRAM (--gpu)";
+
 int runInfo(const InfoOptions& o) {
     if (convert::isContainerDir(o.model.dir)) return printContainerInfo(o.model.dir, o.json);
     ModelLoadOptions opt;
@@ -129,6 +135,7 @@ int runInfo(const InfoOptions& o) {
             {"head_dim", c.headDim},
         };
         addKvCacheJson(j, c);
+        addGpuInfoJson(j, kCheckpointGpu);
         fmt::print("{}\n", j.dump(2));
         return kExitOk;
     }
@@ -157,6 +164,7 @@ int runInfo(const InfoOptions& o) {
     else
         fmt::print("hidden size:      {}, heads {} ({} KV), head dim {}\n", c.dModel, c.nHeads,
                    c.nKvHeads, c.headDim);
+    printGpuInfo(kCheckpointGpu);
     return kExitOk;
 }
 

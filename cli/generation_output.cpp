@@ -46,14 +46,13 @@ std::string describeTimeSplit(const GenerateStats& s) {
 }
 
 std::string describeGpu(const GpuCounters& before, const GpuCounters& after) {
-    return fmt::format(
-        "gpu:              {} experts computed in VRAM ({} token jobs, {} flagged and "
-        "recomputed on the CPU), {}/{} experts resident, {:.1f} MiB uploaded, "
-        "{:.1f} ms waiting for the device",
-        after.experts - before.experts, after.jobs - before.jobs, after.flagged - before.flagged,
-        after.resident, after.capacity,
-        double(after.uploadedBytes - before.uploadedBytes) / 1048576.0,
-        (after.waitSeconds - before.waitSeconds) * 1e3);
+    return fmt::format("gpu: {} experts computed in VRAM ({} token jobs, {} flagged and "
+                       "recomputed on the CPU), {}/{} experts resident, {:.1f} MiB uploaded, "
+                       "{:.1f} ms waiting for the device",
+                       after.experts - before.experts, after.jobs - before.jobs,
+                       after.flagged - before.flagged, after.resident, after.capacity,
+                       double(after.uploadedBytes - before.uploadedBytes) / 1048576.0,
+                       (after.waitSeconds - before.waitSeconds) * 1e3);
 }
 
 void printTurnStats(const GenerateStats& s) {

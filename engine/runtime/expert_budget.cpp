@@ -156,19 +156,24 @@ std::string summariseTiers(const tiers::TierTelemetry& before, const tiers::Tier
     const double inFlight = double(b.inFlightHits - a.inFlightHits);
     const double cached = double(b.hitsCache - a.hitsCache) - inFlight; // ready in the cache
     const double misses = double(b.misses - a.misses);
+    const double vram = double(b.hitsVram - a.hitsVram); // computed on the GPU (docs/gpu.md)
     const double wait = b.ioWaitSeconds - a.ioWaitSeconds;
     const double la = double(b.lookaheadRouted - a.lookaheadRouted);
     const double pred = double(b.prefetchPredicted - a.prefetchPredicted);
     auto pct = [](double x, double of) { return of > 0 ? 100.0 * x / of : 0.0; };
+    char vramBuf[48] = "";
+    if (vram > 0 || after.residency.vramCapacity > 0)
+        std::snprintf(vramBuf, sizeof vramBuf, "VRAM %.1f %%, ", pct(vram, routed));
+    const std::string vramText = vramBuf;
     char buf[640];
     std::snprintf(
         buf, sizeof buf,
-        "experts: hit rate %.1f %% (pinned %.1f %%, cache %.1f %%), prefetch in flight %.1f %%, "
+        "experts: hit rate %.1f %% (%spinned %.1f %%, cache %.1f %%), prefetch in flight %.1f %%, "
         "read on demand %.1f %%; %s, I/O wait %.0f %% of %.2f s, prefetch recall %.2f "
         "precision %.2f, %llu evictions",
-        pct(pinned + cached, routed), pct(pinned, routed), pct(cached, routed),
-        pct(inFlight, routed), pct(misses, routed), readPerToken(b - a, prefill).c_str(),
-        pct(wait, wallSeconds), wallSeconds,
+        pct(vram + pinned + cached, routed), vramText.c_str(), pct(pinned, routed),
+        pct(cached, routed), pct(inFlight, routed), pct(misses, routed),
+        readPerToken(b - a, prefill).c_str(), pct(wait, wallSeconds), wallSeconds,
         la > 0 ? double(b.lookaheadRecalled - a.lookaheadRecalled) / la : 0.0,
         pred > 0 ? double(b.prefetchCorrect - a.prefetchCorrect) / pred : 0.0,
         static_cast<unsigned long long>(b.evictions - a.evictions));

@@ -100,7 +100,9 @@ cmd_test() {
         configure_and_build "$ASAN_BUILD" "${SAN_FLAGS[@]}" -DCOLI_BUILD_APP=OFF -DCOLI_BUILD_BENCH=OFF \
             -DCOLI_SANITIZE=ON -DCOLI_FIXTURE_DIR="$BUILD/fixtures" --
         log "running the fast tests under ASan/UBSan"
+        # `coli info` loads the Vulkan loader and lavapipe: their own allocations are suppressed.
         (cd "$ASAN_BUILD" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+            LSAN_OPTIONS="suppressions=$ROOT/tools/lsan-suppressions.txt" \
             UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j "$JOBS" -L fast -LE soak --timeout 900) || rc=$?
     fi
     if [ "${COLI_SKIP_TSAN:-0}" != 1 ]; then

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -21,9 +22,7 @@ namespace coli::gpu {
 namespace {
 
 uint32_t bitsOf(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
+    return std::bit_cast<uint32_t>(f);
 }
 
 std::string hex(const uint8_t* p, size_t n) {

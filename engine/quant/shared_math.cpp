@@ -1,20 +1,16 @@
 #include "quant/shared_math.h"
 
-#include <cstring>
+#include <bit>
 
 namespace coli::quant {
 
 namespace {
 
 uint32_t f2u(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
+    return std::bit_cast<uint32_t>(f);
 }
 float u2f(uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
+    return std::bit_cast<float>(u);
 }
 
 // Position of the highest set bit (x != 0), as GLSL findMSB.

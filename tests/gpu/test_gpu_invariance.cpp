@@ -57,6 +57,15 @@ Run generate(const Model& m) {
     return r;
 }
 
+// The same greedy tokens and the same final logits, bit for bit.
+void expectSame(const Run& got, const Run& want) {
+    EXPECT_EQ(got.tokens, want.tokens);
+    ASSERT_EQ(got.finalLogits.size(), want.finalLogits.size());
+    EXPECT_EQ(0, std::memcmp(got.finalLogits.data(), want.finalLogits.data(),
+                             want.finalLogits.size() * sizeof(float)))
+        << "final logits differ";
+}
+
 std::string selfTestCache() {
     static const std::string p = (std::filesystem::temp_directory_path() /
                                   ("coli-gpu-inv-" + std::to_string(::getpid()) + ".json"))
@@ -102,11 +111,7 @@ void checkModel(const std::string& path, bool streams,
         ASSERT_TRUE(m.isOk()) << m.status().toString();
         ASSERT_TRUE((*m)->gpuActive()) << (*m)->gpuNote();
         const Run got = generate(**m);
-        EXPECT_EQ(got.tokens, want.tokens);
-        ASSERT_EQ(got.finalLogits.size(), want.finalLogits.size());
-        EXPECT_EQ(0, std::memcmp(got.finalLogits.data(), want.finalLogits.data(),
-                                 want.finalLogits.size() * sizeof(float)))
-            << "final logits differ";
+        expectSame(got, want);
         const GpuCounters c = (*m)->gpuCounters();
         per = c.expertBytes;
         std::printf("%s: VRAM %d/%d experts, %lld experts and %lld token jobs on the GPU, %lld "
@@ -151,11 +156,7 @@ void checkModel(const std::string& path, bool streams,
             ASSERT_TRUE(
                 cache->setBudget(ramAll ? uint64_t(total + 8) * cache->slotBytes() : 0).isOk());
             const Run got = generate(**m);
-            EXPECT_EQ(got.tokens, want.tokens);
-            ASSERT_EQ(got.finalLogits.size(), want.finalLogits.size());
-            EXPECT_EQ(0, std::memcmp(got.finalLogits.data(), want.finalLogits.data(),
-                                     want.finalLogits.size() * sizeof(float)))
-                << "final logits differ";
+            expectSame(got, want);
             const GpuCounters c = (*m)->gpuCounters();
             cache->waitIdle();
             EXPECT_TRUE(cache->checkConsistency().isOk()) << cache->checkConsistency().toString();

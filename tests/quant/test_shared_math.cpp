@@ -5,22 +5,18 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
-#include <cstring>
 #include <random>
 
 namespace coli::quant {
 namespace {
 
 uint32_t bits(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
+    return std::bit_cast<uint32_t>(f);
 }
 float fromBits(uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
+    return std::bit_cast<float>(u);
 }
 // Distance in ulps between two finite floats of the same sign.
 int64_t ulps(float a, float b) {

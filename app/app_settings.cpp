@@ -1,6 +1,7 @@
 #include "app_settings.h"
 
 #include "app_options.h"
+#include "gpu/devices.h"
 #include "mirror/mirror_receipt.h"
 
 #include "storage/database.h"
@@ -152,6 +153,39 @@ bool AppSettings::isMirrorFolder(const QString& dir) const {
     return !dir.isEmpty() &&
            QFileInfo(QDir(dir).filePath(QString::fromLatin1(mirror::kMirrorReceiptName))).isFile();
 }
+QString AppSettings::gpuDevice() const {
+    const QString spec = value(QStringLiteral("engine/gpu"), QString()).toString().trimmed();
+    return spec.isEmpty() ? QStringLiteral("none") : spec;
+}
+void AppSettings::setGpuDevice(const QString& spec) {
+    const QString s = spec.trimmed();
+    if (s.isEmpty() || s == gpuDevice()) return;
+    store(QStringLiteral("engine/gpu"), s);
+    emit gpuDeviceChanged();
+    setReloadNeeded(true);
+}
+void AppSettings::readGpuDevices() const {
+    if (m_gpuDevicesRead) return;
+    m_gpuDevicesRead = true;
+    Result<std::vector<gpu::DeviceInfo>> devices = gpu::listDevices();
+    if (!devices) {
+        m_gpuDevicesProblem = QString::fromStdString(devices.status().message());
+        return;
+    }
+    for (const gpu::DeviceInfo& d : *devices)
+        m_gpuDevices.append(QVariantMap{
+            {QStringLiteral("name"), QString::fromStdString(d.name)},
+            {QStringLiteral("description"), QString::fromStdString(gpu::describeDevice(d))}});
+    if (m_gpuDevices.isEmpty()) m_gpuDevicesProblem = tr("Vulkan lists no device.");
+}
+QVariantList AppSettings::gpuDevices() const {
+    readGpuDevices();
+    return m_gpuDevices;
+}
+QString AppSettings::gpuDevicesProblem() const {
+    readGpuDevices();
+    return m_gpuDevicesProblem;
+}
 bool AppSettings::prefetch() const {
     return value(QStringLiteral("engine/prefetch"), true).toBool();
 }
@@ -209,6 +243,7 @@ LoadSettings AppSettings::loadSettings(int fallbackThreads) const {
     l.readMode = parseReadMode(readMode()).value_or(aio::DirectIo::Auto);
     l.prefetch = prefetch();
     l.mirrorDir = mirrorFolder().toStdString();
+    l.gpu = gpuDevice().toStdString();
     return l;
 }
 

@@ -52,6 +52,14 @@ class AppSettings : public QObject {
     // the next model load; "" = none.
     Q_PROPERTY(
         QString mirrorFolder READ mirrorFolder WRITE setMirrorFolder NOTIFY mirrorFolderChanged)
+    // The GPU that computes experts (the VRAM tier, docs/gpu.md), next load: "none" (the
+    // default), "auto" (a discrete, else an integrated GPU) or a Vulkan device's name (matched
+    // as a case-insensitive substring, as `coli generate --gpu NAME`). gpuDevices lists the
+    // machine's devices, [{name, description}] (gpu::describeDevice), read once on first use;
+    // gpuDevicesProblem says why the list is empty ("" when Vulkan answered).
+    Q_PROPERTY(QString gpuDevice READ gpuDevice WRITE setGpuDevice NOTIFY gpuDeviceChanged)
+    Q_PROPERTY(QVariantList gpuDevices READ gpuDevices CONSTANT)
+    Q_PROPERTY(QString gpuDevicesProblem READ gpuDevicesProblem CONSTANT)
     // Default sampling: when customSampling is false the model's generation_config.json applies.
     Q_PROPERTY(
         bool customSampling READ customSampling WRITE setCustomSampling NOTIFY samplingChanged)
@@ -93,6 +101,10 @@ public:
     void setMirrorFolder(const QString& dir);
     // True when `dir` holds a mirror receipt (colibri-mirror.json): staging finished there.
     Q_INVOKABLE bool isMirrorFolder(const QString& dir) const;
+    QString gpuDevice() const;
+    void setGpuDevice(const QString& spec); // trimmed; an empty text is ignored
+    QVariantList gpuDevices() const;
+    QString gpuDevicesProblem() const;
     bool customSampling() const;
     void setCustomSampling(bool on);
     double temperature() const;
@@ -164,6 +176,7 @@ signals:
     void readModeChanged();
     void prefetchChanged();
     void mirrorFolderChanged();
+    void gpuDeviceChanged();
     void samplingChanged();
     void usageDatabaseChanged();
     void reloadNeededChanged();
@@ -174,6 +187,7 @@ private:
     QVariant value(const QString& key, const QVariant& fallback) const;
     void store(const QString& key, const QVariant& v);
     void setReloadNeeded(bool on);
+    void readGpuDevices() const;
 
     QString m_defaultModelDir;
     QString m_pendingChoice; // chosen in the window, not loaded yet
@@ -181,6 +195,11 @@ private:
     SystemTheme m_system;
     std::thread m_forgetThread;
     ForgetRunner m_forgetRunner;
+    // Filled on first use: creating a Vulkan instance costs tens of milliseconds, which a start
+    // that never opens the Settings view should not pay.
+    mutable bool m_gpuDevicesRead = false;
+    mutable QVariantList m_gpuDevices;
+    mutable QString m_gpuDevicesProblem;
 };
 
 // What the first answers use: the command line's flags where given, else the settings (whose

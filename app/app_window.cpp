@@ -84,6 +84,7 @@ void connectSettings(AppSettings* settings, EngineController* controller, int fa
     });
     QObject::connect(settings, &AppSettings::readModeChanged, controller, loadOptions);
     QObject::connect(settings, &AppSettings::mirrorFolderChanged, controller, loadOptions);
+    QObject::connect(settings, &AppSettings::gpuDeviceChanged, controller, loadOptions);
     QObject::connect(settings, &AppSettings::samplingChanged, controller, [=] {
         GenerateParams p = controller->generateParams();
         p.maxNewTokens = settings->maxNewTokens();

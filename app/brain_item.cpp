@@ -231,14 +231,17 @@ QSGNode* BrainItem::updatePaintNode(QSGNode* old, UpdatePaintNodeData*) {
     // Colours through a lookup table by (state, heat level, flash level): the palette's
     // linear-light mixing is costly per cell; the table is valid for one heat scale and theme.
     constexpr int kFlashSteps = BrainCells::kFlashLevels + 1;
+    constexpr int kStates = int(tiers::ExpertState::Vram) + 1;
     if (m_lutCeiling != cells.heatCeiling() || m_lutDark != m_dark) {
-        m_lut.assign(size_t(5 * 256 * kFlashSteps), Rgba8{0, 0, 0, 0}); // alpha 0: not filled
+        m_lut.assign(size_t(kStates * 256 * kFlashSteps), Rgba8{0, 0, 0, 0}); // alpha 0: not filled
         m_lutCeiling = cells.heatCeiling();
         m_lutDark = m_dark;
     }
     auto colour = [&](int c) {
         const BrainCells::Visual& vis = cells.visual(c);
-        const int st = std::min(4, int(vis.state & tiers::kExpertStateMask));
+        // An unknown state draws as None (viz::cellColour): its entry must be None's too.
+        int st = int(vis.state & tiers::kExpertStateMask);
+        if (st >= kStates) st = 0;
         Rgba8& e = m_lut[size_t((st * 256 + vis.heat) * kFlashSteps + vis.flash)];
         if (e.a == 0) e = cellColour(vis.state, cells.heat(vis), BrainCells::flash(vis), m_dark);
         return e;

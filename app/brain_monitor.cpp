@@ -10,6 +10,8 @@ namespace coli::app {
 namespace {
 QString stateKey(uint8_t s) {
     switch (tiers::ExpertState(s & tiers::kExpertStateMask)) {
+    case tiers::ExpertState::Vram:
+        return QStringLiteral("vram");
     case tiers::ExpertState::Pinned:
         return QStringLiteral("pinned");
     case tiers::ExpertState::Cached:
@@ -86,6 +88,7 @@ QVariantMap BrainMonitor::cellInfo(int layer, int expert) const {
     const int c = layer * m_cells.nExperts() + expert;
     const uint8_t s = m_cells.state(c);
     static const QMap<QString, QString> names = {
+        {QStringLiteral("vram"), tr("In VRAM (GPU)")},
         {QStringLiteral("pinned"), tr("Pinned (hot-store)")},
         {QStringLiteral("cached"), tr("Cached")},
         {QStringLiteral("loading"), tr("Being read")},
@@ -127,6 +130,7 @@ void BrainMonitor::requestPin(int layer, int expert) {
 
 QColor BrainMonitor::swatch(const QString& key, double heat, double flash, bool dark) const {
     uint8_t s = uint8_t(tiers::ExpertState::Disk);
+    if (key == QLatin1String("vram")) s = uint8_t(tiers::ExpertState::Vram);
     if (key == QLatin1String("pinned")) s = uint8_t(tiers::ExpertState::Pinned);
     if (key == QLatin1String("cached")) s = uint8_t(tiers::ExpertState::Cached);
     if (key == QLatin1String("loading")) s = uint8_t(tiers::ExpertState::Loading);

@@ -54,15 +54,16 @@ public:
     void setMode(const QString& m);
     int snapshots() const { return m_snapshots; }
 
-    // The hover panel's details of (layer, expert): {layer, expert, state ("pinned", "cached",
-    // "loading", "disk", "none"), stateName, userPin, heat (0..1), hits (the mode's), turnHits,
-    // totalHits, bytes (read from disk per expert), topics: [{label, share}] (top 3, shares in
-    // [0, 1]; empty without a topic probe)}. Empty map when out of range.
+    // The hover panel's details of (layer, expert): {layer, expert, state ("vram", "pinned",
+    // "cached", "loading", "disk", "none"), stateName, userPin, heat (0..1), hits (the mode's),
+    // turnHits, totalHits, bytes (read from disk per expert), topics: [{label, share}] (top 3,
+    // shares in [0, 1]; empty without a topic probe)}. Empty map when out of range.
     Q_INVOKABLE QVariantMap cellInfo(int layer, int expert) const;
     // A click on a cell: asks for a user pin (or unpin) of (layer, expert).
     Q_INVOKABLE void requestPin(int layer, int expert);
-    // The legend's swatches: `key` is a state ("pinned", "cached", "loading", "disk", "user")
-    // at heat 0..1 and flash 0..1, for the light or dark theme (viz palette, via brain_sheet.h).
+    // The legend's swatches: `key` is a state ("vram", "pinned", "cached", "loading", "disk",
+    // "user") at heat 0..1 and flash 0..1, for the light or dark theme (viz palette, via
+    // brain_sheet.h).
     Q_INVOKABLE QColor swatch(const QString& key, double heat, double flash, bool dark) const;
     // The mark drawn in the middle of a user-pinned cell.
     Q_INVOKABLE QColor userPinMark(bool dark) const;

@@ -70,6 +70,8 @@ struct LoadSettings {
     aio::DirectIo readMode = aio::DirectIo::Auto;
     bool prefetch = true;  // router-lookahead prefetch
     std::string mirrorDir; // a mirror of model files on a second disk; "" = none
+    // The VRAM tier's device (ExpertTierOptions::gpu): "none", "auto" or part of a device name.
+    std::string gpu = "none";
 };
 
 // Generate, SessionKvBind, SessionKvDelete: where the chat's KV cache persists

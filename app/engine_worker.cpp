@@ -211,6 +211,7 @@ void EngineWorker::doLoad(const Command& c) {
     mo.tiers.directIo = c.load.readMode;
     mo.tiers.prefetch = c.load.prefetch;
     mo.tiers.mirrorDir = c.load.mirrorDir; // disk weights measured at load
+    mo.tiers.gpu = c.load.gpu.empty() ? "none" : c.load.gpu;
     // Routed experts stream from disk through the expert cache (docs/tiers.md); its budget is
     // set from MemAvailable once the dense weights are in.
     mo.tiers.stream = true;
@@ -297,6 +298,10 @@ void EngineWorker::doLoad(const Command& c) {
     for (const std::string& w : m_model->warnings())
         warnings += (warnings.empty() ? "" : "\n") + w;
     if (!budgetWarning.empty()) warnings += (warnings.empty() ? "" : "\n") + budgetWarning;
+    // The VRAM tier's device and budget, or why a GPU that was asked for computes nothing (empty
+    // for "none"): a user who chose a GPU learns whether it is used.
+    if (const std::string gpu = m_model->model().gpuNote(); !gpu.empty())
+        warnings += (warnings.empty() ? "" : "\n") + gpu;
     if (!warnings.empty()) publish(EngineEvent::make(EventKind::Notice, c.id, warnings));
 }
 

@@ -1,9 +1,9 @@
 #pragma once
 // Where a period's routed experts were served from, as shares of the routed ones (docs/app.md
-// "Tiers view"): the pinned hot-store, the cache (ready), in flight (a prefetch was still reading
-// it) and disk (read on demand); the four add up to 1. One definition for the Tiers view
-// (TierMonitor, from tiers::TierCounters) and the Charts view (TurnStatsModel, from a saved run's
-// storage::RunTierCounters): both counter types have these fields.
+// "Tiers view"): VRAM (computed on the GPU), the pinned hot-store, the cache (ready), in flight (a
+// prefetch was still reading it) and disk (read on demand); the five add up to 1. One definition
+// for the Tiers view (TierMonitor, from tiers::TierCounters) and the Charts view (TurnStatsModel,
+// from a saved run's storage::RunTierCounters): both counter types have these fields.
 // Thread-safety: pure functions.
 #include <algorithm>
 #include <cstdint>
@@ -12,8 +12,9 @@
 namespace coli::app {
 
 struct PlaceShares {
-    double pinned = 0, cache = 0, inFlight = 0, disk = 0;
-    double ready() const { return pinned + cache; } // found ready in RAM: the expert hit rate
+    double vram = 0, pinned = 0, cache = 0, inFlight = 0, disk = 0;
+    // Found ready in VRAM or RAM: the expert hit rate (tiers::hitRate's definition).
+    double ready() const { return vram + pinned + cache; }
 };
 
 // nullopt when nothing was routed (a dense model, no token yet).
@@ -27,6 +28,8 @@ template <typename Counters> std::optional<PlaceShares> placeShares(const Counte
     s.cache = double(c.hitsCache - inFlight) / routed;
     s.inFlight = double(inFlight) / routed;
     s.disk = double(c.misses) / routed;
+    // A saved run's counters (storage::RunTierCounters) predate the VRAM tier: none there.
+    if constexpr (requires { c.hitsVram; }) s.vram = double(c.hitsVram) / routed;
     return s;
 }
 

@@ -43,9 +43,11 @@ std::optional<SyntheticOptions> parseSyntheticShape(const std::string& text, std
     o.nLayers = *layers;
     o.nExperts = *experts;
     // The cache holds an eighth of the experts, the pins a sixteenth: like a big model in a RAM
-    // budget of about a fifth of its experts.
+    // budget of about a fifth of its experts; a GPU holds another sixteenth, so the Brain shows
+    // every tier.
     o.pinnedPerLayer = std::max(1, *experts / 16);
     o.cacheExperts = std::max(o.topK * 2, *layers * *experts / 8);
+    o.vramExperts = *layers * *experts / 16;
     return o;
 }
 
@@ -59,6 +61,7 @@ SyntheticTelemetry::SyntheticTelemetry(SyntheticOptions opt) : m_opt(opt), m_rng
     m_opt.loadTokens = std::max(1, m_opt.loadTokens);
     m_opt.topicTokens = std::max(1, m_opt.topicTokens);
     m_opt.turnTokens = std::max(1, m_opt.turnTokens);
+    m_opt.vramExperts = std::max(0, m_opt.vramExperts);
 
     const int L = m_opt.nLayers, E = m_opt.nExperts;
     const size_t cells = size_t(L) * size_t(E);
@@ -100,6 +103,8 @@ SyntheticTelemetry::SyntheticTelemetry(SyntheticOptions opt) : m_opt(opt), m_rng
     m_status.residency.totalExperts = moeLayers() * E;
     m_status.residency.budgetBytes =
         uint64_t(m_status.pinCapacity + m_opt.cacheExperts) * m_opt.expertBytes;
+    m_status.residency.vramCapacity = m_opt.vramExperts;
+    m_status.residency.vramBudgetBytes = uint64_t(m_opt.vramExperts) * m_opt.expertBytes;
     m_status.minimumBudget = uint64_t(m_opt.topK) * m_opt.expertBytes;
     m_status.maximumBudget = uint64_t(cells) * m_opt.expertBytes;
     publish();
@@ -175,7 +180,20 @@ const TierStatus& SyntheticTelemetry::step() {
             ++map.hits[c];
             ++step.routed;
             m_lastUse[c] = m_tokens;
-            switch (ExpertState(map.state[c] & tiers::kExpertStateMask)) {
+            const auto st = ExpertState(map.state[c] & tiers::kExpertStateMask);
+            // Computed on the CPU from its RAM slot, then copied to VRAM while there is room:
+            // the slot goes back to the RAM budget.
+            const bool admit = m_vram < m_opt.vramExperts &&
+                               (st == ExpertState::Pinned || st == ExpertState::Cached);
+            if (admit) {
+                map.state[c] = (map.state[c] & tiers::kUserPinFlag) | stateByte(ExpertState::Vram);
+                ++m_vram;
+                if (st == ExpertState::Cached) --m_cached;
+            }
+            switch (st) {
+            case ExpertState::Vram:
+                ++step.hitsVram;
+                break;
             case ExpertState::Pinned:
                 ++step.hitsPinned;
                 break;
@@ -219,6 +237,7 @@ const TierStatus& SyntheticTelemetry::step() {
     total.routed += step.routed;
     total.hitsPinned += step.hitsPinned;
     total.hitsCache += step.hitsCache;
+    total.hitsVram += step.hitsVram;
     total.inFlightHits += step.inFlightHits;
     total.misses += step.misses;
     total.readsIssued += step.readsIssued;
@@ -239,7 +258,11 @@ bool SyntheticTelemetry::toggleUserPin(int layer, int expert) {
     const size_t c = size_t(layer) * size_t(m_opt.nExperts) + size_t(expert);
     uint8_t& s = m_status.experts.state[c];
     const auto st = ExpertState(s & tiers::kExpertStateMask);
-    if (!m_userPinned[c] && st == ExpertState::Pinned) { // a learned pin: unpinned by the user
+    if (st == ExpertState::Vram) { // stays in VRAM: only the mark changes
+        m_userPinned[c] = !m_userPinned[c];
+        s = uint8_t((m_userPinned[c] ? tiers::kUserPinFlag : 0) | stateByte(ExpertState::Vram));
+    } else if (!m_userPinned[c] &&
+               st == ExpertState::Pinned) { // a learned pin: unpinned by the user
         s = stateByte(ExpertState::Cached);
         ++m_cached;
     } else if (!m_userPinned[c]) {
@@ -265,7 +288,7 @@ bool SyntheticTelemetry::toggleUserPin(int layer, int expert) {
 
 void SyntheticTelemetry::publish() {
     tiers::TierResidency& r = m_status.residency;
-    r.pinnedExperts = r.cachedExperts = r.loadingExperts = r.diskExperts = 0;
+    r.pinnedExperts = r.cachedExperts = r.loadingExperts = r.diskExperts = r.vramExperts = 0;
     for (const uint8_t s : m_status.experts.state) {
         switch (ExpertState(s & tiers::kExpertStateMask)) {
         case ExpertState::Pinned:
@@ -280,11 +303,15 @@ void SyntheticTelemetry::publish() {
         case ExpertState::Disk:
             ++r.diskExperts;
             break;
+        case ExpertState::Vram:
+            ++r.vramExperts;
+            break;
         case ExpertState::None:
             break;
         }
     }
     const uint64_t slot = m_opt.expertBytes;
+    r.vramBytes = uint64_t(r.vramExperts) * slot;
     r.pinnedBytes = uint64_t(r.pinnedExperts) * slot;
     r.cacheBytes = uint64_t(r.cachedExperts + r.loadingExperts) * slot;
     r.allocatedBytes = r.pinnedBytes + r.cacheBytes;

@@ -8,7 +8,8 @@
 // changes every `topicTokens` tokens; each pick is then served like the expert cache serves it:
 // pinned (the hottest experts of the model's start, `pinnedPerLayer` per layer), cached (an LRU of
 // `cacheExperts` experts), or read from disk (the expert shows as Loading for `loadTokens` tokens,
-// then Cached; the least recently used cached expert goes back to Disk). User pins
+// then Cached; the least recently used cached expert goes back to Disk) or, with vramExperts,
+// computed in VRAM. User pins
 // (toggleUserPin) are kept resident and carry tiers::kUserPinFlag. Counters, residency and the
 // ExpertMap's cumulative hits follow the engine's definitions (engine/tiers/tier_telemetry.h), so
 // the sum of all hits equals counters.routed.
@@ -40,6 +41,10 @@ struct SyntheticOptions {
     double tokensPerSecond = 10; // the live rate (SyntheticDriver's timer)
     // Bytes of one expert read: 3 MiB, an int4 expert whose gate, up and down are 2048 x 1024.
     uint64_t expertBytes = 3u << 20;
+    // Experts a simulated VRAM tier holds (0: none). As in the engine (docs/gpu.md), an expert
+    // enters VRAM when it is routed while ready in RAM, until the tier is full (no eviction);
+    // later routings of it are VRAM hits.
+    int vramExperts = 0;
     uint64_t seed = 12;
 };
 
@@ -87,6 +92,7 @@ private:
     std::vector<int> m_loadLeft;             // per cell: tokens until a read completes
     std::vector<uint8_t> m_userPinned;       // per cell
     int m_cached = 0;                        // cells in Cached or Loading state
+    int m_vram = 0;                          // cells in Vram state
 };
 
 } // namespace coli::app

@@ -94,11 +94,15 @@ void TierMonitor::recompute() {
     };
 
     std::vector<TierRow> rows;
-    TierRow vram;
-    vram.key = QStringLiteral("vram");
-    vram.name = tr("VRAM");
-    vram.available = false; // no GPU tier yet
-    rows.push_back(vram);
+    // Its own budget, not the RAM's: share is of the VRAM budget, capacity the experts it holds.
+    const bool gpu = m_now.streaming && r.vramCapacity > 0;
+    rows.push_back({QStringLiteral("vram"), tr("VRAM"), gpu, gpu ? r.vramExperts : 0,
+                    gpu ? double(r.vramBytes) : 0,
+                    gpu && r.vramBudgetBytes > 0
+                        ? std::clamp(double(r.vramBytes) / double(r.vramBudgetBytes), 0.0, 1.0)
+                        : 0,
+                    gpu ? r.vramCapacity : -1, gpu ? hit(lastShares, &PlaceShares::vram) : -1,
+                    gpu ? hit(sesShares, &PlaceShares::vram) : -1});
     rows.push_back({QStringLiteral("pinned"), tr("Pinned hot-store"), m_now.streaming,
                     r.pinnedExperts, double(r.pinnedBytes), share(double(r.pinnedBytes)),
                     m_now.pinCapacity, hit(lastShares, &PlaceShares::pinned),

@@ -6,10 +6,13 @@
 // and the prefetch switch, forwarded to EngineWorker::requestBudget / requestPrefetch (applied by
 // the engine thread between two tokens, also during an answer).
 // Definitions (counters of tiers/tier_telemetry.h over the period):
-//   hit rate        = (hitsPinned + hitsCache - inFlightHits) / routed: found ready in RAM
-//   per row         = hitsPinned / routed (pinned), (hitsCache - inFlightHits) / routed (cache),
-//                     inFlightHits / routed (in flight: being read by a prefetch), misses / routed
-//                     (disk); the four add up to 1
+//   hit rate        = (hitsVram + hitsPinned + hitsCache - inFlightHits) / routed: found ready
+//                     in VRAM or RAM (tiers::hitRate)
+//   per row         = hitsVram / routed (VRAM), hitsPinned / routed (pinned), (hitsCache -
+//                     inFlightHits) / routed (cache), inFlightHits / routed (in flight: being
+//                     read by a prefetch), misses / routed (disk); the five add up to 1
+//   VRAM row        = available when the GPU tier holds experts (residency.vramCapacity > 0):
+//                     experts / vramCapacity, bytes / vramBudgetBytes (its own budget)
 //   recall          = lookaheadRecalled / lookaheadRouted; precision = prefetchCorrect /
 //                     prefetchPredicted
 //   MiB per token   = bytesRead / 2^20 / tokens, for the answers' decode steps (last: the last
@@ -43,6 +46,13 @@ class TierMonitor : public QObject {
     Q_PROPERTY(int pinnedExperts READ pinnedExperts NOTIFY changed)
     Q_PROPERTY(int diskExperts READ diskExperts NOTIFY changed)
     Q_PROPERTY(int pinCapacity READ pinCapacity NOTIFY changed)
+    // The VRAM tier (docs/gpu.md): whether the loaded model has one, the experts in it and the
+    // experts it holds, the bytes they take and its budget.
+    Q_PROPERTY(bool vramAvailable READ vramAvailable NOTIFY changed)
+    Q_PROPERTY(int vramExperts READ vramExperts NOTIFY changed)
+    Q_PROPERTY(int vramCapacity READ vramCapacity NOTIFY changed)
+    Q_PROPERTY(double vramBytes READ vramBytes NOTIFY changed)
+    Q_PROPERTY(double vramBudgetBytes READ vramBudgetBytes NOTIFY changed)
     Q_PROPERTY(double hitRateLast READ hitRateLast NOTIFY changed)
     Q_PROPERTY(double hitRateSession READ hitRateSession NOTIFY changed)
     Q_PROPERTY(double prefetchRecall READ prefetchRecall NOTIFY changed)
@@ -102,6 +112,11 @@ public:
     int pinnedExperts() const { return m_now.residency.pinnedExperts; }
     int pinCapacity() const { return m_now.pinCapacity; }
     int diskExperts() const { return m_now.residency.diskExperts; }
+    bool vramAvailable() const { return m_now.streaming && m_now.residency.vramCapacity > 0; }
+    int vramExperts() const { return m_now.residency.vramExperts; }
+    int vramCapacity() const { return m_now.residency.vramCapacity; }
+    double vramBytes() const { return double(m_now.residency.vramBytes); }
+    double vramBudgetBytes() const { return double(m_now.residency.vramBudgetBytes); }
     double hitRateLast() const { return m_hitLast; }
     double hitRateSession() const { return m_hitSession; }
     double prefetchRecall() const { return m_recall; }

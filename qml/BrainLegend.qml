@@ -42,7 +42,8 @@ Flow {
     }
 
     Repeater {
-        model: [{ key: "pinned", title: qsTr("Pinned") },
+        model: [{ key: "vram", title: qsTr("In VRAM") },
+                { key: "pinned", title: qsTr("Pinned") },
                 { key: "user", title: qsTr("User pin") },
                 { key: "cached", title: qsTr("Cached") },
                 { key: "loading", title: qsTr("Being read") },

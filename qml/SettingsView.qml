@@ -132,6 +132,11 @@ Page {
                     Accessible.name: qsTr("Prefetch the experts the router will pick")
                     onToggled: page.appSettings.prefetch = checked
                 }
+                Name { text: qsTr("GPU for experts") }
+                GpuChoice {
+                    objectName: "gpuSetting"
+                    appSettings: page.appSettings
+                }
                 Name { text: qsTr("Mirror folder") }
                 RowLayout {
                     Label {
@@ -155,7 +160,7 @@ Page {
                         onClicked: page.appSettings.mirrorFolder = ""
                     }
                 }
-                Hint { text: qsTr("Threads, expert reads and the mirror folder (model files copied to a second disk by coli mirror stage, to split expert reads between the disks) apply when a model is loaded; the RAM budget and prefetch apply at the next load (and live from the Tiers view). Automatic threads: %1.").arg(page.appSettings ? page.appSettings.defaultThreads : 0) }
+                Hint { text: qsTr("Threads, expert reads, the GPU and the mirror folder (model files copied to a second disk by coli mirror stage, to split expert reads between the disks) apply when a model is loaded; the RAM budget and prefetch apply at the next load (and live from the Tiers view). Automatic threads: %1.").arg(page.appSettings ? page.appSettings.defaultThreads : 0) }
                 RowLayout {
                     Layout.columnSpan: 2
                     visible: page.appSettings !== null && page.appSettings.reloadNeeded

@@ -12,10 +12,12 @@ Page {
     property QtObject controller
     readonly property QtObject tiers: controller ? controller.tiers : null
     readonly property bool live: tiers !== null && tiers.available
+    readonly property bool gpu: live && tiers.vramAvailable
 
     // One colour per place, shared by the bar, the legend and the hot-store bar.
     function tierColor(key) {
         switch (key) {
+        case "vram": return Theme.dark ? "#3fb950" : "#1a7f37"
         case "pinned": return "#8250df"
         case "cache": return Theme.accent
         case "loading": return "#d4a72c"
@@ -146,21 +148,47 @@ Page {
                     ColumnLayout {
                         anchors.left: parent.left
                         anchors.right: parent.right
-                        Label { text: qsTr("VRAM"); font.bold: true; color: Theme.text }
+                        RowLayout {
+                            Layout.fillWidth: true
+                            Label { text: qsTr("VRAM"); font.bold: true; color: Theme.text }
+                            Item { Layout.fillWidth: true }
+                            Label {
+                                objectName: "vramTotals"
+                                color: Theme.textMuted
+                                font.pixelSize: Theme.smallFontSize
+                                text: view.gpu ? qsTr("%1 of %2").arg(mib(tiers.vramBytes))
+                                                                  .arg(mib(tiers.vramBudgetBytes))
+                                               : ""
+                            }
+                        }
                         TierBar {
                             objectName: "vramBar"
                             Layout.fillWidth: true
-                            emptyText: qsTr("no GPU tier")
+                            emptyText: view.gpu ? "" : qsTr("no GPU tier")
+                            // Experts enter VRAM as they are routed, until its budget is full.
+                            segments: view.gpu ? [{ share: tiers.vramExperts / tiers.vramCapacity,
+                                                    color: view.tierColor("vram"), name: "vram" }]
+                                               : []
+                        }
+                        Label {
+                            objectName: "vramExperts"
+                            visible: view.gpu
+                            color: Theme.textMuted
+                            font.pixelSize: Theme.smallFontSize
+                            text: view.gpu ? qsTr("%1 of %2 experts").arg(tiers.vramExperts)
+                                                                     .arg(tiers.vramCapacity) : ""
                         }
                     }
                 }
                 Pane {
                     Layout.fillWidth: true
+                    Layout.fillHeight: true // the VRAM card has a line more with a GPU tier
                     Layout.preferredWidth: 1
                     padding: Theme.padding
                     background: Rectangle { color: Theme.surface; radius: 8; border.color: Theme.border }
                     ColumnLayout {
-                        anchors.fill: parent
+                        anchors.left: parent.left
+                        anchors.right: parent.right
                         Label { text: qsTr("Disk only"); font.bold: true; color: Theme.text }
                         TierBar {
                             objectName: "diskBar"
@@ -191,7 +219,9 @@ Page {
                 spacing: Theme.padding
                 FigureTile {
                     objectName: "hitRateTile"
-                    label: qsTr("Expert hit rate (RAM)")
+                    // VRAM hits count as hits: the expert was ready where it was computed.
+                    label: view.gpu ? qsTr("Expert hit rate (VRAM + RAM)")
+                                    : qsTr("Expert hit rate (RAM)")
                     session: live ? pct(tiers.hitRateSession) : "–"
                     last: live ? pct(tiers.hitRateLast) : "–"
                 }

@@ -14,15 +14,25 @@ constexpr Rgba8 rgb(uint32_t hex) {
 // deuteranopia at floor and full brightness) from hand-picked hues: olive for disk, yellow for
 // loading, blue for cached, magenta for pinned, the same hue family in both themes. The light
 // theme needs a higher floor: mixing towards a near-white background washes hues out faster.
+// Vram came later, so the other five stayed and its colour alone was searched (a 5-step sRGB
+// grid, the same max-min rule, kept >= 30 from the flash and the dense band so that a VRAM cell
+// never reads as "routed just now"; light L* <= 76, dark L* >= 55, to sit among the others):
+// violet on dark, periwinkle on light; the measured minima are in tests/viz/test_palette.cpp.
 constexpr BrainPalette kDark = {
-    rgb(0x1e1f24), {rgb(0x3a3d46), rgb(0x97af66), rgb(0xeff366), rgb(0x1fcaff), rgb(0xfe58ac)},
-    rgb(0xffffff), rgb(0xffffff),
-    rgb(0xd8dae0), 0.35,
+    rgb(0x1e1f24),
+    {rgb(0x3a3d46), rgb(0x97af66), rgb(0xeff366), rgb(0x1fcaff), rgb(0xfe58ac), rgb(0x9b64ff)},
+    rgb(0xffffff),
+    rgb(0xffffff),
+    rgb(0xd8dae0),
+    0.35,
 };
 constexpr BrainPalette kLight = {
-    rgb(0xfafafb), {rgb(0xdfe1e6), rgb(0x756a1e), rgb(0xe5ce39), rgb(0x193cfd), rgb(0x943588)},
-    rgb(0x000000), rgb(0x111111),
-    rgb(0x33363d), 0.6,
+    rgb(0xfafafb),
+    {rgb(0xdfe1e6), rgb(0x756a1e), rgb(0xe5ce39), rgb(0x193cfd), rgb(0x943588), rgb(0xb4b4ff)},
+    rgb(0x000000),
+    rgb(0x111111),
+    rgb(0x33363d),
+    0.6,
 };
 
 // Greedy max-min CIEDE2000 selection from the Tableau 10/20 and Kelly (1965) sets, kept apart from
@@ -52,7 +62,7 @@ double heatBrightness(double heat, double maxHeat, double floor) {
 Rgba8 cellColour(Theme theme, uint8_t stateByte, double brightness, double flash) {
     const BrainPalette& p = brainPalette(theme);
     int s = stateByte & tiers::kExpertStateMask;
-    if (s > static_cast<int>(tiers::ExpertState::Pinned)) s = 0;
+    if (s > static_cast<int>(tiers::ExpertState::Vram)) s = 0;
     const double b = std::isfinite(brightness) ? std::clamp(brightness, 0.0, 1.0) : 0.0;
     const double f = std::isfinite(flash) ? std::clamp(flash, 0.0, 1.0) : 0.0;
     Rgb c = mix(srgb8ToLinear(p.background), srgb8ToLinear(p.states[s]), b);
@@ -76,6 +86,8 @@ const char* stateName(tiers::ExpertState state) {
         return "cached";
     case tiers::ExpertState::Pinned:
         return "pinned";
+    case tiers::ExpertState::Vram:
+        return "vram";
     }
     return "dense";
 }

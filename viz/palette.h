@@ -20,7 +20,8 @@ enum class Theme { Light, Dark };
 
 struct BrainPalette {
     Rgba8 background; // clear colour of the Brain view (the colours are tuned against it)
-    Rgba8 states[5]; // by ExpertState value: None (dense-layer band), Disk, Loading, Cached, Pinned
+    // by ExpertState value: None (dense-layer band), Disk, Loading, Cached, Pinned, Vram
+    Rgba8 states[6];
     Rgba8 userPinMark; // outline/marker the view draws around a user-pinned cell
     Rgba8 flash;  // highlight a just-routed cell mixes towards: the colour of most contrast with
                   // the background (white on dark, near-black on light; white would vanish there)
@@ -45,7 +46,7 @@ Rgba8 cellColour(Theme theme, tiers::ExpertState state, double brightness, doubl
 inline bool isUserPinned(uint8_t stateByte) {
     return (stateByte & tiers::kUserPinFlag) != 0;
 }
-// "disk", "loading", "cached", "pinned", "dense" (None): for legends and hover text.
+// "disk", "loading", "cached", "pinned", "vram", "dense" (None): for legends and hover text.
 const char* stateName(tiers::ExpertState state);
 
 // Atlas: distinct colours for topics 0..kTopicColours-1 (pairwise CIEDE2000 >= 10, tested);

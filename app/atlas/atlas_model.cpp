@@ -35,6 +35,9 @@ QString stateName(uint8_t s) {
     case tiers::ExpertState::Pinned:
         name = QStringLiteral("pinned");
         break;
+    case tiers::ExpertState::Vram:
+        name = QStringLiteral("in VRAM");
+        break;
     default:
         name = QStringLiteral("unknown");
         break;

@@ -37,6 +37,8 @@ TEST(SyntheticTelemetry, ParsesShapes) {
     EXPECT_EQ(o->nLayers, 75);
     EXPECT_EQ(o->nExperts, 256);
     EXPECT_EQ(o->topK, 8);
+    EXPECT_EQ(o->vramExperts, 75 * 256 / 16); // the app's synthetic model has a GPU tier
+    EXPECT_EQ(SyntheticOptions{}.vramExperts, 0);
     EXPECT_TRUE(parseSyntheticShape("100X400", &why));
     for (const char* bad :
          {"", "75", "x256", "75x", "0x256", "75x4", "75x256x2", "-1x16", "a x b"}) {
@@ -106,6 +108,53 @@ TEST(SyntheticTelemetry, RoutesTopKPerLayerPerTokenAndCountsLikeTheEngine) {
               0.5);
     EXPECT_TRUE(s.streaming);
     EXPECT_EQ(s.expertReadBytes, opt.expertBytes);
+}
+
+// With a VRAM tier: experts enter VRAM as they are routed while ready in RAM, up to the
+// capacity and never out again; VRAM hits count in routed, residency counts the state bytes,
+// and a user pin on a VRAM expert only marks it.
+TEST(SyntheticTelemetry, VramTierFillsAsRoutedAndCountsHits) {
+    SyntheticOptions opt;
+    opt.vramExperts = 300;
+    SyntheticTelemetry gen(opt);
+    const tiers::ExpertMap& map = gen.status().experts;
+    EXPECT_EQ(gen.status().residency.vramCapacity, 300);
+    EXPECT_EQ(gen.status().residency.vramBudgetBytes, 300 * opt.expertBytes);
+    EXPECT_EQ(gen.status().residency.vramExperts, 0);
+    int prevVram = 0;
+    for (int t = 0; t < 200; ++t) {
+        const std::vector<uint8_t> before = map.state;
+        const TierStatus& s = gen.step();
+        EXPECT_EQ(s.last.routed,
+                  s.last.hitsPinned + s.last.hitsCache + s.last.misses + s.last.hitsVram);
+        int vram = 0;
+        for (size_t c = 0; c < map.state.size(); ++c) {
+            vram += stateOf(map.state[c]) == ExpertState::Vram;
+            if (stateOf(before[c]) == ExpertState::Vram) {
+                ASSERT_EQ(stateOf(map.state[c]), ExpertState::Vram) << "no eviction from VRAM";
+            }
+        }
+        EXPECT_EQ(s.residency.vramExperts, vram);
+        EXPECT_EQ(s.residency.vramBytes, uint64_t(vram) * opt.expertBytes);
+        EXPECT_LE(vram, opt.vramExperts);
+        EXPECT_GE(vram, prevVram);
+        prevVram = vram;
+    }
+    const TierStatus& s = gen.status();
+    EXPECT_EQ(s.residency.vramExperts, opt.vramExperts); // full after 200 tokens
+    EXPECT_GT(s.counters.hitsVram, 0u);
+    EXPECT_EQ(s.counters.routed, s.counters.hitsPinned + s.counters.hitsCache + s.counters.misses +
+                                     s.counters.hitsVram);
+
+    size_t cell = 0;
+    while (stateOf(map.state[cell]) != ExpertState::Vram)
+        ++cell;
+    const int layer = int(cell) / opt.nExperts, expert = int(cell) % opt.nExperts;
+    ASSERT_TRUE(gen.toggleUserPin(layer, expert));
+    EXPECT_EQ(map.state[cell], uint8_t(ExpertState::Vram) | tiers::kUserPinFlag);
+    EXPECT_EQ(gen.status().residency.vramExperts, opt.vramExperts);
+    ASSERT_TRUE(gen.toggleUserPin(layer, expert));
+    EXPECT_EQ(map.state[cell], uint8_t(ExpertState::Vram));
 }
 
 TEST(SyntheticTelemetry, IsDeterministicPerSeed) {

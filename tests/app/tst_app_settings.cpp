@@ -39,11 +39,39 @@ private slots:
     void portalValues();
     void reloadNeededForThreadsAndDirectIo();
     void olderDirectIoSwitchReadsAsDirect();
+    void gpuDevicePersistsAndReachesTheLoad();
     void recentModelsAndStartFolder();
     void failedFolderIsNotReopened();
     void commandLineWinsOverSettings();
     void forgetUsageDeletesHeatAndPins();
 };
+
+// The GPU setting: "none" by default, any device text kept as given (trimmed), a reload needed,
+// and the load options carry it (ExpertTierOptions::gpu).
+void TstAppSettings::gpuDevicePersistsAndReachesTheLoad() {
+    {
+        AppSettings a(QStringLiteral("/default"));
+        QCOMPARE(a.gpuDevice(), QStringLiteral("none"));
+        QCOMPARE(a.loadSettings(1).gpu, std::string("none"));
+        QSignalSpy changed(&a, &AppSettings::gpuDeviceChanged);
+        a.setGpuDevice(QStringLiteral("  "));   // nothing: ignored
+        a.setGpuDevice(QStringLiteral("none")); // unchanged: no signal
+        QCOMPARE(changed.count(), 0);
+        a.setGpuDevice(QStringLiteral(" llvmpipe "));
+        QCOMPARE(changed.count(), 1);
+        QVERIFY(a.reloadNeeded());
+        // The list is what Vulkan answers here: devices with names, or a reason.
+        for (const QVariant& d : a.gpuDevices())
+            QVERIFY(!d.toMap().value("name").toString().isEmpty());
+        QVERIFY(!a.gpuDevices().isEmpty() || !a.gpuDevicesProblem().isEmpty());
+    }
+    AppSettings b(QStringLiteral("/default"));
+    QCOMPARE(b.gpuDevice(), QStringLiteral("llvmpipe"));
+    QCOMPARE(b.loadSettings(1).gpu, std::string("llvmpipe"));
+    b.setGpuDevice(QStringLiteral("auto"));
+    QCOMPARE(AppSettings(QStringLiteral("/default")).loadSettings(1).gpu, std::string("auto"));
+    b.setGpuDevice(QStringLiteral("none"));
+}
 
 void TstAppSettings::valuesPersistAndAreClamped() {
     {

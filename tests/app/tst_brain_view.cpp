@@ -13,6 +13,7 @@
 #include "engine_controller.h"
 #include "gui_test_support.h"
 #include "synthetic_driver.h"
+#include "viz/palette.h"
 
 #include <QApplication>
 #include <QDir>
@@ -237,6 +238,43 @@ private slots:
         s.serial = 1001;
         controller.tiers()->apply(s);
         QCOMPARE(brain->snapshots(), snapshots);
+    }
+
+    // Experts in VRAM (the GPU tier): the hover names the place, and the legend's swatch and the
+    // cells use the palette's sixth state colour (viz/palette.h), apart from the cached one.
+    void vramCellsAreNamedAndColoured() {
+        EngineController controller(WorkerOptions{.threads = 1});
+        BrainMonitor* brain = controller.brain();
+        SyntheticOptions opt;
+        opt.nLayers = 6;
+        opt.nExperts = 16;
+        opt.pinnedPerLayer = 2;
+        opt.cacheExperts = 24;
+        opt.vramExperts = 20;
+        SyntheticTelemetry gen(opt);
+        TierStatus s;
+        for (int t = 0; t < 20; ++t)
+            s = gen.step();
+        s.serial = 2000;
+        controller.tiers()->apply(s);
+        QCOMPARE(s.residency.vramExperts, 20);
+        int cell = -1;
+        for (size_t c = 0; c < s.experts.state.size() && cell < 0; ++c)
+            if ((s.experts.state[c] & tiers::kExpertStateMask) == uint8_t(tiers::ExpertState::Vram))
+                cell = int(c);
+        QVERIFY(cell >= 0);
+        const QVariantMap info = brain->cellInfo(cell / 16, cell % 16);
+        QCOMPARE(info.value("state").toString(), QStringLiteral("vram"));
+        QCOMPARE(info.value("stateName").toString(), QStringLiteral("In VRAM (GPU)"));
+        for (const bool dark : {false, true}) {
+            const viz::Rgba8 want = viz::brainPalette(dark ? viz::Theme::Dark : viz::Theme::Light)
+                                        .states[int(tiers::ExpertState::Vram)];
+            QCOMPARE(brain->swatch("vram", 1, 0, dark), QColor(want.r, want.g, want.b));
+            QVERIFY(brain->swatch("vram", 1, 0, dark) != brain->swatch("cached", 1, 0, dark));
+        }
+        // The Tiers view's VRAM row follows the same status.
+        QVERIFY(controller.tiers()->vramAvailable());
+        QCOMPARE(controller.tiers()->vramExperts(), 20);
     }
 
     void syntheticTokenFlashesOnlyItsExperts() {

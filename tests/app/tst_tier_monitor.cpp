@@ -139,6 +139,69 @@ private slots:
         QCOMPARE(free.hitSession, -1.0);
     }
 
+    // The GPU tier (residency.vramCapacity > 0): the VRAM row comes alive with its own budget,
+    // VRAM hits count in the hit rate, and the five places' shares add up to 1.
+    void vramRowFollowsTheGpuTier() {
+        TierMonitor mon;
+        TierStatus s = base();
+        mon.apply(s);
+        const TierRowsModel& rows = *mon.rows();
+        const int vramRow = rowOf(rows, "vram");
+        QVERIFY(!rows.at(vramRow).available); // no GPU tier: as before
+        QVERIFY(!mon.vramAvailable());
+        QSignalSpy changed(mon.rows(), &QAbstractItemModel::dataChanged);
+        s.serial = 2;
+        s.residency.vramCapacity = 16;
+        s.residency.vramExperts = 4;
+        s.residency.vramBudgetBytes = 16 * 900;
+        s.residency.vramBytes = 4 * 900;
+        // 100 routed: 25 in VRAM, 20 pinned, 30 cache (5 in flight), 25 misses.
+        s.counters.routed = 100;
+        s.counters.hitsVram = 25;
+        s.counters.hitsPinned = 20;
+        s.counters.hitsCache = 30;
+        s.counters.inFlightHits = 5;
+        s.counters.misses = 25;
+        s.counters.tokens = 2;
+        s.last.routed = 10;
+        s.last.hitsVram = 4;
+        s.last.hitsPinned = 2;
+        s.last.hitsCache = 1;
+        s.last.misses = 3;
+        s.last.tokens = 1;
+        mon.apply(s);
+        QVERIFY(mon.vramAvailable());
+        QCOMPARE(mon.vramExperts(), 4);
+        QCOMPARE(mon.vramCapacity(), 16);
+        QCOMPARE(mon.vramBytes(), 3600.0);
+        QCOMPARE(mon.vramBudgetBytes(), 14400.0);
+        QCOMPARE(changed.count(), 1);
+        const TierRow& vram = rows.at(vramRow);
+        QVERIFY(vram.available);
+        QCOMPARE(vram.experts, 4);
+        QCOMPARE(vram.capacity, 16);
+        QCOMPARE(vram.bytes, 3600.0);
+        QCOMPARE(vram.share, 0.25);
+        QCOMPARE(vram.hitSession, 0.25);
+        QCOMPARE(vram.hitLast, 0.4);
+        QCOMPARE(mon.hitRateSession(), 0.7); // (25 + 20 + 30 - 5) / 100
+        QCOMPARE(mon.hitRateLast(), 0.7);    // (4 + 2 + 1) / 10
+        QCOMPARE(mon.hitRateSession(), coli::tiers::hitRate(s.counters));
+        double sum = 0;
+        for (int i = 0; i < rows.rowCount(); ++i)
+            if (rows.at(i).hitSession >= 0) sum += rows.at(i).hitSession;
+        QCOMPARE(sum, 1.0);
+        // The RAM bar's segments leave VRAM out: its bytes are not the RAM budget's.
+        for (const QVariant& seg : mon.ramSegments())
+            QVERIFY(seg.toMap().value("key").toString() != "vram");
+        // Another model without a GPU tier: the row goes back to unavailable.
+        s = base();
+        s.serial = 3;
+        mon.apply(s);
+        QVERIFY(!rows.at(vramRow).available);
+        QCOMPARE(rows.at(vramRow).hitSession, -1.0);
+    }
+
     void aPromptAloneGivesNoAnswerFigure() {
         TierMonitor mon;
         TierStatus s = base();

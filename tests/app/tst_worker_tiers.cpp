@@ -250,7 +250,7 @@ TEST(WorkerTiers, ExpertMapIsPublishedWithEveryStatus) {
     }
     ASSERT_EQ(s.residency.loadingExperts, 0);
     EXPECT_GT(s.counters.routed, 0u);
-    int counts[5] = {};
+    int counts[6] = {}; // by ExpertState, Vram included
     for (uint8_t b : s.experts.state)
         ++counts[b & tiers::kExpertStateMask];
     EXPECT_EQ(counts[int(tiers::ExpertState::Cached)], s.residency.cachedExperts);

@@ -1,8 +1,8 @@
 // The Brain's state colours are colour-blind safe (issue 12): pairwise CIEDE2000 >= 10 between
-// Disk, Loading, Cached and Pinned under normal vision and the Machado et al. 2009 protanopia and
-// deuteranopia simulations (severity 1), at the floor and at full brightness, on the light and the
-// dark palette; each state stands clear of the background. Prints the measured minima (the table
-// in docs/visualisation.md).
+// Disk, Loading, Cached, Pinned and Vram under normal vision and the Machado et al. 2009 protanopia
+// and deuteranopia simulations (severity 1), at the floor and at full brightness, on the light and
+// the dark palette; each state stands clear of the background. Prints the measured minima (the
+// table in docs/visualisation.md).
 #include "viz/palette.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 
 using namespace coli::viz;
 using coli::tiers::ExpertState;
@@ -17,7 +18,8 @@ using coli::tiers::ExpertState;
 namespace {
 
 constexpr ExpertState kStates[] = {ExpertState::Disk, ExpertState::Loading, ExpertState::Cached,
-                                   ExpertState::Pinned};
+                                   ExpertState::Pinned, ExpertState::Vram};
+constexpr int kNStates = int(std::size(kStates));
 constexpr double kMinPairDe = 10;
 constexpr double kMinBackgroundDe = 15;
 
@@ -36,10 +38,10 @@ TEST(Palette, StatesColourBlindSafe) {
         for (Vision v : {Vision::Normal, Vision::Deuteranopia, Vision::Protanopia}) {
             for (double b : {p.floor, 1.0}) {
                 double pairMin = 1e9, bgMin = 1e9;
-                for (int i = 0; i < 4; ++i) {
+                for (int i = 0; i < kNStates; ++i) {
                     const Lab li = seen(cellColour(theme, kStates[i], b), v);
                     bgMin = std::min(bgMin, ciede2000(li, seen(p.background, v)));
-                    for (int j = i + 1; j < 4; ++j) {
+                    for (int j = i + 1; j < kNStates; ++j) {
                         const double de = ciede2000(li, seen(cellColour(theme, kStates[j], b), v));
                         pairMin = std::min(pairMin, de);
                         EXPECT_GE(de, kMinPairDe)
@@ -69,6 +71,22 @@ TEST(Palette, DenseBandVisibleAndMarksContrast) {
         EXPECT_GT(p.floor, 0.0);
         EXPECT_LT(p.floor, 1.0);
     }
+}
+
+// A VRAM cell must not read as a flash (routed just now) nor as the dense band, in any of the
+// three visions: the margin its colour was searched with (viz/palette.cpp).
+TEST(Palette, VramApartFromFlashAndDenseBand) {
+    for (Theme theme : {Theme::Light, Theme::Dark}) {
+        const BrainPalette& p = brainPalette(theme);
+        for (Vision v : {Vision::Normal, Vision::Deuteranopia, Vision::Protanopia}) {
+            const Lab vram = seen(p.states[int(ExpertState::Vram)], v);
+            EXPECT_GE(ciede2000(vram, seen(p.flash, v)), 30) << visionName(v);
+            EXPECT_GE(ciede2000(vram, seen(p.states[int(ExpertState::None)], v)), 15)
+                << visionName(v);
+        }
+    }
+    EXPECT_STREQ(stateName(ExpertState::Vram), "vram");
+    EXPECT_STREQ(stateName(ExpertState::Pinned), "pinned");
 }
 
 TEST(Palette, HeatBrightness) {

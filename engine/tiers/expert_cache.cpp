@@ -871,9 +871,11 @@ TierTelemetry ExpertCache::telemetry() const {
     TierTelemetry t;
     t.counters = m->counters;
     TierResidency& r = t.residency;
+    int vramInRam = 0; // experts in VRAM that also hold a RAM slot (loading or ready)
     for (const Slot& s : m->slots) {
         if (!s.mem) continue;
         r.allocatedBytes += m->slotBytes;
+        if (s.state != SlotState::Empty && m->inVram[m->key(s.id)]) ++vramInRam;
         if (s.state == SlotState::Loading) {
             ++r.loadingExperts;
             r.cacheBytes += m->slotBytes;
@@ -893,8 +895,7 @@ TierTelemetry ExpertCache::telemetry() const {
     r.totalExperts = total;
     r.diskExperts = total - r.pinnedExperts - r.cachedExperts - r.loadingExperts;
     // An expert in VRAM and in no RAM slot is not on the disk tier either.
-    for (size_t k = 0; k < m->inVram.size(); ++k)
-        r.diskExperts -= m->inVram[k] && m->slotOf[k] < 0;
+    r.diskExperts -= m->vramExperts - vramInRam;
     r.vramExperts = m->vramExperts;
     r.vramCapacity = m->vramCapacity;
     r.vramBytes = uint64_t(m->vramExperts) * m->vramExpertBytes;

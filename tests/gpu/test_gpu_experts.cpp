@@ -130,6 +130,11 @@ Expert makeExpert(const ExpertShape& s, Fill fill, std::mt19937& rng) {
     return e;
 }
 
+// Copies e's three matrices into `slot`.
+Status upload(ExpertRunner& r, int slot, const Expert& e) {
+    return r.upload(slot, e.gate.data(), e.up.data(), e.down.data());
+}
+
 // Input rows x [rows, cols] of N(0, f^2) values (f cycling through 0.25, 1, 4; rows 6 mod 8 with
 // their first group zero, rows 7 mod 8 all zero), quantised with quant::quantiseActivationRow in
 // groups of g.
@@ -327,9 +332,7 @@ TEST_P(GpuExpertFormats, BitIdenticalToTheCpu) {
                 const int slot = 2 * e + 1;
                 slotOf.push_back(slot);
                 bySlot[size_t(slot)] = &store.back();
-                const Status up =
-                    (*runner)->upload(slot, store.back().gate.data(), store.back().up.data(),
-                                      store.back().down.data());
+                const Status up = upload(**runner, slot, store.back());
                 ASSERT_TRUE(up.isOk()) << what << ": " << up.toString();
             }
             if (fill == Fill::RawBytes) {
@@ -354,8 +357,7 @@ TEST_P(GpuExpertFormats, BitIdenticalToTheCpu) {
                 // Slot 3 gets a new expert; the same runner computes a second batch.
                 store.push_back(makeExpert(shape, fill, rng));
                 bySlot[3] = &store.back();
-                const Status up = (*runner)->upload(
-                    3, store.back().gate.data(), store.back().up.data(), store.back().down.data());
+                const Status up = upload(**runner, 3, store.back());
                 ASSERT_TRUE(up.isOk()) << what << ": " << up.toString();
                 const Inputs in = makeInputs(nRows, dModel, gG, rng);
                 const std::vector<GpuJob> jobs = makeJobs(slotOf, second, nRows, rng);
@@ -415,10 +417,7 @@ TEST(GpuExperts, HugeAndSubnormalInputScalesAreFlagged) {
                                    makeExpert(shape, Fill::Gaussian, rng)};
     const std::vector<const Expert*> bySlot = {&experts[0], &experts[1]};
     for (int slot = 0; slot < 2; ++slot)
-        ASSERT_TRUE((*runner)
-                        ->upload(slot, experts[size_t(slot)].gate.data(),
-                                 experts[size_t(slot)].up.data(), experts[size_t(slot)].down.data())
-                        .isOk());
+        ASSERT_TRUE(upload(**runner, slot, experts[size_t(slot)]).isOk());
     const int nRows = 6, hugeRow = 1, tinyRow = 4;
     Inputs in = makeInputs(nRows, shape.dModel, 64, rng);
     in.xs[size_t(hugeRow) * 3 + 0] = 1e35f;
@@ -473,10 +472,7 @@ TEST(GpuExperts, JobsOnTwoWeightsBuffersComeBackInTheCallersOrder) {
     std::vector<const Expert*> bySlot(size_t(slots), nullptr);
     for (size_t e = 0; e < experts.size(); ++e) {
         bySlot[size_t(slotOf[e])] = &experts[e];
-        ASSERT_TRUE((*runner)
-                        ->upload(slotOf[e], experts[e].gate.data(), experts[e].up.data(),
-                                 experts[e].down.data())
-                        .isOk());
+        ASSERT_TRUE(upload(**runner, slotOf[e], experts[e]).isOk());
     }
     const Inputs in = makeInputs(4, shape.dModel, 64, rng);
     // Second buffer first, then alternating: the runner groups jobs by buffer internally.
@@ -509,10 +505,7 @@ TEST(GpuExperts, LayerSizedBatch) {
     for (int e = 0; e < nExperts; ++e) {
         experts.push_back(makeExpert(shape, Fill::Gaussian, rng));
         bySlot.push_back(&experts.back());
-        ASSERT_TRUE((*runner)
-                        ->upload(e, experts.back().gate.data(), experts.back().up.data(),
-                                 experts.back().down.data())
-                        .isOk());
+        ASSERT_TRUE(upload(**runner, e, experts.back()).isOk());
     }
     const Inputs in = makeInputs(nTokens, shape.dModel, 64, rng);
     std::vector<GpuJob> jobs;
@@ -549,10 +542,7 @@ TEST(GpuExperts, ReversedGroupOrderDiffers) {
                                    makeExpert(shape, Fill::Gaussian, rng)};
     const std::vector<const Expert*> bySlot = {&experts[0], &experts[1]};
     for (int slot = 0; slot < 2; ++slot)
-        ASSERT_TRUE((*runner)
-                        ->upload(slot, experts[size_t(slot)].gate.data(),
-                                 experts[size_t(slot)].up.data(), experts[size_t(slot)].down.data())
-                        .isOk());
+        ASSERT_TRUE(upload(**runner, slot, experts[size_t(slot)]).isOk());
     const Inputs in = makeInputs(8, shape.dModel, 32, rng);
     const std::vector<GpuJob> jobs = makeJobs({0, 1}, {8, 8}, 8, rng);
     Tally tally;
@@ -609,9 +599,9 @@ TEST(GpuExperts, ArgumentErrors) {
     auto expectInvalid = [](const Status& s, const char* what) {
         EXPECT_EQ(s.code(), ErrorCode::InvalidArgument) << what << ": " << s.toString();
     };
-    expectInvalid(r.upload(-1, e.gate.data(), e.up.data(), e.down.data()), "upload to slot -1");
-    expectInvalid(r.upload(slots, e.gate.data(), e.up.data(), e.down.data()), "upload to slot 3");
-    ASSERT_TRUE(r.upload(1, e.gate.data(), e.up.data(), e.down.data()).isOk());
+    expectInvalid(upload(r, -1, e), "upload to slot -1");
+    expectInvalid(upload(r, slots, e), "upload to slot 3");
+    ASSERT_TRUE(upload(r, 1, e).isOk());
 
     const std::vector<GpuJob> five(5, GpuJob{1, 0});
     expectInvalid(r.submit(five, in.xq.data(), in.xs.data(), 2), "5 jobs, at most 4");
@@ -633,8 +623,8 @@ TEST(GpuExperts, ArgumentErrors) {
     // uploads into the slots it reads, and takes uploads into the others.
     const std::vector<GpuJob> jobs = {{1, 3}, {1, 0}, {1, 2}, {1, 1}};
     ASSERT_TRUE(r.submit(jobs, in.xq.data(), in.xs.data(), maxJobs).isOk());
-    EXPECT_FALSE(r.upload(1, e.gate.data(), e.up.data(), e.down.data()).isOk());
-    EXPECT_TRUE(r.upload(0, e.gate.data(), e.up.data(), e.down.data()).isOk());
+    EXPECT_FALSE(upload(r, 1, e).isOk());
+    EXPECT_TRUE(upload(r, 0, e).isOk());
     EXPECT_FALSE(r.submit(jobs, in.xq.data(), in.xs.data(), maxJobs).isOk());
     std::vector<float> y(size_t(maxJobs) * size_t(shape.dModel));
     std::vector<uint32_t> flags(size_t(maxJobs), 7);

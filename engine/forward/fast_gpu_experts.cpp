@@ -10,11 +10,13 @@ void gpuSubmit(const ModelImpl& m, int layer, int n, const FfnItem* shared, bool
     VramExperts& vram = *m.vram;
     // A layer abandoned after an error may have left its batch in flight: let it finish unread.
     (void)vram.runner().wait(ws.gpuY.data(), ws.gpuFlags.data());
+    vram.clearBusy();
     ws.nGpuJobs = ws.nGpuItems = ws.nCpuItems = ws.nRedoItems = ws.handedCpu = 0;
     ws.gpuSubmitted = ws.gpuToCollect = false;
     for (int i = 0; i < ws.nItems; ++i) {
         const FfnItem& it = ws.items[size_t(i)];
         const int e = ws.unionExperts[size_t(i)];
+        vram.use(layer, e, it.cnt);
         int slot = vram.slotOf(layer, e);
         if (slot < 0 && !streamed && vram.admit(layer, e, m.w.experts[size_t(layer)][size_t(e)]))
             slot = vram.slotOf(layer, e);
@@ -24,6 +26,7 @@ void gpuSubmit(const ModelImpl& m, int layer, int n, const FfnItem* shared, bool
             continue;
         }
         ++ws.nGpuItems;
+        vram.markBusy(slot); // later admissions of this layer must not overwrite it
         for (int k = 0; k < it.cnt; ++k) {
             const int row = it.actRow + k;
             // The token of the row: direct items hold every token in order (route()).
@@ -54,6 +57,7 @@ void gpuCollect(const ModelImpl& m) {
     const auto t0 = std::chrono::steady_clock::now();
     bool ok = ws.gpuSubmitted && vram.runner().wait(ws.gpuY.data(), ws.gpuFlags.data()).isOk();
     c.waitSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (ok) vram.clearBusy(); // the batch is done: its slots may take admissions again
     const size_t d = size_t(m.cfg.dModel);
     int lastRedo = -1;
     for (int j = 0; j < ws.nGpuJobs; ++j) {

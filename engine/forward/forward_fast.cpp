@@ -85,6 +85,7 @@ public:
         if (team.master()) {
             KVCacheAccess::setSize(kv, pos0 + n);
             if (m.cache) m.cache->endTokens(n);
+            if (m.vram) m.vram->endTokens(n);
         }
         if (logits) logitRows(n, firstLogitRow, logits);
     }
@@ -402,11 +403,12 @@ private:
             downShare(team, one, c.dModel);
             team.sync();
             if (team.master()) {
-                // Admission as routed: a computed expert goes to a free VRAM slot from its RAM
-                // slot, before the cache may reuse that.
+                // Admission as routed: a computed expert goes to VRAM from its RAM slot (a free
+                // VRAM slot or a colder expert's: VramPlacement), before the cache may reuse it.
                 const int e = ws.unionExperts[size_t(ws.streamPos)];
-                if (m.vram && m.vram->admit(layer, e, ws.items[size_t(ws.streamPos)].w))
-                    m.cache->markVram({layer, e});
+                tiers::ExpertId evicted{-1, -1};
+                if (m.vram && m.vram->admit(layer, e, ws.items[size_t(ws.streamPos)].w, &evicted))
+                    m.cache->markVram({layer, e}, evicted);
                 m.cache->finished(ws.streamPos);
             }
         }

@@ -72,6 +72,10 @@ struct GpuCounters {
     int64_t flagged = 0;        // jobs the guard flagged: recomputed on the CPU
     uint64_t uploadedBytes = 0; // expert bytes copied to VRAM
     double waitSeconds = 0;     // the forward pass's master thread waiting for the device
+    // Seconds the device spent on expert batches (Vulkan timestamps around each batch; 0 where
+    // the queue has no timestamps).
+    double deviceSeconds = 0;
+    int64_t evictions = 0;      // experts replaced in VRAM by hotter ones (docs/gpu.md)
     int resident = 0;           // experts in VRAM now
     int capacity = 0;           // experts the VRAM budget holds
     uint64_t expertBytes = 0;   // bytes of one expert in VRAM (gate, up, down)

@@ -104,8 +104,8 @@ VramExperts::open(const ExpertTierOptions& opt, const ModelConfig& cfg, const Mo
     std::unique_ptr<VramExperts> v(new VramExperts);
     v->m_ctx = std::move(*ctx);
     v->m_runner = std::move(*runner);
-    v->m_nExperts = cfg.nExperts;
-    v->m_slot.assign(size_t(cfg.nLayers) * size_t(cfg.nExperts), -1);
+    v->m_place.emplace(cfg.nLayers, cfg.nExperts, slots);
+    v->m_busy.assign(size_t(slots), 0);
     v->m_device = dev.name;
     v->m_selfTest = test->message;
     v->m_flagEvery = opt.gpuTestFlagEvery;
@@ -119,19 +119,37 @@ VramExperts::open(const ExpertTierOptions& opt, const ModelConfig& cfg, const Mo
     return v;
 }
 
-bool VramExperts::admit(int layer, int expert, const SwiGluView& w) {
-    int& slot = m_slot[size_t(layer) * m_nExperts + expert];
-    if (slot >= 0) return true;
-    if (m_used >= m_runner->slots()) return false;
+bool VramExperts::copy(int slot, const SwiGluView& w) {
     const gpu::ExpertShape& s = m_runner->shape();
     if (!w.gate.q || !w.up.q || !w.down.q || w.gate.qfmt != s.gateUp || w.up.qfmt != s.gateUp ||
-        w.down.qfmt != s.down)
+        w.down.qfmt != s.down || !m_runner->upload(slot, w.gate.q, w.up.q, w.down.q).isOk()) {
+        m_place->release(slot);
         return false;
-    if (!m_runner->upload(m_used, w.gate.q, w.up.q, w.down.q).isOk()) return false;
-    slot = m_used++;
-    m_counters.resident = m_used;
-    m_counters.uploadedBytes += m_runner->shape().expertBytes();
+    }
+    m_place->markReady(slot);
+    m_counters.uploadedBytes += s.expertBytes();
     return true;
+}
+
+bool VramExperts::admit(int layer, int expert, const SwiGluView& w, tiers::ExpertId* evicted) {
+    if (evicted) *evicted = {-1, -1};
+    if (m_place->ready({layer, expert})) return true;
+    tiers::ExpertId out{-1, -1};
+    const int slot = m_place->place(
+        {layer, expert}, [this](int s) { return m_busy[size_t(s)] != 0; }, &out);
+    if (slot < 0) return false;
+    if (evicted) *evicted = out;
+    return copy(slot, w);
+}
+
+std::vector<tiers::ExpertId> VramExperts::setPins(const std::vector<tiers::ExpertId>& hottestFirst,
+                                                  const ModelWeights* w) {
+    const auto copies =
+        m_place->setPins(hottestFirst, [this](int s) { return m_busy[size_t(s)] != 0; });
+    if (w)
+        for (const tiers::VramPlacement::Assignment& a : copies)
+            copy(a.slot, w->experts[size_t(a.id.layer)][size_t(a.id.expert)]);
+    return m_place->pins();
 }
 
 std::string VramExperts::description() const {

@@ -3,17 +3,19 @@
 // device and computed there, bit-identical to the CPU (gpu/expert_runner.h). Owned by ModelImpl;
 // used by the Fast forward pass's master thread only (docs/design.md "Threading contract": the
 // master thread owns the device's queue).
-// Placement today: with experts resident in RAM, every expert when they fit in the VRAM budget;
-// otherwise (and always with streamed experts) experts as they are routed, until the budget is
-// full (no eviction yet). Streamed experts are copied to VRAM from the RAM slot the CPU computed
-// them from.
+// Which experts hold the slots is tiers::VramPlacement's choice (learned pins, then LFU with
+// forgetting and an admission margin; everything when it fits). Streamed experts are copied to
+// VRAM from the RAM slot the CPU computed them from; resident ones from their RAM copy.
 #include "core/status.h"
 #include "forward/model.h"
 #include "gpu/expert_runner.h"
 #include "model/weights.h"
 #include "tiers/expert_source.h"
+#include "tiers/vram_placement.h"
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,17 +35,41 @@ public:
                                                      int maxJobs, std::string* note);
     ~VramExperts();
 
-    // The VRAM slot of (layer, expert), -1 when it is not in VRAM.
-    int slotOf(int layer, int expert) const { return m_slot[size_t(layer) * m_nExperts + expert]; }
-    // Copies the expert into a free slot when there is one and its formats are the tier's
-    // (admission as routed). Returns whether it is in VRAM now. While a batch is in flight only
-    // free slots are written, which the batch does not read.
-    bool admit(int layer, int expert, const SwiGluView& w);
+    // The VRAM slot of (layer, expert) when its bytes are there, -1 otherwise.
+    int slotOf(int layer, int expert) const {
+        return m_place->ready({layer, expert}) ? m_place->slotOf({layer, expert}) : -1;
+    }
+    // Heat: `count` tokens of the current chunk routed to (layer, expert); call before admit().
+    void use(int layer, int expert, int count) { m_place->use({layer, expert}, count); }
+    // n tokens were processed (the heat clock).
+    void endTokens(int n) { m_place->endTokens(n); }
+    // Copies the expert to VRAM when the placement gives it a slot (a reserved pin slot, a free
+    // one, or a colder expert's that no batch reads) and its formats are the tier's. Returns
+    // whether it is in VRAM now; *evicted (when not null) receives the expert it replaced, or
+    // {-1, -1}.
+    bool admit(int layer, int expert, const SwiGluView& w, tiers::ExpertId* evicted = nullptr);
+    // Learned VRAM pins (tiers::VramPlacement::setPins): the hottest first. Resident experts
+    // (`w` not null) are copied now; streamed ones fill their reserved slot when first routed.
+    // Returns the pins now in force. Call before the first forward() (with streamed experts
+    // nothing is in VRAM yet, so no expert the expert cache shows in VRAM is replaced).
+    std::vector<tiers::ExpertId> setPins(const std::vector<tiers::ExpertId>& hottestFirst,
+                                         const ModelWeights* w);
+    std::vector<tiers::ExpertId> pins() const { return m_place->pins(); }
+    int pinCapacity() const { return m_place->pinCapacity(); }
+    // The slots of the batch being built or in flight (never overwritten): gpuSubmit marks each
+    // job's slot, clearBusy() after the batch was waited for.
+    void markBusy(int slot) { m_busy[size_t(slot)] = 1; }
+    void clearBusy() { std::fill(m_busy.begin(), m_busy.end(), 0); }
 
     gpu::ExpertRunner& runner() { return *m_runner; }
     // Counters (cumulative): experts and (expert, token) jobs computed on the GPU, jobs the guard
     // flagged (recomputed on the CPU), bytes uploaded, seconds waited for the device.
-    GpuCounters counters() const { return m_counters; }
+    GpuCounters counters() const {
+        GpuCounters c = m_counters;
+        c.resident = m_place->readyCount();
+        c.evictions = m_place->evictions();
+        return c;
+    }
     GpuCounters& mutableCounters() { return m_counters; }
     const std::string& deviceName() const { return m_device; }
     // ExpertTierOptions::gpuTestFlagEvery: whether the next job counts as flagged (test hook).
@@ -54,9 +80,9 @@ private:
     VramExperts() = default;
     std::unique_ptr<gpu::GpuContext> m_ctx;
     std::unique_ptr<gpu::ExpertRunner> m_runner;
-    std::vector<int> m_slot; // [n_layers * n_experts]
-    int m_nExperts = 0;
-    int m_used = 0;
+    bool copy(int slot, const SwiGluView& w);
+    std::optional<tiers::VramPlacement> m_place; // set in open()
+    std::vector<uint8_t> m_busy;                 // [slots]
     GpuCounters m_counters;
     std::string m_device;
     std::string m_selfTest;

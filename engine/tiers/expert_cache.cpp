@@ -567,8 +567,14 @@ void ExpertCache::setVramCapacity(int experts, uint64_t bytesPerExpert) {
     m->vramExpertBytes = bytesPerExpert;
 }
 
-void ExpertCache::markVram(ExpertId id) {
+void ExpertCache::markVram(ExpertId id, ExpertId evicted) {
     std::lock_guard<std::mutex> lock(m->mutex);
+    if (m->routedExpert(evicted) && m->inVram[m->key(evicted)]) {
+        const size_t k = m->key(evicted);
+        m->inVram[k] = 0;
+        --m->vramExperts;
+        m->mark(k);
+    }
     if (!m->routedExpert(id)) return;
     const size_t k = m->key(id);
     if (m->inVram[k]) return;
@@ -662,7 +668,9 @@ void ExpertCache::setPins(const std::vector<ExpertId>& hottestFirst) {
         int n = 0;
         for (const ExpertId& id : hottestFirst) {
             if (n >= cap) break;
-            if (!m->routedExpert(id) || m->pinned[m->key(id)] || m->excluded[m->key(id)]) continue;
+            if (!m->routedExpert(id) || m->pinned[m->key(id)] || m->excluded[m->key(id)] ||
+                m->inVram[m->key(id)])
+                continue;
             m->setPinned(m->key(id), kLearnedPin);
             ++n;
         }
@@ -693,7 +701,7 @@ int ExpertCache::rebalancePins() {
                 const size_t k = m->key({l, e});
                 if (m->pinned[k] == kLearnedPin)
                     pinnedIds.push_back({l, e});
-                else if (m->pinned[k] == kNotPinned && !m->excluded[k])
+                else if (m->pinned[k] == kNotPinned && !m->excluded[k] && !m->inVram[k])
                     free.push_back({l, e});
             }
         }

@@ -129,19 +129,22 @@ public:
     // ---- the VRAM tier's residency (shown in the telemetry; the forward pass owns the VRAM) ----
     // The GPU tier holds up to `experts` experts of `bytesPerExpert` bytes (0, 0: none).
     void setVramCapacity(int experts, uint64_t bytesPerExpert);
-    // `id` is now in VRAM (its ExpertMap state becomes Vram). Ignored for a bad id.
-    void markVram(ExpertId id);
+    // `id` is now in VRAM (its ExpertMap state becomes Vram) and `evicted`, when a valid id,
+    // left it (its state is its RAM or disk one again). Bad ids are ignored.
+    void markVram(ExpertId id, ExpertId evicted = {-1, -1});
 
     // ---- the pinned hot-store ----
     // Experts the hot-store may hold under the current budget (learned and user pins together).
     int pinCapacity() const;
     // Learned pins: pins the first pinCapacity() - userPins().size() experts of `hottestFirst`
-    // that are routed, not user-pinned and not excluded (unpinning other learned pins; user pins
+    // that are routed, not user-pinned, not excluded and not in VRAM (markVram: the device computes
+    // them, so a RAM pin would be a wasted slot) (unpinning other learned pins; user pins
     // stay) and starts reading those not resident into free or cold slots. Bad ids are skipped.
     void setPins(const std::vector<ExpertId>& hottestFirst);
     // Hysteresis swaps of learned pins at a turn boundary: fills free hot-store places (those
     // user pins leave) with the hottest experts neither pinned nor excluded, then swaps while the
-    // hottest such beats the coldest learned pin by pinMargin, at most maxPinSwaps changes. User
+    // hottest such (not in VRAM) beats the coldest learned pin by pinMargin, at most maxPinSwaps
+    // changes. User
     // pins are never swapped out. Returns the number of changes.
     int rebalancePins();
     // Every pinned expert, learned and user pins, by (layer, expert).

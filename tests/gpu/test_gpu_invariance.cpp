@@ -1,7 +1,7 @@
 // The VRAM tier changes speed, never the tokens (docs/gpu.md): on every fixture family's int4
 // colibri container, the shipped default model's, and an int8 in-memory quantisation, computing
 // routed experts on the Vulkan test device (lavapipe here) with a VRAM budget holding all of them,
-// half of them (the rest admitted as routed until full, then on the CPU) or one, gives the same
+// half of them (admitted as routed, hotter ones replacing colder ones) or one, gives the same
 // greedy tokens and bit-identical final logits as the CPU alone; so do the containers' streamed
 // experts (the expert cache) at the minimum RAM budget and with every expert in RAM, with VRAM for
 // half or all of the experts. The counters show that experts really ran on the device.
@@ -115,14 +115,18 @@ void checkModel(const std::string& path, bool streams,
         const GpuCounters c = (*m)->gpuCounters();
         per = c.expertBytes;
         std::printf("%s: VRAM %d/%d experts, %lld experts and %lld token jobs on the GPU, %lld "
-                    "flagged\n",
+                    "flagged, %lld evictions\n",
                     path.c_str(), c.resident, c.capacity, (long long)c.experts, (long long)c.jobs,
-                    (long long)c.flagged);
+                    (long long)c.flagged, (long long)c.evictions);
         EXPECT_EQ(c.capacity, slots);
         EXPECT_GT(c.experts, 0);
         EXPECT_GE(c.jobs, c.experts);
         if (share == 50) {
             EXPECT_GT(c.flagged, 0);
+            EXPECT_GT(c.evictions, 0) << "hotter experts replace colder ones (VramPlacement)";
+        }
+        if (share == 100) {
+            EXPECT_EQ(c.evictions, 0) << "everything fits: nothing is ever evicted";
         }
         EXPECT_LE(c.resident, c.capacity);
         if (share == 100) {
@@ -161,10 +165,11 @@ void checkModel(const std::string& path, bool streams,
             cache->waitIdle();
             EXPECT_TRUE(cache->checkConsistency().isOk()) << cache->checkConsistency().toString();
             const tiers::TierTelemetry t = cache->telemetry();
-            std::printf("%s: streamed, RAM %s, VRAM %d/%d experts: %lld experts on the GPU, %llu "
-                        "VRAM hits of %llu routed, %.1f MiB read\n",
+            std::printf("%s: streamed, RAM %s, VRAM %d/%d experts: %lld experts on the GPU, %lld "
+                        "evictions, %llu VRAM hits of %llu routed, %.1f MiB read\n",
                         path.c_str(), ramAll ? "all" : "minimum", c.resident, c.capacity,
-                        (long long)c.experts, (unsigned long long)t.counters.hitsVram,
+                        (long long)c.experts, (long long)c.evictions,
+                        (unsigned long long)t.counters.hitsVram,
                         (unsigned long long)t.counters.routed,
                         double(t.counters.bytesRead) / 1048576.0);
             EXPECT_GT(c.experts, 0);

@@ -323,7 +323,12 @@ void EngineWorker::doApplyUsage(const Command& c) {
         if (std::find(usage.exclusions.begin(), usage.exclusions.end(), id) ==
             usage.exclusions.end())
             usage.exclusions.push_back(id);
-    const int applied = learning::applyLearnedUsage(*cache, usage);
+    // With a GPU tier the hottest go to VRAM, the next hottest to the RAM hot-store. Only before
+    // the first answer: VRAM pins placed later could replace experts the cache shows in VRAM.
+    std::vector<tiers::ExpertId> vramPins;
+    if (!m_generatedSinceLoad)
+        vramPins = m_model->model().setVramPins(learning::vramPinCandidates(usage));
+    const int applied = learning::applyLearnedUsage(*cache, usage, vramPins);
     m_learning = true;
     updatePlan(); // the learned heat gives the expected hit rate
     publishTiers(0, nullptr);
@@ -487,7 +492,8 @@ void EngineWorker::doGenerate(const Command& c) {
     done.contextLength = fitted.value().contextTokens;
     tiers::ExpertCache* cache = m_model->model().expertCache();
     if (m_learning && cache) // pins rebalanced between turns; heat and pins go to the database
-        done.usage = std::make_shared<learning::UsageSnapshot>(learning::endTurnSnapshot(*cache));
+        done.usage = std::make_shared<learning::UsageSnapshot>(
+            learning::endTurnSnapshot(*cache, m_model->model().vramPins()));
     publish(std::move(done));
 }
 

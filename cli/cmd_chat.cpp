@@ -81,7 +81,7 @@ int runChat(const ChatOptions& o) {
     Session session(*lm);
     std::unique_ptr<UsageLearning> learning;
     if (tiers::ExpertCache* cache = lm->model().expertCache(); cache && !o.model.noLearn)
-        learning = UsageLearning::start(o.model.dir, *cache, o.model.usageDb);
+        learning = UsageLearning::start(o.model.dir, lm->model(), *cache, o.model.usageDb);
     std::vector<ChatMessage> messages;
     const ChatMessage systemMessage{"system", o.system};
     std::unique_ptr<ChatPersistence> saved;

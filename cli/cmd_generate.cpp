@@ -104,7 +104,7 @@ int runGenerate(GenerateOptions o) {
     tiers::ExpertCache* cache = lm->model().expertCache();
     std::unique_ptr<UsageLearning> learning;
     if (cache && !o.model.noLearn)
-        learning = UsageLearning::start(o.model.dir, *cache, o.model.usageDb);
+        learning = UsageLearning::start(o.model.dir, lm->model(), *cache, o.model.usageDb);
     std::unique_ptr<TierLog> tierLog;
     if (!o.tierLog.empty()) {
         if (!cache) {

@@ -47,11 +47,13 @@ std::string describeTimeSplit(const GenerateStats& s) {
 
 std::string describeGpu(const GpuCounters& before, const GpuCounters& after) {
     return fmt::format("gpu: {} experts computed in VRAM ({} token jobs, {} flagged and "
-                       "recomputed on the CPU), {}/{} experts resident, {:.1f} MiB uploaded, "
-                       "{:.1f} ms waiting for the device",
+                       "recomputed on the CPU), {}/{} experts resident, {} evicted, {:.1f} MiB "
+                       "uploaded, {:.1f} ms on the device, {:.1f} ms waiting for it",
                        after.experts - before.experts, after.jobs - before.jobs,
                        after.flagged - before.flagged, after.resident, after.capacity,
+                       after.evictions - before.evictions,
                        double(after.uploadedBytes - before.uploadedBytes) / 1048576.0,
+                       (after.deviceSeconds - before.deviceSeconds) * 1e3,
                        (after.waitSeconds - before.waitSeconds) * 1e3);
 }
 

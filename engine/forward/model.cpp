@@ -266,6 +266,19 @@ std::string Model::gpuNote() const {
     return m_impl->gpuNote;
 }
 
+std::vector<tiers::ExpertId> Model::setVramPins(const std::vector<tiers::ExpertId>& hottestFirst) {
+    if (!m_impl->vram) return {};
+    return m_impl->vram->setPins(hottestFirst, m_impl->cache ? nullptr : &m_impl->w);
+}
+
+std::vector<tiers::ExpertId> Model::vramPins() const {
+    return m_impl->vram ? m_impl->vram->pins() : std::vector<tiers::ExpertId>{};
+}
+
+int Model::vramPinCapacity() const {
+    return m_impl->vram ? m_impl->vram->pinCapacity() : 0;
+}
+
 void Model::setThreads(int n) {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
     m_impl->threads = resolveThreads(n);

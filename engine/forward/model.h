@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "model/config.h"
 #include "model/quantise_weights.h"
+#include "tiers/heat_table.h" // tiers::ExpertId
 
 #include <atomic>
 #include <cstdint>
@@ -75,10 +76,10 @@ struct GpuCounters {
     // Seconds the device spent on expert batches (Vulkan timestamps around each batch; 0 where
     // the queue has no timestamps).
     double deviceSeconds = 0;
-    int64_t evictions = 0;      // experts replaced in VRAM by hotter ones (docs/gpu.md)
-    int resident = 0;           // experts in VRAM now
-    int capacity = 0;           // experts the VRAM budget holds
-    uint64_t expertBytes = 0;   // bytes of one expert in VRAM (gate, up, down)
+    int64_t evictions = 0;    // experts replaced in VRAM by hotter ones (docs/gpu.md)
+    int resident = 0;         // experts in VRAM now
+    int capacity = 0;         // experts the VRAM budget holds
+    uint64_t expertBytes = 0; // bytes of one expert in VRAM (gate, up, down)
 };
 
 struct ModelLoadOptions {
@@ -236,6 +237,14 @@ public:
     bool gpuActive() const;
     GpuCounters gpuCounters() const;
     std::string gpuNote() const;
+    // The VRAM tier's learned pins (tiers/vram_placement.h): the hottest experts by learned heat
+    // (hottestFirst, e.g. learning::vramPinCandidates) reserve up to half of its slots and are
+    // never evicted; resident experts are copied now, streamed ones when first routed. Returns
+    // the pins in force (empty without a GPU tier). Call before the first forward(); not
+    // thread-safe against forward().
+    std::vector<tiers::ExpertId> setVramPins(const std::vector<tiers::ExpertId>& hottestFirst);
+    std::vector<tiers::ExpertId> vramPins() const; // by (layer, expert)
+    int vramPinCapacity() const;                   // 0 without a GPU tier
 
     // Runs tokens[0..n) at positions kv.size() .. kv.size()+n-1, appending them to kv.
     // logits: [n, vocab] when allLogits, else [vocab] for the last token only (resized here).

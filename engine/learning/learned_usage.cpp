@@ -45,24 +45,50 @@ Result<LearnedUsage> loadLearnedUsageFor(storage::Storage& db, const std::string
 Status saveUsage(storage::Storage& db, int64_t modelId, const UsageSnapshot& snapshot) {
     COLI_RETURN_IF_ERROR(db.saveHeat(modelId, snapshot.heat, snapshot.tokenClock));
     std::vector<storage::Pin> pins;
-    pins.reserve(snapshot.pins.size());
+    pins.reserve(snapshot.pins.size() + snapshot.vramPins.size());
+    auto inVram = [&](const tiers::ExpertId& id) {
+        return std::find(snapshot.vramPins.begin(), snapshot.vramPins.end(), id) !=
+               snapshot.vramPins.end();
+    };
+    for (const tiers::ExpertId& id : snapshot.vramPins)
+        pins.push_back({id.layer, id.expert, storage::PinTier::Vram});
     for (const tiers::ExpertId& id : snapshot.pins)
-        pins.push_back({id.layer, id.expert, storage::PinTier::Ram});
+        if (!inVram(id)) pins.push_back({id.layer, id.expert, storage::PinTier::Ram});
     return db.setPins(modelId, pins);
 }
 
-int applyLearnedUsage(tiers::ExpertCache& cache, const LearnedUsage& usage) {
+std::vector<tiers::ExpertId> vramPinCandidates(const LearnedUsage& usage) {
+    std::vector<tiers::ExpertId> out;
+    auto has = [](const std::vector<tiers::ExpertId>& v, const tiers::ExpertId& id) {
+        return std::find(v.begin(), v.end(), id) != v.end();
+    };
+    for (const tiers::ExpertId& id : usage.pins)
+        if (!has(usage.exclusions, id) && !has(usage.userPins, id)) out.push_back(id);
+    return out;
+}
+
+int applyLearnedUsage(tiers::ExpertCache& cache, const LearnedUsage& usage,
+                      std::span<const tiers::ExpertId> vramPins) {
     cache.setTokenClock(usage.tokenClock);
     for (const storage::HeatRecord& r : usage.heat)
         cache.setHeat({r.layer, r.expert}, r.heat, r.lastSeen);
     // The user's choices first, so that learned pins only fill the places they leave.
     const int applied = cache.setUserPins(usage.userPins);
     cache.setExclusions(usage.exclusions);
-    cache.setPins(usage.pins);
+    if (vramPins.empty()) {
+        cache.setPins(usage.pins);
+    } else {
+        std::vector<tiers::ExpertId> ram;
+        for (const tiers::ExpertId& id : usage.pins)
+            if (std::find(vramPins.begin(), vramPins.end(), id) == vramPins.end())
+                ram.push_back(id);
+        cache.setPins(ram);
+    }
     return applied;
 }
 
-UsageSnapshot endTurnSnapshot(tiers::ExpertCache& cache) {
+UsageSnapshot endTurnSnapshot(tiers::ExpertCache& cache,
+                              std::span<const tiers::ExpertId> vramPins) {
     cache.rebalancePins();
     UsageSnapshot s;
     const std::vector<double> heat = cache.heatSnapshot();
@@ -71,6 +97,7 @@ UsageSnapshot endTurnSnapshot(tiers::ExpertCache& cache) {
         if (heat[k] > 0) s.heat.push_back({int(k / perLayer), int(k % perLayer), heat[k]});
     s.tokenClock = cache.tokenClock();
     s.pins = cache.pins();
+    s.vramPins.assign(vramPins.begin(), vramPins.end());
     return s;
 }
 

@@ -21,6 +21,7 @@
 #include "tiers/expert_cache.h"
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,9 @@ struct UsageSnapshot {
     int64_t tokenClock = 0;                // the cache's token clock (heat is as of it)
     std::vector<storage::ExpertHeat> heat; // every expert with learned heat > 0, by (layer, expert)
     std::vector<tiers::ExpertId> pins;     // the hot-store after rebalancing (ExpertCache::pins)
+    // The VRAM tier's learned pins (Model::vramPins), stored with tier 'vram'; an expert in both
+    // lists is stored once, as a VRAM pin.
+    std::vector<tiers::ExpertId> vramPins;
 };
 
 // ---- storage thread ----
@@ -64,7 +68,8 @@ Result<LearnedUsage> loadLearnedUsage(storage::Storage& db, const std::string& i
 // storage::modelIdentity (NotFound, Malformed, Io naming the file).
 Result<LearnedUsage> loadLearnedUsageFor(storage::Storage& db, const std::string& modelDir,
                                          int pinCapacity);
-// Saves a turn: the snapshot's heat (as of its token clock), then the pins (tier RAM), one
+// Saves a turn: the snapshot's heat (as of its token clock), then the pins (tier 'vram' for
+// vramPins, 'ram' for the other pins), one
 // transaction each; the pins are not written when the heat could not be. Errors: those of
 // Storage::saveHeat / setPins (InvalidArgument, NotFound for an unknown model, Io: locked,
 // read-only, disk full), naming the file; the database keeps what it had.
@@ -79,10 +84,17 @@ Status saveUsage(storage::Storage& db, int64_t modelId, const UsageSnapshot& sna
 // skipped, those beyond the capacity dropped, reads start for the rest). Call it before the
 // model's first generation: the stored clock replaces the cache's. Returns how many user pins
 // were applied (fewer than usage.userPins when the hot-store is too small: the caller says so).
-int applyLearnedUsage(tiers::ExpertCache& cache, const LearnedUsage& usage);
+// vramPins: experts the VRAM tier pinned from usage.pins (Model::setVramPins, called first): the
+// device computes them, so they take no learned RAM pin.
+int applyLearnedUsage(tiers::ExpertCache& cache, const LearnedUsage& usage,
+                      std::span<const tiers::ExpertId> vramPins = {});
+// The learned pin candidates for the VRAM tier: usage.pins without the exclusions and user pins
+// (user pins are RAM pins the user chose; the VRAM tier takes the hottest of the rest).
+std::vector<tiers::ExpertId> vramPinCandidates(const LearnedUsage& usage);
 // A turn ended: rebalances the learned pins (ExpertCache::rebalancePins, hysteresis: user pins
 // stay, excluded experts are never chosen), then returns the token clock, every expert's learned
-// heat > 0 and the pins (learned and user), as plain values.
-UsageSnapshot endTurnSnapshot(tiers::ExpertCache& cache);
+// heat > 0 and the pins (learned and user), as plain values; vramPins as given (Model::vramPins).
+UsageSnapshot endTurnSnapshot(tiers::ExpertCache& cache,
+                              std::span<const tiers::ExpertId> vramPins = {});
 
 } // namespace coli::learning

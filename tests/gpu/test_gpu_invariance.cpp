@@ -207,6 +207,64 @@ TEST(GpuInvarianceDefaultModel, Int4Container) {
     checkModel(container(COLI_SHIPPED_MODEL_DIR), true);
 }
 
+// Learned VRAM pins (Model::setVramPins): resident experts are copied before the first token,
+// streamed ones when first routed; pins are never evicted though the tier evicts others; the
+// tokens and logits stay the CPU's.
+TEST(GpuInvarianceDefaultModel, VramPinsStayAndChangeNoBit) {
+    COLI_GPU_CONTEXT_OR_SKIP(ctx);
+    const std::string path = container(COLI_SHIPPED_MODEL_DIR);
+    ModelLoadOptions base;
+    base.threads = 2;
+    auto cpu = Model::load(path, base);
+    ASSERT_TRUE(cpu.isOk()) << cpu.status().toString();
+    const ::Run want = generate(**cpu);
+    const ModelConfig& cfg = (*cpu)->config();
+    std::vector<tiers::ExpertId> hottest; // an arbitrary "learned" order: two per layer
+    for (int l = 0; l < cfg.nLayers; ++l)
+        if (cfg.sparseLayer[size_t(l)])
+            for (int e : {5, 2})
+                hottest.push_back({l, e});
+    for (const bool streamed : {false, true}) {
+        SCOPED_TRACE(streamed ? "streamed" : "resident");
+        ModelLoadOptions o = base;
+        o.tiers.stream = streamed;
+        o.tiers.gpu = coli::gpu::testing::testDeviceSpec();
+        o.tiers.gpuSelfTestCache = selfTestCache();
+        auto probe = Model::load(path, o);
+        ASSERT_TRUE(probe.isOk()) << probe.status().toString();
+        const uint64_t per = (*probe)->gpuCounters().expertBytes;
+        ASSERT_GT(per, 0u);
+        o.tiers.vramBudgetBytes = 24 * per + per / 2; // 24 slots: 12 for pins
+        auto m = Model::load(path, o);
+        ASSERT_TRUE(m.isOk()) << m.status().toString();
+        ASSERT_EQ((*m)->vramPinCapacity(), 12);
+        const std::vector<tiers::ExpertId> pins = (*m)->setVramPins(hottest);
+        ASSERT_EQ(pins.size(), 12u);
+        const GpuCounters atStart = (*m)->gpuCounters();
+        EXPECT_EQ(atStart.resident, streamed ? 0 : 12) << "resident pins are copied at once";
+        const ::Run got = generate(**m);
+        expectSame(got, want);
+        const GpuCounters c = (*m)->gpuCounters();
+        EXPECT_GT(c.evictions, 0);
+        EXPECT_EQ((*m)->vramPins().size(), 12u);
+        std::printf("%s pins: %d/%d resident, %lld evictions, %lld experts on the GPU\n",
+                    streamed ? "streamed" : "resident", c.resident, c.capacity,
+                    (long long)c.evictions, (long long)c.experts);
+        if (!streamed) continue;
+        // Every pin the text routed is in VRAM and stayed there.
+        const tiers::ExpertMap map = (*m)->expertCache()->telemetry().experts;
+        int routedPins = 0;
+        for (const tiers::ExpertId& id : pins) {
+            const size_t k = size_t(id.layer) * size_t(map.nExperts) + size_t(id.expert);
+            if (map.hits[k] == 0) continue;
+            ++routedPins;
+            EXPECT_EQ(map.state[k] & tiers::kExpertStateMask, uint8_t(tiers::ExpertState::Vram))
+                << "layer " << id.layer << " expert " << id.expert;
+        }
+        EXPECT_GT(routedPins, 0);
+    }
+}
+
 TEST(GpuInvarianceDefaultModel, Int8InMemory) {
     COLI_GPU_CONTEXT_OR_SKIP(ctx);
     WeightQuantisation q;

@@ -286,3 +286,63 @@ TEST(LearnedUsage, UserPinsFirstThenLearnedPinsWithoutExclusions) {
     EXPECT_EQ(learning::applyLearnedUsage(*small, *u), 1);
     EXPECT_EQ(sorted(small->pins()), sorted({{first, 9}}));
 }
+
+// The VRAM tier's pins: the candidates leave out exclusions and user pins; the experts pinned in
+// VRAM take no learned RAM pin; saved with tier 'vram', an expert in both lists stored once.
+TEST(LearnedUsage, VramPinsAreStoredWithTheirTierAndTakeNoRamPin) {
+    TempDir dir;
+    const std::string path = dir.file("colibri.db");
+    auto cache = makeCache(8); // 4 places
+    ASSERT_NE(cache, nullptr);
+    learnSomething(*cache);
+    const int first = cache_test::CacheFixture::get("qwen3moe").sparseLayers.front();
+    const int last = cache_test::CacheFixture::get("qwen3moe").sparseLayers.back();
+    auto db = storage::Storage::open(path);
+    ASSERT_TRUE(db.isOk()) << db.status().toString();
+    auto u0 = learning::loadLearnedUsage(**db, kIdentity, "/m", 8);
+    ASSERT_TRUE(u0.isOk()) << u0.status().toString();
+    ASSERT_TRUE(learning::saveUsage(**db, u0->modelId, learning::endTurnSnapshot(*cache)).isOk());
+    storage::UserPinStore store(**db);
+    ASSERT_TRUE(store.exclude(u0->modelId, last, 4).isOk());   // the hottest
+    ASSERT_TRUE(store.pin(u0->modelId, last, 3, 2000).isOk()); // the second hottest
+    auto u = learning::loadLearnedUsage(**db, kIdentity, "/m", 8);
+    ASSERT_TRUE(u.isOk()) << u.status().toString();
+
+    const std::vector<tiers::ExpertId> candidates = learning::vramPinCandidates(*u);
+    ASSERT_GE(candidates.size(), 2u);
+    EXPECT_EQ(candidates[0], (tiers::ExpertId{last, 2})) << "hottest neither excluded nor pinned";
+    EXPECT_EQ(candidates[1], (tiers::ExpertId{last, 1}));
+    for (const tiers::ExpertId& id : candidates) {
+        EXPECT_NE(id, (tiers::ExpertId{last, 4}));
+        EXPECT_NE(id, (tiers::ExpertId{last, 3}));
+    }
+    // Say the VRAM tier took the two hottest candidates.
+    const std::vector<tiers::ExpertId> vram(candidates.begin(), candidates.begin() + 2);
+    auto fresh = makeCache(8);
+    ASSERT_NE(fresh, nullptr);
+    learning::applyLearnedUsage(*fresh, *u, vram);
+    for (const tiers::ExpertId& id : fresh->pins())
+        for (const tiers::ExpertId& v : vram)
+            EXPECT_NE(id, v) << "a VRAM pin took a RAM pin too";
+    EXPECT_EQ(fresh->pins().size(), 4u) << "the next hottest fill the hot-store";
+    // Once copied (streamed experts: when first routed), the cache shows them in VRAM, and
+    // rebalancing at a turn end never gives them a RAM pin either.
+    for (const tiers::ExpertId& v : vram)
+        fresh->markVram(v);
+
+    learning::UsageSnapshot s = learning::endTurnSnapshot(*fresh, vram);
+    EXPECT_EQ(s.vramPins, vram);
+    for (const tiers::ExpertId& id : s.pins)
+        EXPECT_NE(id, vram[0]);
+    s.pins.push_back(vram[0]); // in both lists: stored once, as a VRAM pin
+    ASSERT_TRUE(learning::saveUsage(**db, u->modelId, s).isOk());
+    auto pins = (*db)->getPins(u->modelId);
+    ASSERT_TRUE(pins.isOk()) << pins.status().toString();
+    std::vector<tiers::ExpertId> storedVram, storedRam;
+    for (const storage::Pin& p : *pins)
+        (p.tier == storage::PinTier::Vram ? storedVram : storedRam).push_back({p.layer, p.expert});
+    EXPECT_EQ(sorted(storedVram), sorted(vram));
+    EXPECT_EQ(storedRam.size(), 4u);
+    for (const tiers::ExpertId& id : storedRam)
+        EXPECT_NE(id, vram[0]);
+}

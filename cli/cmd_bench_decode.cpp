@@ -3,8 +3,11 @@
 // ratio of the disk's bandwidth measured in the same run with the same request size and queue
 // depth (docs/performance.md: median and min-max of the runs). A benchmark: nothing is asserted
 // about speed; the tokens are (every run must decode the reference's, else it stops with an error;
-// the reference is a resident load when every expert fits in memory, else the first streamed run).
+// the reference is a resident load when every expert fits in memory, else the first streamed run;
+// with --gpu a streamed run without the GPU). With --gpu each RAM budget is crossed with every VRAM
+// budget (--vram-budgets), and the rows get the GPU columns (bench_gpu_columns.h).
 #include "cmd_bench_decode.h"
+#include "bench_gpu_columns.h"
 #include "bench_stats.h"
 #include "cmd_bench_resident.h"
 #include "diskbench/io_bench.h"
@@ -12,7 +15,6 @@
 #include "options.h"
 #include "startup/omp_defaults.h"
 
-#include "core/number_text.h"
 #include "forward/model.h"
 #include "runtime/expert_budget.h"
 #include "tiers/expert_cache.h"
@@ -23,7 +25,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,9 @@ struct BenchDecodeOptions {
     std::string reference = "auto";
     bool resident = false;    // --resident: the memory roofline rows (cmd_bench_resident.h)
     std::vector<int> prefill; // --prefill lengths (with --resident)
+    std::string gpu = "none"; // --gpu NAME|auto|none: the VRAM axis (bench_gpu_columns.h)
+    // --vram-budgets; empty: {"0", "50%", "100%"} with a GPU, else {"0"}.
+    std::vector<std::string> vramBudgets;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -70,38 +74,10 @@ struct RunResult {
     tiers::TierCounters decode; // counters over the decode steps only
     aio::IoStats io;            // the cache's pool over the whole run
     uint64_t budgetBytes = 0;
-    std::string readMode; // IoPool::readModeText() of a streamed run
+    std::string readMode;          // IoPool::readModeText() of a streamed run
+    bool gpu = false;              // the run had a GPU tier
+    GpuCounters gpuDecode, gpuRun; // over the decode steps; over the prompt and decode
 };
-
-tiers::TierCounters minus(const tiers::TierCounters& b, const tiers::TierCounters& a) {
-    tiers::TierCounters d;
-    d.routed = b.routed - a.routed;
-    d.hitsPinned = b.hitsPinned - a.hitsPinned;
-    d.hitsCache = b.hitsCache - a.hitsCache;
-    d.inFlightHits = b.inFlightHits - a.inFlightHits;
-    d.misses = b.misses - a.misses;
-    d.bytesRead = b.bytesRead - a.bytesRead;
-    d.ioWaitSeconds = b.ioWaitSeconds - a.ioWaitSeconds;
-    d.tokens = b.tokens - a.tokens;
-    return d;
-}
-
-// A --budgets item: "N%" of every expert (0 < N <= 100) into *percent, else a plain byte count
-// (0 = the working set; no unit suffix, docs/cli.md) into *bytes. Returns "" or the problem.
-std::string parseBudget(const std::string& text, std::optional<double>* percent, uint64_t* bytes) {
-    if (!text.empty() && text.back() == '%') {
-        double pct = 0;
-        const std::string num = text.substr(0, text.size() - 1);
-        if (!parseDecimal(num, 0, 100, &pct).empty() || pct <= 0)
-            return "bad percentage '" + text + "' (0 < N <= 100)";
-        *percent = pct;
-        return {};
-    }
-    *percent = std::nullopt;
-    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-        return "'" + text + "' is not 0, N% or a byte count";
-    return parseUnsigned(text, 0, std::numeric_limits<uint64_t>::max(), bytes);
-}
 
 // Budget text -> bytes: "0" (the working set), "N%" of every expert (plus the working set), or a
 // size in bytes.
@@ -118,36 +94,48 @@ Result<uint64_t> budgetBytes(const std::string& text, const tiers::ExpertCache& 
 }
 
 // How every load of the bench opens the model: its threads and I/O settings, experts streamed or
-// resident.
-ModelLoadOptions loadOptions(const BenchDecodeOptions& o, bool stream) {
+// resident, and `vramBytes` of VRAM on --gpu's device (0: no GPU tier).
+ModelLoadOptions loadOptions(const BenchDecodeOptions& o, bool stream, uint64_t vramBytes = 0) {
     ModelLoadOptions lo;
     lo.threads = o.threads;
     lo.tiers.stream = stream;
     lo.tiers.ioQueueDepth = o.ioDepth;
     lo.tiers.directIo = directIoMode(o.directIo, o.buffered);
+    lo.tiers.gpu = vramBytes ? o.gpu : "none";
+    lo.tiers.vramBudgetBytes = vramBytes;
     return lo;
 }
 
-// One measured run: fresh model (empty cache), prompt, `tokens` greedy decode steps.
+// One measured run: fresh model (empty caches), prompt, `tokens` greedy decode steps. On an error
+// *code is the exit code (kExitUsage for a budget, else kExitModel).
 Result<RunResult> runOnce(const BenchDecodeOptions& o, const Tokenizer& tok, bool stream,
-                          const std::string& budget) {
-    auto model = Model::load(o.model, loadOptions(o, stream));
+                          const std::string& budget, uint64_t vramBytes, int* code) {
+    *code = kExitModel;
+    auto model = Model::load(o.model, loadOptions(o, stream, vramBytes));
     if (!model) return model.status();
     Model& m = **model;
     RunResult r;
+    r.gpu = m.gpuActive();
+    if (vramBytes && !r.gpu) // the device refused (its self-test, memory): no tier to measure
+        return Status(ErrorCode::Unsupported, "--gpu " + o.gpu + ": " + m.gpuNote());
     tiers::ExpertCache* cache = m.expertCache();
     if (cache) {
         Result<uint64_t> b = budgetBytes(budget, *cache);
-        if (!b) return b.status();
+        if (!b) {
+            *code = kExitUsage;
+            return b.status();
+        }
         COLI_RETURN_IF_ERROR(cache->setBudget(*b));
         r.budgetBytes = cache->budget();
     }
+    const GpuCounters g0 = m.gpuCounters();
     std::vector<int32_t> ids = tok.encode(o.prompt, true);
     if (ids.empty()) return Status(ErrorCode::InvalidArgument, "the prompt gives no tokens");
     KVCache kv;
     std::vector<float> logits;
     COLI_RETURN_IF_ERROR(m.forward(ids, kv, logits));
     const tiers::TierCounters before = cache ? cache->telemetry().counters : tiers::TierCounters{};
+    const GpuCounters g1 = m.gpuCounters();
     const auto t0 = Clock::now();
     for (int i = 0; i < o.tokens; ++i) {
         const int32_t next =
@@ -156,9 +144,11 @@ Result<RunResult> runOnce(const BenchDecodeOptions& o, const Tokenizer& tok, boo
         COLI_RETURN_IF_ERROR(m.forward(std::span<const int32_t>(&next, 1), kv, logits));
     }
     r.decodeTokensPerSecond = o.tokens / seconds(t0, Clock::now());
+    r.gpuDecode = gpuDelta(m.gpuCounters(), g1);
+    r.gpuRun = gpuDelta(m.gpuCounters(), g0);
     if (cache) {
         cache->waitIdle();
-        r.decode = minus(cache->telemetry().counters, before);
+        r.decode = cache->telemetry().counters - before;
         r.io = cache->pool().stats();
         r.readMode = cache->pool().readModeText();
     }
@@ -166,10 +156,11 @@ Result<RunResult> runOnce(const BenchDecodeOptions& o, const Tokenizer& tok, boo
 }
 
 struct Row {
-    std::string state, budget;
-    uint64_t budgetBytes = 0;
+    std::string state, budget, vram;
+    uint64_t budgetBytes = 0, vramBytes = 0;
     std::vector<double> tokps, waitShare, poolMBps, diskMBps, ratio;
     tiers::TierCounters last; // decode counters of the last run (the runs read the same bytes)
+    GpuRowFigures gpu;
 };
 
 int fail(const Status& s, int code) {
@@ -179,10 +170,16 @@ int fail(const Status& s, int code) {
 
 // Whether every routed expert fits in the memory available after the dense weights are loaded
 // (the default budget's rule, runtime/expert_budget.h: the whole model when it fits); `why`
-// receives the figures.
-Result<bool> everyExpertFits(const BenchDecodeOptions& o, std::string* why) {
+// receives the figures. With --gpu, *axis receives the VRAM axis (the device, the expert size).
+Result<bool> everyExpertFits(const BenchDecodeOptions& o, std::string* why,
+                             std::optional<VramAxis>* axis) {
     auto model = Model::load(o.model, loadOptions(o, true));
     if (!model) return model.status();
+    if (o.gpu != "none") {
+        Result<VramAxis> a = vramAxis(o.gpu, **model);
+        if (!a) return a.status();
+        *axis = *a;
+    }
     const tiers::ExpertCache* cache = (*model)->expertCache();
     if (!cache) return true;
     auto mem = availableMemory();
@@ -206,15 +203,28 @@ int runBenchDecode(const BenchDecodeOptions& o) {
     // them).
     bool resident = o.reference == "resident";
     std::string why;
-    if (o.reference == "auto") {
-        auto fits = everyExpertFits(o, &why);
+    std::optional<VramAxis> axis;
+    if (o.reference == "auto" || o.gpu != "none") {
+        std::string figures;
+        auto fits = everyExpertFits(o, &figures, &axis);
         if (!fits) return fail(fits.status(), kExitModel);
-        resident = *fits;
+        if (o.reference == "auto") {
+            resident = *fits;
+            why = figures;
+        }
     }
+    // The VRAM budgets in bytes (0: no GPU tier), checked before the first row.
+    std::vector<uint64_t> vramBytes;
+    for (const std::string& v : o.vramBudgets) {
+        Result<uint64_t> b = axis ? vramBudgetBytes(v, *axis) : Result<uint64_t>(uint64_t(0));
+        if (!b) return fail(b.status(), kExitUsage);
+        vramBytes.push_back(*b);
+    }
+    int code = kExitModel;
     std::optional<RunResult> ref;
-    if (resident) {
-        auto r = runOnce(o, **tok, false, "");
-        if (!r) return fail(r.status(), kExitModel);
+    if (resident || axis) { // with a GPU the reference is always the CPU's
+        auto r = runOnce(o, **tok, !resident, resident ? "" : "0", 0, &code);
+        if (!r) return fail(r.status(), code);
         ref = std::move(*r);
     }
     fmt::print("model:      {}\n", o.model);
@@ -223,43 +233,58 @@ int runBenchDecode(const BenchDecodeOptions& o) {
                o.tokens, (*tok)->encode(o.prompt, true).size(), o.runs,
                o.threads > 0 ? std::to_string(o.threads) : std::string("all"));
     fmt::print("OpenMP:     {}\n", startup::ompWaitDescription());
-    if (ref)
+    if (axis) fmt::print("gpu:        {}\n", describeVramAxis(*axis));
+    if (resident)
         fmt::print("resident:   {:.2f} tok/s (every expert in RAM, read at load)\n",
                    ref->decodeTokensPerSecond);
+    else if (ref)
+        fmt::print("resident:   not run ({}); every run must decode the tokens of a streamed run "
+                   "at the working set without a GPU\n",
+                   why.empty() ? "--reference streamed" : why);
     else
         fmt::print("resident:   not run ({}); every run must decode the first streamed run's "
                    "tokens\n",
                    why.empty() ? "--reference streamed" : why);
+    // The rows of each cache state: every RAM budget crossed with every VRAM budget.
+    std::vector<std::pair<std::string, size_t>> cells;
+    for (const std::string& b : o.budgets)
+        for (size_t v = 0; v < o.vramBudgets.size(); ++v)
+            cells.emplace_back(b, v);
     std::vector<Row> rows;
     std::string readMode;
     for (const std::string& state : o.states) {
         const bool cold = state == "cold";
-        for (const std::string& budget : o.budgets) {
+        for (const auto& [budget, v] : cells) {
             Row row;
             row.state = state;
             row.budget = budget;
+            row.vram = o.vramBudgets[v];
+            row.vramBytes = vramBytes[v];
             for (int run = -1; run < o.runs; ++run) {
                 if (cold && box) {
                     const Status dropped = diskbench::dropCaches(diskbench::shardFiles(*box));
                     if (!dropped.isOk()) return fail(dropped, kExitModel);
                 }
-                auto r = runOnce(o, **tok, true, budget);
-                if (!r)
-                    return fail(r.status(), r.status().code() == ErrorCode::InvalidArgument
-                                                ? kExitUsage
-                                                : kExitModel);
+                auto r = runOnce(o, **tok, true, budget, row.vramBytes, &code);
+                if (!r) return fail(r.status(), code);
                 if (!ref) ref = *r; // the first streamed run is the reference
                 if (r->ids != ref->ids)
                     return fail({ErrorCode::Internal,
-                                 fmt::format("budget {} ({}) decoded other tokens than the {}: "
+                                 fmt::format("budget {}{} ({}) decoded other tokens than the {}: "
                                              "placement changed the output",
-                                             budget, state,
-                                             resident ? "resident model" : "first streamed run")},
+                                             budget, axis ? ", VRAM " + row.vram : "", state,
+                                             resident ? "resident model"
+                                             : axis   ? "CPU's streamed run"
+                                                      : "first streamed run")},
                                 kExitGeneration);
                 readMode = r->readMode;
                 if (run < 0) continue; // warm-up
                 row.budgetBytes = r->budgetBytes;
                 row.last = r->decode;
+                row.gpu.active = r->gpu;
+                row.gpu.vramShare =
+                    r->decode.routed ? double(r->decode.hitsVram) / double(r->decode.routed) : 0;
+                row.gpu.add(r->gpuDecode, r->gpuRun, o.tokens);
                 row.tokps.push_back(r->decodeTokensPerSecond);
                 row.waitShare.push_back(r->decode.ioWaitSeconds * r->decodeTokensPerSecond /
                                         o.tokens); // wait seconds / decode seconds
@@ -290,29 +315,36 @@ int runBenchDecode(const BenchDecodeOptions& o) {
     fmt::print("reads:      {} (streamed experts)\n", readMode);
     fmt::print("cache:      cold = POSIX_FADV_DONTNEED on every shard before each run; warm = "
                "the page cache keeps what earlier runs read; the expert cache starts empty\n");
-    fmt::print("{:<5} {:>7} {:>10} {:>9} {:>13} {:>10} {:>6} {:>6} {:>6} {:>6} {:>6} {:>9} {:>9} "
-               "{:>7}\n",
-               "state", "budget", "MiB", "tok/s", "tok/s_min-max", "MiB/token", "hit%", "pin%",
-               "fly%", "dem%", "wait%", "poolMB/s", "diskMB/s", "io/disk");
+    // With --gpu: the VRAM budget after the RAM budget, the GPU columns last.
+    const auto vramCells = [&](const std::string& a, const std::string& b) {
+        return axis ? fmt::format(" {:>6} {:>8}", a, b) : std::string();
+    };
+    fmt::print("{:<5} {:>7} {:>10}{} {:>9} {:>13} {:>10} {:>6} {:>6} {:>6} {:>6} {:>6} {:>9} "
+               "{:>9} {:>7}{}\n",
+               "state", "budget", "MiB", vramCells("vram", "vramMiB"), "tok/s", "tok/s_min-max",
+               "MiB/token", "hit%", "pin%", "fly%", "dem%", "wait%", "poolMB/s", "diskMB/s",
+               "io/disk", axis ? fmt::format(" {}", gpuColumnsHeader()) : std::string());
     for (const Row& r : rows) {
         const tiers::TierCounters& c = r.last;
         const double routed = c.routed ? double(c.routed) : 1;
         const double hits = double(c.hitsPinned + c.hitsCache - c.inFlightHits);
-        fmt::print("{:<5} {:>7} {:>10.1f} {:>9.2f} {:>13} {:>10.2f} {:>6.1f} {:>6.1f} {:>6.1f} "
-                   "{:>6.1f} {:>6.1f} {:>9.1f} {:>9.1f} {:>7.3f}\n",
-                   r.state, r.budget, double(r.budgetBytes) / (1 << 20), median(r.tokps),
-                   range(r.tokps, "{:.2f}"),
+        fmt::print("{:<5} {:>7} {:>10.1f}{} {:>9.2f} {:>13} {:>10.2f} {:>6.1f} {:>6.1f} {:>6.1f} "
+                   "{:>6.1f} {:>6.1f} {:>9.1f} {:>9.1f} {:>7.3f}{}\n",
+                   r.state, r.budget, double(r.budgetBytes) / (1 << 20),
+                   vramCells(r.vram, fmt::format("{:.1f}", double(r.vramBytes) / (1 << 20))),
+                   median(r.tokps), range(r.tokps, "{:.2f}"),
                    c.tokens ? double(c.bytesRead) / double(c.tokens) / (1 << 20) : 0.0,
                    100 * hits / routed, 100 * double(c.hitsPinned) / routed,
                    100 * double(c.inFlightHits) / routed, 100 * double(c.misses) / routed,
                    100 * median(r.waitShare), median(r.poolMBps), median(r.diskMBps),
-                   median(r.ratio));
+                   median(r.ratio), axis ? fmt::format(" {}", gpuColumns(r.gpu)) : std::string());
     }
     fmt::print("hit% = ready in RAM when routed (pin% of them pinned), fly% = being read by a "
                "prefetch, dem% = read on demand; wait% = compute thread waiting for reads; "
                "poolMB/s = expert bytes / time the I/O pool was busy; diskMB/s = O_DIRECT random "
                "reads of one expert's length at the same queue depth, measured after each run; "
                "io/disk = their ratio (median; goal >= 0.8)\n");
+    if (axis) fmt::print("{}\n", gpuColumnsLegend());
     return kExitOk;
 }
 
@@ -329,16 +361,29 @@ Command addBenchDecodeCommand(CLI::App& bench) {
     cmd->add_option("-n,--tokens", o->tokens, "Decode steps per run")
         ->type_name("N")
         ->check(integerIn(1, 4096));
+    const CLI::Validator budgetText(
+        [](std::string& t) {
+            std::optional<double> pct;
+            uint64_t bytes = 0;
+            return parseBudget(t, &pct, &bytes);
+        },
+        "");
     cmd->add_option("--budgets", o->budgets,
                     "RAM budgets: 0 (working set), N% of the experts, or bytes")
         ->type_name("BUDGET,...")
-        ->check(CLI::Validator(
-            [](std::string& t) {
-                std::optional<double> pct;
-                uint64_t bytes = 0;
-                return parseBudget(t, &pct, &bytes);
-            },
-            ""))
+        ->check(budgetText)
+        ->delimiter(',');
+    cmd->add_option("--gpu", o->gpu,
+                    "The VRAM tier's device for the --vram-budgets rows (a part of its name, as "
+                    "`coli info` lists them), auto (a discrete, else an integrated GPU) or none "
+                    "(default)")
+        ->type_name("NAME|auto|none")
+        ->check(nonEmptyPath("use --gpu none for no GPU"));
+    cmd->add_option("--vram-budgets", o->vramBudgets,
+                    "With --gpu: VRAM budgets, each crossed with every RAM budget: 0 (no GPU "
+                    "tier), N% of the routed experts, or bytes (default 0,50%,100%)")
+        ->type_name("BUDGET,...")
+        ->check(budgetText)
         ->delimiter(',');
     cmd->add_option("--cache", o->states, "Page-cache states: cold, warm")
         ->type_name("STATE,...")
@@ -372,6 +417,14 @@ Command addBenchDecodeCommand(CLI::App& bench) {
         ->delimiter(',')
         ->check(integerIn(1, 32768));
     return {cmd, [o, cmd]() -> int {
+                if (o->gpu == "none" && !o->vramBudgets.empty()) {
+                    fmt::print(stderr, "coli: error: --vram-budgets needs --gpu NAME|auto\n");
+                    return kExitUsage;
+                }
+                if (o->vramBudgets.empty())
+                    o->vramBudgets = o->gpu == "none"
+                                         ? std::vector<std::string>{"0"}
+                                         : std::vector<std::string>{"0", "50%", "100%"};
                 if (!o->resident) {
                     if (!o->prefill.empty()) {
                         fmt::print(stderr, "coli: error: --prefill needs --resident\n");
@@ -386,6 +439,8 @@ Command addBenchDecodeCommand(CLI::App& bench) {
                 r.runs = cmd->count("--runs") ? o->runs : 9;
                 r.threads = o->threads;
                 r.prefill = o->prefill;
+                r.gpu = o->gpu;
+                r.vramBudgets = o->vramBudgets;
                 return runBenchResident(r);
             }};
 }

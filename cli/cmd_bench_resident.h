@@ -13,11 +13,16 @@ struct BenchResidentOptions {
     int runs = 9;             // measured runs (each after its own bandwidth measurement)
     int threads = 0;          // 0 = all cores
     std::vector<int> prefill; // prompt lengths in tokens for the prefill rows; empty: none
+    std::string gpu = "none"; // --gpu NAME|auto|none (bench_gpu_columns.h)
+    // VRAM budgets (0 = no GPU tier, N% of the routed experts, bytes): one load and set of rows
+    // each; {"0"} without a GPU.
+    std::vector<std::string> vramBudgets = {"0"};
 };
 
-// Prints B_tok, then per run tok/s, R (memory read bandwidth measured just before) and
-// tok/s x B_tok / R with the time per token by stage; then the prefill rows. Returns an exit code
-// (kExitModel when the model cannot load or runs differ in their tokens).
+// Prints B_tok, then per VRAM budget: per run tok/s, R (memory read bandwidth measured just
+// before) and tok/s x B_tok / R with the time per token by stage (with --gpu: the GPU columns),
+// then the prefill rows. Returns an exit code (kExitModel when the model cannot load, the GPU tier
+// cannot run, or runs differ in their tokens; kExitUsage for a VRAM budget below one expert).
 int runBenchResident(const BenchResidentOptions& o);
 
 } // namespace coli::cli

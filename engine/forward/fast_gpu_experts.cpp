@@ -57,6 +57,7 @@ void gpuCollect(const ModelImpl& m) {
     const auto t0 = std::chrono::steady_clock::now();
     bool ok = ws.gpuSubmitted && vram.runner().wait(ws.gpuY.data(), ws.gpuFlags.data()).isOk();
     c.waitSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (ok) c.deviceSeconds += vram.runner().lastBatchDeviceSeconds();
     if (ok) vram.clearBusy(); // the batch is done: its slots may take admissions again
     const size_t d = size_t(m.cfg.dModel);
     int lastRedo = -1;

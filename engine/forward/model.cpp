@@ -8,6 +8,8 @@
 #include "mirror/mirror_load.h"
 #include "tiers/expert_cache.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -192,7 +194,13 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
             m.vram = std::move(vram.value());
             if (m.vram && m.cache) {
                 const GpuCounters c = m.vram->counters();
-                m.cache->setVramCapacity(c.capacity, c.expertBytes);
+                // A device sharing the system's memory: its experts count in the RAM budget.
+                m.cache->setVramCapacity(c.capacity, c.expertBytes, m.vram->sharesSystemMemory());
+                if (m.vram->sharesSystemMemory())
+                    m.gpuNote +=
+                        fmt::format(" The device shares the system's memory: its {:.1f} "
+                                    "MiB count in the RAM budget for experts.",
+                                    double(c.capacity) * double(c.expertBytes) / 1048576.0);
             }
         }
     }

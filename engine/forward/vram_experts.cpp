@@ -84,8 +84,9 @@ VramExperts::open(const ExpertTierOptions& opt, const ModelConfig& cfg, const Mo
         return std::unique_ptr<VramExperts>();
     }
     const uint64_t per = shape.expertBytes();
-    const uint64_t budget =
-        opt.vramBudgetBytes ? opt.vramBudgetBytes : dev.deviceLocalBytes / 5 * 4;
+    const uint64_t budget = opt.vramBudgetBytes
+                                ? opt.vramBudgetBytes
+                                : gpu::defaultVramBudget(dev, dev.deviceLocalBytes / 4);
     int total = 0;
     for (int l = 0; l < cfg.nLayers; ++l)
         total += cfg.sparseLayer[size_t(l)] ? cfg.nExperts : 0;
@@ -109,6 +110,8 @@ VramExperts::open(const ExpertTierOptions& opt, const ModelConfig& cfg, const Mo
     v->m_device = dev.name;
     v->m_selfTest = test->message;
     v->m_flagEvery = opt.gpuTestFlagEvery;
+    v->m_shared = dev.sharesSystemMemory;
+    v->m_budget = budget;
     v->m_counters.capacity = slots;
     v->m_counters.expertBytes = per;
     if (slots == total && !streamed) // everything fits: place it all now

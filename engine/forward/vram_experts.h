@@ -29,6 +29,9 @@ public:
     // tier cannot run: no device, a failed self-test, f32 or mixed-format experts, a budget below
     // one expert. Errors: InvalidArgument when opt.gpu names no device (the message lists them).
     // streamed: the expert source when experts stream (their formats come from it), else null.
+    // On a device sharing the system's memory the default budget (gpu::defaultVramBudget) is at
+    // most a quarter of the shared heap, and with streamed experts the tier's bytes count in the
+    // RAM budget (ExpertCache::setVramCapacity).
     static Result<std::unique_ptr<VramExperts>> open(const ExpertTierOptions& opt,
                                                      const ModelConfig& cfg, const ModelWeights& w,
                                                      const tiers::ExpertSource* streamed,
@@ -72,6 +75,9 @@ public:
     }
     GpuCounters& mutableCounters() { return m_counters; }
     const std::string& deviceName() const { return m_device; }
+    // The device's memory is the system's (gpu::DeviceInfo::sharesSystemMemory).
+    bool sharesSystemMemory() const { return m_shared; }
+    uint64_t budgetBytes() const { return m_budget; } // the VRAM budget in force (bytes)
     // ExpertTierOptions::gpuTestFlagEvery: whether the next job counts as flagged (test hook).
     bool testFlagNext() { return m_flagEvery > 0 && (m_jobSerial++ % m_flagEvery) == 0; }
     std::string description() const;
@@ -87,6 +93,8 @@ private:
     std::string m_device;
     std::string m_selfTest;
     int m_flagEvery = 0;
+    bool m_shared = false;
+    uint64_t m_budget = 0;
     int64_t m_jobSerial = 0;
 };
 

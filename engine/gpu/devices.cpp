@@ -130,6 +130,16 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
                     d.kind == DeviceKind::Integrated || d.kind == DeviceKind::Cpu;
     }
     d.memoryBudgetExt = hasExtension(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    if (d.memoryBudgetExt && heap >= 0) {
+        VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{};
+        budget.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT;
+        VkPhysicalDeviceMemoryProperties2 mem2{};
+        mem2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2;
+        mem2.pNext = &budget;
+        vkGetPhysicalDeviceMemoryProperties2(pd, &mem2);
+        d.heapBudgetBytes = budget.heapBudget[heap];
+        d.heapUsageBytes = budget.heapUsage[heap];
+    }
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, nullptr);
     std::vector<VkQueueFamilyProperties> qf(nq);
@@ -137,6 +147,18 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
     d.computeQueue = std::any_of(qf.begin(), qf.end(), [](const VkQueueFamilyProperties& q) {
         return (q.queueFlags & VK_QUEUE_COMPUTE_BIT) != 0;
     });
+    // The family GpuContext::create chooses: the last compute-only one, else the first compute one.
+    int family = -1;
+    for (uint32_t i = 0; i < nq; ++i)
+        if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) &&
+            !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
+            family = int(i);
+    for (uint32_t i = 0; i < nq && family < 0; ++i)
+        if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) family = int(i);
+    if (family >= 0 && p.limits.timestampPeriod > 0) {
+        d.timestampValidBits = qf[size_t(family)].timestampValidBits;
+        d.timestampPeriodNs = d.timestampValidBits ? double(p.limits.timestampPeriod) : 0;
+    }
     return d;
 }
 
@@ -208,12 +230,26 @@ Result<int> chooseDevice(const std::vector<DeviceInfo>& devices, const std::stri
                       "\" (devices: " + (names.empty() ? "none" : names) + ")"};
 }
 
+uint64_t defaultVramBudget(const DeviceInfo& d, uint64_t sharedCapBytes) {
+    uint64_t offered = d.deviceLocalBytes;
+    if (d.heapBudgetBytes > 0)
+        offered = std::min(offered, d.heapBudgetBytes > d.heapUsageBytes
+                                        ? d.heapBudgetBytes - d.heapUsageBytes
+                                        : uint64_t(0));
+    const uint64_t b = offered / 5 * 4;
+    return d.sharesSystemMemory ? std::min(b, sharedCapBytes) : b;
+}
+
 std::string describeDevice(const DeviceInfo& d) {
     const double gib = double(d.deviceLocalBytes) / double(1ull << 30);
     std::string s =
         fmt::format("{}, {}, Vulkan {}.{}, {:.1f} GiB {}", d.name, deviceKindName(d.kind),
                     VK_API_VERSION_MAJOR(d.apiVersion), VK_API_VERSION_MINOR(d.apiVersion), gib,
                     d.sharesSystemMemory ? "shared with the system" : "device-local");
+    if (d.heapBudgetBytes > 0)
+        s += fmt::format(" ({:.1f} GiB available to this process)",
+                         double(d.heapBudgetBytes - std::min(d.heapBudgetBytes, d.heapUsageBytes)) /
+                             double(1ull << 30));
     const std::string driver = d.driverName + (d.driverInfo.empty() ? "" : " " + d.driverInfo);
     return driver.empty() ? s : s + ", " + driver;
 }

@@ -28,9 +28,19 @@ struct DeviceInfo {
     // implementations): the VRAM budget comes out of the RAM budget.
     bool sharesSystemMemory = false;
     bool memoryBudgetExt = false; // VK_EXT_memory_budget: the heap's budget at run time
+    // With VK_EXT_memory_budget, that heap's VkPhysicalDeviceMemoryBudgetPropertiesEXT at the
+    // time of listing: heapBudget (what this process may allocate in all, its own use included:
+    // less than the heap when other programs use the device) and heapUsage (this process's).
+    // 0 without the extension.
+    uint64_t heapBudgetBytes = 0, heapUsageBytes = 0;
     // Float controls (Vulkan 1.2) for 32-bit floats: which execution modes a shader may declare.
     bool roundingRte = false, signedZeroInfNanPreserve = false, denormPreserve = false;
     bool computeQueue = false;
+    // Timestamps on the compute queue family GpuContext opens (the last compute-only family, else
+    // the first with compute): its timestampValidBits (0: no timestamps, device times read 0) and
+    // VkPhysicalDeviceLimits::timestampPeriod (ns per tick).
+    uint32_t timestampValidBits = 0;
+    double timestampPeriodNs = 0;
     uint64_t maxStorageBufferRange = 0; // bytes one storage-buffer binding may span
     uint32_t maxWorkGroupCountX = 0;    // maxComputeWorkGroupCount[0] (and [1]: the smaller)
 };
@@ -53,6 +63,12 @@ Result<int> chooseDevice(const std::vector<DeviceInfo>& devices, const std::stri
 
 // "llvmpipe (LLVM 15.0.6, 256 bits), cpu, Vulkan 1.3, 23.5 GiB shared with the system, llvmpipe
 // Mesa 22.3.6" (coli info, the app's settings).
+// The VRAM budget for experts when the user gives none (bytes; docs/gpu.md "Budget"): 80 % of
+// what the device-local heap offers (VK_EXT_memory_budget's heapBudget less this process's
+// usage when the device has the extension, else the heap's size); on a device that shares the
+// system's memory, at most sharedCapBytes (the caller's share of the RAM budget). Thread-safe.
+uint64_t defaultVramBudget(const DeviceInfo& d, uint64_t sharedCapBytes);
+
 std::string describeDevice(const DeviceInfo& d);
 
 } // namespace coli::gpu

@@ -37,6 +37,7 @@ struct ExpertRunner::Impl {
     std::vector<uint32_t> records; // [job, 4]: gate, up, down word offsets; input row
     std::vector<int> order;        // jobs sorted by chunk: order[k] = caller's index
     std::vector<int> batchSlots;   // the slots the batch in flight reads
+    double lastDeviceSeconds = 0;  // of the batch the last wait() completed
 
     ~Impl() {
         if (!ctx) return;
@@ -231,10 +232,12 @@ Status ExpertRunner::submit(std::span<const GpuJob> jobs, const int8_t* xq, cons
 
 Status ExpertRunner::wait(float* y, uint32_t* flags) {
     Impl& m = *this->m;
+    m.lastDeviceSeconds = 0;
     if (!m.pending) return Status::ok();
     const int n = m.pending;
     m.pending = 0;
     COLI_RETURN_IF_ERROR(m.ctx->wait());
+    m.lastDeviceSeconds = m.ctx->lastSubmitDeviceSeconds();
     const size_t d = size_t(m.shape.dModel);
     const auto* gy = static_cast<const float*>(m.y.mapped);
     const auto* gf = static_cast<const uint32_t*>(m.flags.mapped);
@@ -244,6 +247,14 @@ Status ExpertRunner::wait(float* y, uint32_t* flags) {
         flags[i] = gf[k];
     }
     return Status::ok();
+}
+
+double ExpertRunner::lastBatchDeviceSeconds() const {
+    return m->lastDeviceSeconds;
+}
+
+bool ExpertRunner::deviceTimestamps() const {
+    return m->ctx->hasTimestamps();
 }
 
 } // namespace coli::gpu

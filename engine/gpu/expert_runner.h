@@ -65,6 +65,11 @@ public:
     // Waits for the batch: y [n, dModel] (job order) and flags [n] (non-zero: recompute that job
     // on the CPU). Errors: Unsupported (device lost).
     Status wait(float* y, uint32_t* flags);
+    // Seconds the device spent on the batch the last wait() completed, from Vulkan timestamps
+    // around it (GpuContext::lastSubmitDeviceSeconds); 0 when that wait had no batch or the queue
+    // has no timestamps (deviceTimestamps()).
+    double lastBatchDeviceSeconds() const;
+    bool deviceTimestamps() const;
 
 private:
     ExpertRunner() = default;

@@ -49,6 +49,11 @@ struct GpuContext::Impl {
     VkFence uploadFence = VK_NULL_HANDLE;
     std::array<Pipeline, 3> pipes{};
     bool inFlight = false;
+    // Timestamps around each submission: query 0 at the top of the pipe, 1 at the bottom.
+    VkQueryPool queryPool = VK_NULL_HANDLE;
+    uint32_t timestampBits = 0; // the queue family's timestampValidBits; 0: no timestamps
+    double timestampPeriodNs = 0;
+    double lastSeconds = 0; // of the submission the last wait() completed
     uint64_t deviceBytes = 0;
 
     ~Impl() {
@@ -59,6 +64,7 @@ struct GpuContext::Impl {
             if (p.layout) vkDestroyPipelineLayout(dev, p.layout, nullptr);
             if (p.setLayout) vkDestroyDescriptorSetLayout(dev, p.setLayout, nullptr);
         }
+        if (queryPool) vkDestroyQueryPool(dev, queryPool, nullptr);
         if (fence) vkDestroyFence(dev, fence, nullptr);
         if (uploadFence) vkDestroyFence(dev, uploadFence, nullptr);
         if (descPool) vkDestroyDescriptorPool(dev, descPool, nullptr);
@@ -176,6 +182,20 @@ Result<std::unique_ptr<GpuContext>> GpuContext::create(const DeviceInfo& device,
     VkFenceCreateInfo fc{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     COLI_VK_TRY(vkCreateFence(m.dev, &fc, nullptr, &m.fence), "creating a fence");
     COLI_VK_TRY(vkCreateFence(m.dev, &fc, nullptr, &m.uploadFence), "creating a fence");
+    // Timestamps where the queue has them; without them (or the pool) batches are simply untimed.
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(m.pd, &props);
+    if (qf[m.family].timestampValidBits != 0 && props.limits.timestampPeriod > 0) {
+        VkQueryPoolCreateInfo qp{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+        qp.queryType = VK_QUERY_TYPE_TIMESTAMP;
+        qp.queryCount = 2;
+        if (vkCreateQueryPool(m.dev, &qp, nullptr, &m.queryPool) == VK_SUCCESS) {
+            m.timestampBits = qf[m.family].timestampValidBits;
+            m.timestampPeriodNs = double(props.limits.timestampPeriod);
+        } else {
+            m.queryPool = VK_NULL_HANDLE;
+        }
+    }
 
     const int mask = floatControlsMask(device);
     for (size_t i = 0; i < 3; ++i) {
@@ -285,6 +305,10 @@ void GpuContext::begin() {
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     vkBeginCommandBuffer(m->cmd, &bi);
+    if (m->timestampBits) {
+        vkCmdResetQueryPool(m->cmd, m->queryPool, 0, 2);
+        vkCmdWriteTimestamp(m->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, m->queryPool, 0);
+    }
 }
 
 void GpuContext::dispatch(Kernel k, std::initializer_list<Binding> bindings,
@@ -329,6 +353,8 @@ void GpuContext::dispatch(Kernel k, std::initializer_list<Binding> bindings,
 }
 
 Status GpuContext::submit() {
+    if (m->timestampBits)
+        vkCmdWriteTimestamp(m->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, m->queryPool, 1);
     vkEndCommandBuffer(m->cmd);
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;
@@ -340,11 +366,32 @@ Status GpuContext::submit() {
 }
 
 Status GpuContext::wait() {
+    m->lastSeconds = 0;
     if (!m->inFlight) return Status::ok();
     m->inFlight = false;
     COLI_VK_TRY(vkWaitForFences(m->dev, 1, &m->fence, VK_TRUE, UINT64_MAX),
                 "waiting for " + m->info.name);
+    if (m->timestampBits) {
+        uint64_t t[2] = {0, 0};
+        if (vkGetQueryPoolResults(m->dev, m->queryPool, 0, 2, sizeof t, t, sizeof(uint64_t),
+                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) ==
+            VK_SUCCESS) {
+            // Only the low timestampValidBits bits count (they may wrap between the two).
+            const uint64_t mask =
+                m->timestampBits >= 64 ? ~uint64_t(0) : (uint64_t(1) << m->timestampBits) - 1;
+            const uint64_t ticks = ((t[1] & mask) - (t[0] & mask)) & mask;
+            m->lastSeconds = double(ticks) * m->timestampPeriodNs * 1e-9;
+        }
+    }
     return Status::ok();
+}
+
+bool GpuContext::hasTimestamps() const {
+    return m->timestampBits != 0;
+}
+
+double GpuContext::lastSubmitDeviceSeconds() const {
+    return m->lastSeconds;
 }
 
 } // namespace coli::gpu

@@ -64,6 +64,14 @@ public:
     Status submit();
     // Waits for the submission (no-op when none). Errors: Unsupported (device lost).
     Status wait();
+    // Whether the queue has timestamps (VkQueueFamilyProperties::timestampValidBits != 0 and a
+    // timestampPeriod): then every submission is timed on the device, from a top-of-pipe
+    // timestamp written first to a bottom-of-pipe one written last.
+    bool hasTimestamps() const;
+    // Device seconds of the submission the last wait() completed (timestamp ticks times
+    // VkPhysicalDeviceLimits::timestampPeriod); 0 when that wait had none or the queue has no
+    // timestamps.
+    double lastSubmitDeviceSeconds() const;
 
 private:
     GpuContext() = default;

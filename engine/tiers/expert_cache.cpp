@@ -71,6 +71,9 @@ struct ExpertCache::Impl {
     std::vector<uint8_t> inVram;   // [n_layers * n_experts] markVram()
     int vramCapacity = 0, vramExperts = 0;
     uint64_t vramExpertBytes = 0;
+    // The VRAM tier's bytes when its device shares the system's memory: they count in the RAM
+    // budget (setVramCapacity), so the RAM slots get the budget less these.
+    uint64_t sharedVramBytes = 0;
     std::vector<uint32_t> hits;      // [n_layers * n_experts] routed counts (as counters.routed)
     std::vector<uint32_t> reads;     // [n_layers * n_experts] completed loads (expertReads())
     std::map<size_t, Status> failed; // demanded experts whose read failed (until reported)
@@ -376,9 +379,14 @@ int ExpertCache::expertsPerLayer() const {
 uint64_t ExpertCache::minimumBudget() const {
     return uint64_t(m->working) * m->slotBytes;
 }
+uint64_t ExpertCache::sharedVramBytes() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    return m->sharedVramBytes;
+}
+
 uint64_t ExpertCache::budget() const {
     std::lock_guard<std::mutex> lock(m->mutex);
-    return uint64_t(m->maxSlots) * m->slotBytes;
+    return uint64_t(m->maxSlots) * m->slotBytes + m->sharedVramBytes;
 }
 
 Status ExpertCache::setBudget(uint64_t bytes) {
@@ -392,7 +400,10 @@ Status ExpertCache::setBudget(uint64_t bytes) {
                     " bytes each); use 0 for the minimum"};
     std::lock_guard<std::mutex> lock(m->mutex);
     const uint64_t total = uint64_t(m->cfg.nLayers) * m->cfg.nExperts;
-    const uint64_t slots = bytes == 0 ? uint64_t(m->working) : bytes / m->slotBytes;
+    const uint64_t ramBytes = bytes > m->sharedVramBytes ? bytes - m->sharedVramBytes : 0;
+    const uint64_t slots = bytes == 0
+                               ? uint64_t(m->working)
+                               : std::max<uint64_t>(uint64_t(m->working), ramBytes / m->slotBytes);
     // More slots than experts (+ the working set) would never be used.
     m->maxSlots = int(std::min<uint64_t>(slots, total + uint64_t(m->working)));
     m->opt.budgetBytes = bytes;
@@ -561,10 +572,16 @@ void ExpertCache::wantOnCpu(int position) {
     m->submit(loads);
 }
 
-void ExpertCache::setVramCapacity(int experts, uint64_t bytesPerExpert) {
-    std::lock_guard<std::mutex> lock(m->mutex);
-    m->vramCapacity = experts;
-    m->vramExpertBytes = bytesPerExpert;
+void ExpertCache::setVramCapacity(int experts, uint64_t bytesPerExpert, bool sharesRam) {
+    uint64_t budget = 0;
+    {
+        std::lock_guard<std::mutex> lock(m->mutex);
+        m->vramCapacity = experts;
+        m->vramExpertBytes = bytesPerExpert;
+        m->sharedVramBytes = sharesRam ? uint64_t(std::max(experts, 0)) * bytesPerExpert : 0;
+        budget = m->opt.budgetBytes;
+    }
+    (void)setBudget(budget); // the RAM slots shrink or grow by the shared bytes
 }
 
 void ExpertCache::markVram(ExpertId id, ExpertId evicted) {

@@ -76,7 +76,12 @@ public:
     uint64_t slotBytes() const;
     int expertsPerLayer() const;    // config n_experts (heatSnapshot's row length)
     uint64_t minimumBudget() const; // workingSlots * slotBytes (bytes)
-    uint64_t budget() const;        // bytes in force
+    // Bytes in force: the RAM slots' (telemetry().residency.budgetBytes), plus the VRAM tier's
+    // when its device shares the system's memory (setVramCapacity).
+    uint64_t budget() const;
+    // The VRAM tier's bytes that count in the RAM budget (0 unless its device shares the system's
+    // memory).
+    uint64_t sharedVramBytes() const;
     // Changes the budget at run time (0 = minimum). Shrinking frees slot memory now (evicting
     // the coldest ready slots and unpinning the coldest pins beyond the new hot-store size:
     // learned pins first, user pins only when they alone exceed it, coldest first; the caller
@@ -128,7 +133,10 @@ public:
 
     // ---- the VRAM tier's residency (shown in the telemetry; the forward pass owns the VRAM) ----
     // The GPU tier holds up to `experts` experts of `bytesPerExpert` bytes (0, 0: none).
-    void setVramCapacity(int experts, uint64_t bytesPerExpert);
+    // sharesRam: its device's memory is the system's (integrated GPUs, CPU implementations):
+    // those bytes then count in the RAM budget (budget() includes them; the RAM slots get the
+    // rest, at least the working set).
+    void setVramCapacity(int experts, uint64_t bytesPerExpert, bool sharesRam = false);
     // `id` is now in VRAM (its ExpertMap state becomes Vram) and `evicted`, when a valid id,
     // left it (its state is its RAM or disk one again). Bad ids are ignored.
     void markVram(ExpertId id, ExpertId evicted = {-1, -1});

@@ -144,7 +144,8 @@ int VramPlacement::place(ExpertId id, const std::function<bool(int)>& slotBusy, 
         if (s < 0) return -1;
         const ExpertId v = idOf(m_owner[size_t(s)].key);
         const double hv = m_heat.heat(v);
-        if (hv > 0 && !(m_heat.heat(id) > hv * (1.0 + m_opt.margin))) return -1;
+        const double hc = m_heat.heat(id);
+        if (hc < m_opt.minHeat || (hv > 0 && !(hc > hv * (1.0 + m_opt.margin)))) return -1;
         if (evicted) *evicted = v;
         clear(s);
         ++m_evictions;

@@ -8,8 +8,9 @@
 //     slot they were computed from, so a pin fills when first routed);
 //   - the other slots are an LFU cache with forgetting: an expert routed while not in VRAM takes a
 //     free slot, or replaces the coldest unpinned expert (HeatTable::colder: decayed heat, then
-//     recency) when its own heat exceeds the victim's by `margin` (an upload costs about as much
-//     as computing the expert on the CPU, so a one-off routing must not push out a regular);
+//     recency) when its own heat is at least minHeat and exceeds the victim's by `margin` (an
+//     upload costs about as much as computing the expert on the CPU, so a one-off routing must
+//     not push out a regular);
 //   - when every expert fits, nothing is ever evicted.
 // Slots the device reads in the batch being built or in flight are never reused (slotBusy).
 // Thread-safety: none; one owner (the Fast forward pass's master thread).
@@ -25,6 +26,9 @@ namespace coli::tiers {
 struct VramPlacementOptions {
     double pinShare = 0.5; // share of the slots learned pins may reserve
     double margin = 0.25;  // place(): a candidate's heat must exceed the victim's by this fraction
+    // place() into a full tier: the candidate's heat must be at least this (routed about twice
+    // within the half-life), so a one-off routing never costs an upload and an eviction.
+    double minHeat = 2.0;
     // Eviction heat's half-life in tokens: longer than the RAM cache's 16, because a VRAM miss
     // costs an upload, so frequency should count for more than recency. Not tuned yet.
     double halfLifeTokens = 128;

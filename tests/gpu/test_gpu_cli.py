@@ -3,10 +3,13 @@
 tier can take and the Vulkan devices; `coli generate --gpu DEVICE` on a container prints the same
 text as `--gpu none`, says where experts ran and splits VRAM out of the hit rate; a device name
 that matches nothing is refused (exit 3) with the devices listed; without a Vulkan loader `info`
-still works and says so. Skips (exit 77) when the test device is missing."""
+still works and says so; `coli bench decode --gpu DEVICE --vram-budgets ...` crosses RAM and VRAM
+budgets (decoding the CPU's tokens in every row) with the GPU columns, streamed and --resident, and
+refuses a VRAM budget over 100 % (exit 2). Skips (exit 77) when the test device is missing."""
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -72,6 +75,81 @@ class GpuCli(unittest.TestCase):
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn('no Vulkan device\'s name contains "no-such-gpu"', r.stderr)
         self.assertIn(ARGS.device, r.stderr.lower())
+
+    def test_bench_decode_vram_axis(self):
+        r = coli("bench", "decode", self.container, "--gpu", ARGS.device, "--vram-budgets",
+                 "0,50%,100%", "--budgets", "0", "--runs", "1", "--tokens", "4", "--cache", "warm")
+        # Exit 0 also means every row decoded the CPU's tokens (the benchmark's assertion).
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        gpu = re.search(r"^gpu: +(.*)$", r.stdout, re.M)
+        self.assertIsNotNone(gpu, r.stdout)
+        self.assertIn(ARGS.device, gpu.group(1).lower())
+        # The device's timestampValidBits decide the device-time column (lavapipe: 64 bits).
+        stamps = re.search(r"timestamps ([0-9]+) bits x [0-9.e+-]+ ns", gpu.group(1))
+        if stamps is None:
+            self.assertIn("no timestamps (gpu_ms/t n/a)", gpu.group(1))
+        rows = {row["vram"]: row for row in table(r.stdout, "state")}
+        self.assertEqual(set(rows), {"0", "50%", "100%"}, r.stdout)
+        none, half, full = rows["0"], rows["50%"], rows["100%"]
+        self.assertEqual(float(none["vram%"]), 0.0)
+        for col in ("gpu_ms/t", "gwait_ms/t", "MBup/run", "evict", "flag"):
+            self.assertEqual(none[col], "-", col)
+        for row in (half, full):
+            self.assertGreater(float(row["vram%"]), 0.0, row)
+            self.assertGreater(float(row["MBup/run"]), 0.0, row)
+            self.assertEqual(row["flag"], "0", row)
+            if stamps is not None:
+                self.assertGreater(float(row["gpu_ms/t"]), 0.0, row)
+            else:
+                self.assertEqual(row["gpu_ms/t"], "n/a", row)
+        self.assertEqual(full["evict"], "0")  # every expert fits
+        # routed = RAM hits + in flight + read on demand + VRAM
+        for row in (none, half, full):
+            parts = sum(float(row[c]) for c in ("hit%", "fly%", "dem%", "vram%"))
+            self.assertAlmostEqual(parts, 100.0, delta=0.3, msg=row)
+        self.assertIn("gpu_ms/t = the device's time on expert batches", r.stdout)
+
+    def test_bench_decode_resident_vram_axis(self):
+        r = coli("bench", "decode", self.container, "--resident", "--gpu", ARGS.device,
+                 "--vram-budgets", "0,100%", "--runs", "1", "--tokens", "4")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        sections = re.split(r"^vram ", r.stdout, flags=re.M)[1:]
+        self.assertEqual([s.split(":")[0] for s in sections], ["0", "100%"], r.stdout)
+        self.assertRegex(sections[1], r"^100%: +[0-9.]+ MiB, (\d+) of \1 experts in VRAM")
+        # The titles before the GPU columns hold spaces ("R GB/s"): key the last six only.
+        cpu, gpu = (table(sec, " run", last=6)[0] for sec in sections)
+        self.assertEqual(float(cpu["vram%"]), 0.0)
+        self.assertEqual(cpu["gpu_ms/t"], "-")
+        self.assertEqual(float(gpu["vram%"]), 100.0)  # every routed expert computed in VRAM
+        self.assertEqual(float(gpu["MBup/run"]), 0.0)  # uploaded at load, before the runs
+
+    def test_bench_decode_vram_budget_errors(self):
+        r = coli("bench", "decode", self.container, "--gpu", ARGS.device, "--vram-budgets", "150%")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--vram-budgets", r.stderr)
+        self.assertIn("150%", r.stderr)
+        r = coli("bench", "decode", self.container, "--vram-budgets", "50%")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--vram-budgets needs --gpu", r.stderr)
+        r = coli("bench", "decode", self.container, "--gpu", "no-such-gpu", "--budgets", "0")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn('no Vulkan device\'s name contains "no-such-gpu"', r.stderr)
+
+
+def table(text, first, last=None):
+    """The rows (lines starting "warm ", "cold " or a run number) of the table whose title line
+    starts with `first`: a dict per row keyed by the column titles (each one word), or by the
+    `last` N titles only."""
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith(first))
+    names = lines[head].split()[-last:] if last else lines[head].split()
+    rows = []
+    for line in lines[head + 1:]:
+        cells = line.split()
+        if len(cells) < len(names) or not re.match(r"(warm|cold| +[0-9]+) ", line):
+            break
+        rows.append(dict(zip(names, cells[-len(names):])))
+    return rows
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@
 // groups among the inputs. The CPU reference itself is checked on a few jobs against a
 // restatement here (scalar quantMatmul, siluShared, quantiseActivationRow). Then: a layer-sized
 // batch; the guard (Gaussian data gives no flags, a huge or subnormal input scale flags its jobs);
-// jobs spread over two weights buffers come back in the caller's order; the test-only reversed
-// matvec is caught; argument errors.
+// jobs spread over two weights buffers come back in the caller's order; a batch's device time
+// from timestamps; the test-only reversed matvec is caught; argument errors.
 #include "gpu/cpu_expert.h"
 #include "gpu/expert_runner.h"
 #include "gpu_test_device.h"
@@ -526,6 +526,46 @@ TEST(GpuExperts, LayerSizedBatch) {
                 nTokens, topK, nExperts, maxJobs, static_cast<long long>(tally.compared),
                 tally.flagged, msSince(t0));
     EXPECT_EQ(tally.flagged, 0);
+}
+
+// Device time from Vulkan timestamps around each batch: positive and within the wall time from
+// submit to the end of wait() where the queue has timestamps (lavapipe: 64 valid bits, 1 ns
+// ticks), 0 where it has none; 0 again after a wait with no batch in flight.
+TEST(GpuExperts, BatchDeviceTimeFromTimestamps) {
+    COLI_GPU_CONTEXT_OR_SKIP(ctx);
+    std::mt19937 rng(7);
+    const ExpertShape shape{192, 192, WeightFormat::Q4_G64, WeightFormat::Q4_G64};
+    Result<std::unique_ptr<ExpertRunner>> runner = ExpertRunner::create(*ctx, shape, 2, 8);
+    ASSERT_TRUE(runner.isOk()) << runner.status().toString();
+    EXPECT_EQ((*runner)->lastBatchDeviceSeconds(), 0.0);
+    std::vector<Expert> experts;
+    experts.reserve(2);
+    std::vector<const Expert*> bySlot;
+    for (int e = 0; e < 2; ++e) {
+        experts.push_back(makeExpert(shape, Fill::Gaussian, rng));
+        bySlot.push_back(&experts.back());
+        ASSERT_TRUE(upload(**runner, e, experts.back()).isOk());
+    }
+    const Inputs in = makeInputs(4, shape.dModel, 64, rng);
+    const std::vector<GpuJob> jobs = makeJobs({0, 1}, {4, 4}, 4, rng);
+    Tally tally;
+    const auto t0 = std::chrono::steady_clock::now();
+    runAndCompare(**runner, bySlot, jobs, in, 0, "timed", &tally);
+    const double wall = msSince(t0) / 1e3, device = (*runner)->lastBatchDeviceSeconds();
+    std::printf("[ gpu experts ] timestamps %s: one batch of %zu jobs took %.3f ms on the device, "
+                "%.3f ms from submit to the end of wait\n",
+                (*runner)->deviceTimestamps() ? "yes" : "no", jobs.size(), device * 1e3,
+                wall * 1e3);
+    if ((*runner)->deviceTimestamps()) {
+        EXPECT_GT(device, 0.0);
+        EXPECT_LE(device, wall); // the batch ran between submit and the fence
+    } else {
+        EXPECT_EQ(device, 0.0);
+    }
+    std::vector<float> y(8 * size_t(shape.dModel));
+    std::vector<uint32_t> flags(8);
+    ASSERT_TRUE((*runner)->wait(y.data(), flags.data()).isOk()); // nothing in flight
+    EXPECT_EQ((*runner)->lastBatchDeviceSeconds(), 0.0);
 }
 
 // The comparison has teeth: a context with the test-only matvec that adds the groups in reverse

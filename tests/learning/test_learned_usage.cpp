@@ -295,7 +295,6 @@ TEST(LearnedUsage, VramPinsAreStoredWithTheirTierAndTakeNoRamPin) {
     auto cache = makeCache(8); // 4 places
     ASSERT_NE(cache, nullptr);
     learnSomething(*cache);
-    const int first = cache_test::CacheFixture::get("qwen3moe").sparseLayers.front();
     const int last = cache_test::CacheFixture::get("qwen3moe").sparseLayers.back();
     auto db = storage::Storage::open(path);
     ASSERT_TRUE(db.isOk()) << db.status().toString();

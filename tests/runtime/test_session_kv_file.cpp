@@ -88,8 +88,9 @@ void expectPrefix(const SessionKvState& st, std::span<const int32_t> tokens, siz
     EXPECT_TRUE(std::equal(st.tokens.begin(), st.tokens.end(), tokens.begin()));
     const std::vector<float> want = rowsFor(tokens.first(n));
     ASSERT_EQ(st.rows.size(), want.size());
-    if (!want.empty()) // memcmp's pointers must not be null, even for 0 bytes
+    if (!want.empty()) { // memcmp's pointers must not be null, even for 0 bytes
         EXPECT_EQ(std::memcmp(st.rows.data(), want.data(), want.size() * sizeof(float)), 0);
+    }
 }
 
 std::vector<int32_t> seq(int n, int base) {

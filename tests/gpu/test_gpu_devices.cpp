@@ -194,6 +194,30 @@ TEST(GpuDevices, DescribeDevice) {
 
 // The machine's own devices (skipped without a Vulkan loader): each is described, lavapipe is a
 // usable CPU device chosen by name, and auto never picks a CPU implementation.
+// The default VRAM budget: 80 % of what the heap offers (VK_EXT_memory_budget's budget less this
+// process's use when known), at most the given cap on a device sharing the system's memory.
+TEST(GpuDevices, DefaultVramBudget) {
+    constexpr uint64_t GiB = uint64_t(1) << 30;
+    DeviceInfo gpu = fake("NVIDIA GeForce RTX 4090", DeviceKind::Discrete);
+    gpu.deviceLocalBytes = 24 * GiB;
+    EXPECT_EQ(defaultVramBudget(gpu, GiB), 24 * GiB / 5 * 4) << "not shared: no cap";
+    gpu.memoryBudgetExt = true;
+    gpu.heapBudgetBytes = 20 * GiB; // another program holds 4 GiB
+    gpu.heapUsageBytes = 5 * GiB;   // we hold 5
+    EXPECT_EQ(defaultVramBudget(gpu, GiB), 15 * GiB / 5 * 4);
+    gpu.heapUsageBytes = 21 * GiB; // over the budget already
+    EXPECT_EQ(defaultVramBudget(gpu, GiB), 0u);
+    DeviceInfo igpu = fake("AMD Radeon 780M", DeviceKind::Integrated);
+    igpu.deviceLocalBytes = 16 * GiB;
+    igpu.sharesSystemMemory = true;
+    EXPECT_EQ(defaultVramBudget(igpu, 4 * GiB), 4 * GiB) << "shared: the caller's cap";
+    EXPECT_EQ(defaultVramBudget(igpu, 64 * GiB), 16 * GiB / 5 * 4);
+    // describeDevice shows what the extension offers.
+    gpu.heapUsageBytes = 0;
+    EXPECT_TRUE(contains(describeDevice(gpu), "20.0 GiB available to this process"))
+        << describeDevice(gpu);
+}
+
 TEST(GpuDevices, RealDevices) {
     Result<std::vector<DeviceInfo>> list = listDevices();
     if (!list) GTEST_SKIP() << "no Vulkan: " << list.status().toString();

@@ -241,6 +241,10 @@ TEST(ExpertBudget, ExpertsThatFitIsTheCacheRule) {
     // The default budget from values: everything when memory allows, else what is left.
     EXPECT_EQ(defaultExpertBudget(6 * 128, 128, 32, uint64_t(64) << 30), 38u * 128);
     EXPECT_EQ(defaultExpertBudget(6 * 128, 128, 32, 0), 6u * 128);
+    // A VRAM tier on a device sharing the system's memory counts in the budget: the ceiling
+    // grows by its bytes (the RAM slots still get every expert), memory still caps it.
+    EXPECT_EQ(defaultExpertBudget(6 * 128, 128, 32, uint64_t(64) << 30, 1000), 38u * 128 + 1000);
+    EXPECT_EQ(defaultExpertBudget(6 * 128, 128, 32, 0, 1000), 6u * 128);
 }
 
 // Hand-made heat table: layer/expert/heat/lastSeen, half-life 100 tokens, now = 200.

@@ -203,3 +203,30 @@ TEST(CacheRace, SubmitWhileAnotherThreadGrowsTheSlotTable) {
 }
 
 } // namespace
+
+// A VRAM tier on a device sharing the system's memory: its bytes count in the RAM budget, so the
+// RAM slots get the rest (at least the working set), budget() reports the whole and setting it
+// back changes nothing; a device with memory of its own takes nothing.
+TEST(CacheBudget, SharedVramCountsInTheRamBudget) {
+    const CacheFixture& fx = CacheFixture::get("qwen3moe");
+    ASSERT_TRUE(fx.error.empty()) << fx.error;
+    auto made = cache_test::makeCache(fx, aio::IoBackend::PreadThreads, 2, false);
+    ASSERT_TRUE(made.isOk()) << made.status().toString();
+    tiers::ExpertCache& c = **made;
+    const uint64_t slot = c.slotBytes();
+    const uint64_t want = c.minimumBudget() + 10 * slot;
+    ASSERT_TRUE(c.setBudget(want).isOk());
+    EXPECT_EQ(c.telemetry().residency.budgetBytes, want);
+    c.setVramCapacity(4, slot, false);
+    EXPECT_EQ(c.sharedVramBytes(), 0u);
+    EXPECT_EQ(c.budget(), want);
+    c.setVramCapacity(4, slot, true); // re-applies the budget given
+    EXPECT_EQ(c.sharedVramBytes(), 4 * slot);
+    EXPECT_EQ(c.telemetry().residency.budgetBytes, want - 4 * slot);
+    EXPECT_EQ(c.budget(), want);
+    ASSERT_TRUE(c.setBudget(c.budget()).isOk());
+    EXPECT_EQ(c.budget(), want) << "setBudget(budget()) is stable";
+    ASSERT_TRUE(c.setBudget(c.minimumBudget() + slot).isOk());
+    EXPECT_EQ(c.telemetry().residency.budgetBytes, c.minimumBudget()) << "never below the minimum";
+    EXPECT_TRUE(c.checkConsistency().isOk()) << cache_test::state(c);
+}

@@ -194,8 +194,9 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelLo
             m.vram = std::move(vram.value());
             if (m.vram && m.cache) {
                 const GpuCounters c = m.vram->counters();
-                // A device sharing the system's memory: its experts count in the RAM budget.
-                m.cache->setVramCapacity(c.capacity, c.expertBytes, m.vram->sharesSystemMemory());
+                // What the tier holds in system RAM (all of it on a device sharing the system's
+                // memory, else the staging ring) counts in the RAM budget.
+                m.cache->setVramCapacity(c.capacity, c.expertBytes, m.vram->ramBytes());
                 if (m.vram->sharesSystemMemory())
                     m.gpuNote +=
                         fmt::format(" The device shares the system's memory: its {:.1f} "

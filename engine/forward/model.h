@@ -64,6 +64,9 @@ struct ExpertTierOptions {
     // Test hook: treat every N-th GPU job as flagged by the guard (recomputed on the CPU), so the
     // tests exercise that path on devices that never flag ordinary data; 0 = off.
     int gpuTestFlagEvery = 0;
+    // Test hook: uploads through the staging ring even where the device maps its memory
+    // (gpu::GpuContext::setStagedUploadsForTesting), the path of discrete GPUs.
+    bool gpuTestStaging = false;
 };
 
 // The VRAM tier's counters (cumulative since load; docs/gpu.md).

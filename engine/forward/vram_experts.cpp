@@ -73,6 +73,7 @@ VramExperts::open(const ExpertTierOptions& opt, const ModelConfig& cfg, const Mo
         *note = "no GPU tier: " + ctx.status().message();
         return std::unique_ptr<VramExperts>();
     }
+    if (opt.gpuTestStaging) (*ctx)->setStagedUploadsForTesting(true);
     gpu::SelfTestOptions so;
     so.cachePath =
         opt.gpuSelfTestCache.empty() ? gpu::defaultSelfTestCache() : opt.gpuSelfTestCache;
@@ -153,6 +154,11 @@ std::vector<tiers::ExpertId> VramExperts::setPins(const std::vector<tiers::Exper
         for (const tiers::VramPlacement::Assignment& a : copies)
             copy(a.slot, w->experts[size_t(a.id.layer)][size_t(a.id.expert)]);
     return m_place->pins();
+}
+
+uint64_t VramExperts::ramBytes() const {
+    return m_shared ? uint64_t(m_runner->slots()) * m_runner->shape().expertBytes()
+                    : m_runner->stagingBytes();
 }
 
 std::string VramExperts::description() const {

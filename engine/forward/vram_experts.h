@@ -77,6 +77,9 @@ public:
     const std::string& deviceName() const { return m_device; }
     // The device's memory is the system's (gpu::DeviceInfo::sharesSystemMemory).
     bool sharesSystemMemory() const { return m_shared; }
+    // System RAM the tier holds (bytes): every slot on a device sharing the system's memory, else
+    // the upload staging ring (gpu::ExpertRunner::stagingBytes). It counts in the RAM budget.
+    uint64_t ramBytes() const;
     uint64_t budgetBytes() const { return m_budget; } // the VRAM budget in force (bytes)
     // ExpertTierOptions::gpuTestFlagEvery: whether the next job counts as flagged (test hook).
     bool testFlagNext() { return m_flagEvery > 0 && (m_jobSerial++ % m_flagEvery) == 0; }

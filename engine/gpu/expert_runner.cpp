@@ -107,6 +107,9 @@ Result<std::unique_ptr<ExpertRunner>> ExpertRunner::create(GpuContext& ctx, cons
         if (!b) return b.status();
         *w.b = *b;
     }
+    // Slots the host cannot map are filled through a staging ring of a few matrices.
+    if (!r->m->chunks.empty() && !r->m->chunks.front().mapped)
+        COLI_RETURN_IF_ERROR(ctx.reserveStaging(std::max(s.gateBytes(), s.downBytes())));
     return r;
 }
 
@@ -120,6 +123,10 @@ int ExpertRunner::slots() const {
 }
 int ExpertRunner::maxJobs() const {
     return m->maxJobs;
+}
+
+uint64_t ExpertRunner::stagingBytes() const {
+    return m->ctx->stagingBytes();
 }
 
 uint64_t ExpertRunner::deviceBytes() const {

@@ -50,10 +50,15 @@ public:
     int maxJobs() const;
     // VRAM held: the slots and the scratch (bytes).
     uint64_t deviceBytes() const;
+    // Host memory of the upload staging ring (GpuContext::reserveStaging: six matrices; 0 when
+    // the slots are host-visible and filled by memcpy).
+    uint64_t stagingBytes() const;
 
     // Copies an expert's three matrices into `slot` (gate [ffn, dModel], up [ffn, dModel] in
-    // shape.gateUp; down [dModel, ffn] in shape.down: the container's bytes). While a batch is in
-    // flight, only into a slot the batch does not read (Internal otherwise). Errors:
+    // shape.gateUp; down [dModel, ffn] in shape.down: the container's bytes). The copy is queued
+    // (GpuContext::upload) and the next submit() sees it; the sources may be reused at once.
+    // While a batch is in flight, only into a slot the batch does not read (Internal otherwise).
+    // Errors:
     // InvalidArgument (bad slot), Unsupported / NoSpace from the device.
     Status upload(int slot, const uint8_t* gate, const uint8_t* up, const uint8_t* down);
 

@@ -3,6 +3,7 @@
 #include "gpu/vk_check.h"
 #include "gpu/vulkan_loader.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <vector>
@@ -43,10 +44,22 @@ struct GpuContext::Impl {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
     VkDescriptorPool descPool = VK_NULL_HANDLE;
     VkFence fence = VK_NULL_HANDLE;
-    // Uploads have their own command buffer and fence, so that an expert can be copied to a free
-    // slot while a batch runs.
-    VkCommandBuffer uploadCmd = VK_NULL_HANDLE;
-    VkFence uploadFence = VK_NULL_HANDLE;
+    // Uploads go through a ring of staging buffers, each with its own command buffer and fence:
+    // a copy is submitted and not waited for (it overlaps the CPU's work and the batch in
+    // flight); an entry is waited for only when it comes round again, or when a new copy writes
+    // bytes its copy writes. Bounded: kStagingEntries x stagingEntryBytes of host memory.
+    struct Staging {
+        GpuBuffer buf;
+        VkCommandBuffer cmd = VK_NULL_HANDLE;
+        VkFence fence = VK_NULL_HANDLE;
+        bool pending = false;
+        const void* dst = nullptr; // the destination VkBuffer of the pending copy
+        uint64_t dstOffset = 0, dstBytes = 0;
+    };
+    std::vector<Staging> staging;
+    size_t nextStaging = 0;
+    uint64_t stagingEntryBytes = 0;
+    bool forceStaging = false; // setStagedUploadsForTesting
     std::array<Pipeline, 3> pipes{};
     bool inFlight = false;
     // Timestamps around each submission: query 0 at the top of the pipe, 1 at the bottom.
@@ -66,7 +79,12 @@ struct GpuContext::Impl {
         }
         if (queryPool) vkDestroyQueryPool(dev, queryPool, nullptr);
         if (fence) vkDestroyFence(dev, fence, nullptr);
-        if (uploadFence) vkDestroyFence(dev, uploadFence, nullptr);
+        for (Staging& s : staging) {
+            if (s.fence) vkDestroyFence(dev, s.fence, nullptr);
+            if (s.buf.mapped) vkUnmapMemory(dev, static_cast<VkDeviceMemory>(s.buf.memory));
+            if (s.buf.buffer) vkDestroyBuffer(dev, static_cast<VkBuffer>(s.buf.buffer), nullptr);
+            if (s.buf.memory) vkFreeMemory(dev, static_cast<VkDeviceMemory>(s.buf.memory), nullptr);
+        }
         if (descPool) vkDestroyDescriptorPool(dev, descPool, nullptr);
         if (cmdPool) vkDestroyCommandPool(dev, cmdPool, nullptr);
         vkDestroyDevice(dev, nullptr);
@@ -171,7 +189,6 @@ Result<std::unique_ptr<GpuContext>> GpuContext::create(const DeviceInfo& device,
     cb.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     cb.commandBufferCount = 1;
     COLI_VK_TRY(vkAllocateCommandBuffers(m.dev, &cb, &m.cmd), "allocating a command buffer");
-    COLI_VK_TRY(vkAllocateCommandBuffers(m.dev, &cb, &m.uploadCmd), "allocating a command buffer");
     VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 6 * 1024};
     VkDescriptorPoolCreateInfo dp{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     dp.maxSets = 1024;
@@ -181,7 +198,6 @@ Result<std::unique_ptr<GpuContext>> GpuContext::create(const DeviceInfo& device,
                 "creating a descriptor pool");
     VkFenceCreateInfo fc{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     COLI_VK_TRY(vkCreateFence(m.dev, &fc, nullptr, &m.fence), "creating a fence");
-    COLI_VK_TRY(vkCreateFence(m.dev, &fc, nullptr, &m.uploadFence), "creating a fence");
     // Timestamps where the queue has them; without them (or the pool) batches are simply untimed.
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(m.pd, &props);
@@ -271,31 +287,93 @@ void GpuContext::release(GpuBuffer& b) {
     b = GpuBuffer{};
 }
 
+Status GpuContext::reserveStaging(uint64_t entryBytes) {
+    if (!m->staging.empty()) return Status::ok();
+    m->stagingEntryBytes = std::max<uint64_t>(entryBytes, 4096);
+    m->staging.resize(kStagingEntries);
+    for (Impl::Staging& s : m->staging) {
+        Result<GpuBuffer> b = allocate(m->stagingEntryBytes, Memory::Host);
+        if (!b) {
+            for (Impl::Staging& t : m->staging)
+                release(t.buf);
+            m->staging.clear();
+            return b.status();
+        }
+        s.buf = *b;
+        VkCommandBufferAllocateInfo cb{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+        cb.commandPool = m->cmdPool;
+        cb.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        cb.commandBufferCount = 1;
+        COLI_VK_TRY(vkAllocateCommandBuffers(m->dev, &cb, &s.cmd), "allocating a command buffer");
+        VkFenceCreateInfo fc{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        COLI_VK_TRY(vkCreateFence(m->dev, &fc, nullptr, &s.fence), "creating a fence");
+    }
+    return Status::ok();
+}
+
+void GpuContext::setStagedUploadsForTesting(bool on) {
+    m->forceStaging = on;
+}
+
+uint64_t GpuContext::stagingBytes() const {
+    return m->stagingEntryBytes * m->staging.size();
+}
+
+Status GpuContext::waitUploads() {
+    for (Impl::Staging& s : m->staging)
+        if (s.pending) {
+            s.pending = false;
+            COLI_VK_TRY(vkWaitForFences(m->dev, 1, &s.fence, VK_TRUE, UINT64_MAX),
+                        "uploading to " + m->info.name);
+        }
+    return Status::ok();
+}
+
 Status GpuContext::upload(const GpuBuffer& b, uint64_t offset, const void* src, uint64_t bytes) {
     if (offset + bytes > b.bytes)
         return {ErrorCode::Internal, "GPU upload past the end of a buffer"};
-    if (b.mapped) {
+    if (b.mapped && !m->forceStaging) {
         std::memcpy(static_cast<uint8_t*>(b.mapped) + offset, src, bytes);
         return Status::ok();
     }
-    Result<GpuBuffer> staging = allocate(bytes, Memory::Host);
-    if (!staging) return staging.status();
-    std::memcpy(staging->mapped, src, bytes);
-    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    vkResetCommandBuffer(m->uploadCmd, 0);
-    vkBeginCommandBuffer(m->uploadCmd, &bi);
-    VkBufferCopy copy{0, offset, bytes};
-    vkCmdCopyBuffer(m->uploadCmd, vkBuf(*staging), vkBuf(b), 1, &copy);
-    vkEndCommandBuffer(m->uploadCmd);
-    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &m->uploadCmd;
-    vkResetFences(m->dev, 1, &m->uploadFence);
-    VkResult r = vkQueueSubmit(m->queue, 1, &si, m->uploadFence);
-    if (r == VK_SUCCESS) r = vkWaitForFences(m->dev, 1, &m->uploadFence, VK_TRUE, UINT64_MAX);
-    release(*staging);
-    COLI_VK_TRY(r, "uploading to " + m->info.name);
+    COLI_RETURN_IF_ERROR(reserveStaging(std::min<uint64_t>(bytes, uint64_t(16) << 20)));
+    // Copies to the same bytes must not overlap in time (different submissions carry no order).
+    for (Impl::Staging& s : m->staging)
+        if (s.pending && s.dst == b.buffer && s.dstOffset < offset + bytes &&
+            offset < s.dstOffset + s.dstBytes) {
+            s.pending = false;
+            COLI_VK_TRY(vkWaitForFences(m->dev, 1, &s.fence, VK_TRUE, UINT64_MAX),
+                        "uploading to " + m->info.name);
+        }
+    const uint8_t* from = static_cast<const uint8_t*>(src);
+    for (uint64_t done = 0; done < bytes;) {
+        const uint64_t n = std::min(bytes - done, m->stagingEntryBytes);
+        Impl::Staging& s = m->staging[m->nextStaging];
+        m->nextStaging = (m->nextStaging + 1) % m->staging.size();
+        if (s.pending) {
+            s.pending = false;
+            COLI_VK_TRY(vkWaitForFences(m->dev, 1, &s.fence, VK_TRUE, UINT64_MAX),
+                        "uploading to " + m->info.name);
+        }
+        std::memcpy(s.buf.mapped, from + done, n);
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        vkResetCommandBuffer(s.cmd, 0);
+        vkBeginCommandBuffer(s.cmd, &bi);
+        VkBufferCopy copy{0, offset + done, n};
+        vkCmdCopyBuffer(s.cmd, vkBuf(s.buf), vkBuf(b), 1, &copy);
+        vkEndCommandBuffer(s.cmd);
+        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+        si.commandBufferCount = 1;
+        si.pCommandBuffers = &s.cmd;
+        vkResetFences(m->dev, 1, &s.fence);
+        COLI_VK_TRY(vkQueueSubmit(m->queue, 1, &si, s.fence), "uploading to " + m->info.name);
+        s.pending = true;
+        s.dst = b.buffer;
+        s.dstOffset = offset + done;
+        s.dstBytes = n;
+        done += n;
+    }
     return Status::ok();
 }
 
@@ -309,6 +387,13 @@ void GpuContext::begin() {
         vkCmdResetQueryPool(m->cmd, m->queryPool, 0, 2);
         vkCmdWriteTimestamp(m->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, m->queryPool, 0);
     }
+    // Uploads submitted earlier on this queue (not waited for) are seen by this batch's shaders:
+    // a barrier's first scope covers every command submitted before it on the queue.
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+    vkCmdPipelineBarrier(m->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
 void GpuContext::dispatch(Kernel k, std::initializer_list<Binding> bindings,

@@ -49,10 +49,23 @@ public:
     // Unsupported otherwise.
     Result<GpuBuffer> allocate(uint64_t bytes, Memory kind);
     void release(GpuBuffer& b);
-    // Copies host bytes into b at `offset` (through a staging buffer and its own command buffer
-    // when b is not host-visible; waits for the copy). Allowed while a submission is in flight
-    // when that submission does not read or write these bytes. Errors: as allocate.
+    // Copies host bytes into b at `offset`: a memcpy when b is host-visible; otherwise through the
+    // staging ring (reserveStaging; made on first use with entries of min(bytes, 16 MiB)), copies
+    // submitted on the queue and not waited for: the next begin() orders them before its
+    // dispatches (a barrier), and src may be reused at once. Allowed while a submission is in
+    // flight when that submission does not read or write these bytes. Errors: as allocate;
+    // Unsupported when a copy could not be submitted.
     Status upload(const GpuBuffer& b, uint64_t offset, const void* src, uint64_t bytes);
+    // The staging ring: kStagingEntries host buffers of entryBytes (at least 4 KiB; larger uploads
+    // go in pieces). No-op when it exists. Errors: as allocate.
+    static constexpr int kStagingEntries = 6;
+    Status reserveStaging(uint64_t entryBytes);
+    uint64_t stagingBytes() const; // host memory of the ring (bytes; 0 before it is made)
+    // Waits for every upload submitted. Errors: Unsupported (device lost).
+    Status waitUploads();
+    // Test hook: uploads go through the staging ring even into host-visible buffers, so that
+    // tests on lavapipe (which maps all of its memory) run the path discrete GPUs take.
+    void setStagedUploadsForTesting(bool on);
 
     // ---- one command stream: begin, dispatches, submit, wait ----
     void begin();

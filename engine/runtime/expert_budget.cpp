@@ -48,9 +48,9 @@ uint64_t budgetSafetyMargin(uint64_t memAvailable) {
 }
 
 uint64_t defaultExpertBudget(uint64_t minimumBudget, uint64_t slotBytes, int totalExperts,
-                             uint64_t memAvailable, uint64_t sharedVramBytes) {
+                             uint64_t memAvailable, uint64_t vramRamBytes) {
     const uint64_t all =
-        minimumBudget + uint64_t(std::max(0, totalExperts)) * slotBytes + sharedVramBytes;
+        minimumBudget + uint64_t(std::max(0, totalExperts)) * slotBytes + vramRamBytes;
     const uint64_t margin = budgetSafetyMargin(memAvailable);
     const uint64_t room = memAvailable > margin ? memAvailable - margin : 0;
     return std::min(all, std::max(minimumBudget, room));
@@ -59,7 +59,7 @@ uint64_t defaultExpertBudget(uint64_t minimumBudget, uint64_t slotBytes, int tot
 uint64_t defaultExpertBudget(const tiers::ExpertCache& cache, uint64_t memAvailable) {
     return defaultExpertBudget(cache.minimumBudget(), cache.slotBytes(),
                                cache.telemetry().residency.totalExperts, memAvailable,
-                               cache.sharedVramBytes());
+                               cache.vramTierRamBytes());
 }
 
 uint64_t defaultExpertBudget(const tiers::ExpertCache& cache, const AvailableMemory& mem,
@@ -76,7 +76,7 @@ uint64_t defaultExpertBudget(const tiers::ExpertCache& cache, const AvailableMem
 uint64_t maximumExpertBudget(const tiers::ExpertCache& cache) {
     return cache.minimumBudget() +
            uint64_t(std::max(0, cache.telemetry().residency.totalExperts)) * cache.slotBytes() +
-           cache.sharedVramBytes();
+           cache.vramTierRamBytes();
 }
 
 uint64_t chooseExpertBudget(const tiers::ExpertCache& cache, uint64_t requestedBytes,

@@ -36,20 +36,20 @@ uint64_t budgetSafetyMargin(uint64_t memAvailable);
 
 // min(every expert + the working set, max(minimum, memAvailable - margin)): the whole model
 // when it fits, else what memory allows, never below the cache's minimum working set. The VRAM
-// tier's bytes on a device sharing the system's memory (ExpertCache::sharedVramBytes) count in
-// the budget, so "every expert" grows by them.
+// tier's bytes in system RAM (ExpertCache::vramTierRamBytes: all of it on a device sharing the
+// system's memory, else its staging) count in the budget, so "every expert" grows by them.
 uint64_t defaultExpertBudget(const tiers::ExpertCache& cache, uint64_t memAvailable);
 // The same rule from plain values (for a plan made before or without a cache):
 // minimumBudget = ExpertCache::minimumBudget(), slotBytes = ExpertCache::slotBytes(),
-// totalExperts = routed experts of every MoE layer, sharedVramBytes as above.
+// totalExperts = routed experts of every MoE layer, vramRamBytes as above.
 uint64_t defaultExpertBudget(uint64_t minimumBudget, uint64_t slotBytes, int totalExperts,
-                             uint64_t memAvailable, uint64_t sharedVramBytes = 0);
+                             uint64_t memAvailable, uint64_t vramRamBytes = 0);
 // The same rule on mem.bytes; `note` (optional) receives " (memory cgroup limit 2.00 GiB)" when
 // the cgroup's room made the budget smaller than MemAvailable alone would have, else "".
 uint64_t defaultExpertBudget(const tiers::ExpertCache& cache, const AvailableMemory& mem,
                              std::string* note = nullptr);
 
-// Every routed expert plus the working set (plus ExpertCache::sharedVramBytes): the most a budget
+// Every routed expert plus the working set (plus ExpertCache::vramTierRamBytes): the most a budget
 // can use (more buys nothing).
 uint64_t maximumExpertBudget(const tiers::ExpertCache& cache);
 // The budget a load sets when a too small or too large request must not fail (the app, the

@@ -71,9 +71,9 @@ struct ExpertCache::Impl {
     std::vector<uint8_t> inVram;   // [n_layers * n_experts] markVram()
     int vramCapacity = 0, vramExperts = 0;
     uint64_t vramExpertBytes = 0;
-    // The VRAM tier's bytes when its device shares the system's memory: they count in the RAM
-    // budget (setVramCapacity), so the RAM slots get the budget less these.
-    uint64_t sharedVramBytes = 0;
+    // The system RAM the VRAM tier holds (setVramCapacity): it counts in the RAM budget, so the
+    // RAM slots get the budget less these.
+    uint64_t vramRamBytes = 0;
     std::vector<uint32_t> hits;      // [n_layers * n_experts] routed counts (as counters.routed)
     std::vector<uint32_t> reads;     // [n_layers * n_experts] completed loads (expertReads())
     std::map<size_t, Status> failed; // demanded experts whose read failed (until reported)
@@ -379,14 +379,14 @@ int ExpertCache::expertsPerLayer() const {
 uint64_t ExpertCache::minimumBudget() const {
     return uint64_t(m->working) * m->slotBytes;
 }
-uint64_t ExpertCache::sharedVramBytes() const {
+uint64_t ExpertCache::vramTierRamBytes() const {
     std::lock_guard<std::mutex> lock(m->mutex);
-    return m->sharedVramBytes;
+    return m->vramRamBytes;
 }
 
 uint64_t ExpertCache::budget() const {
     std::lock_guard<std::mutex> lock(m->mutex);
-    return uint64_t(m->maxSlots) * m->slotBytes + m->sharedVramBytes;
+    return uint64_t(m->maxSlots) * m->slotBytes + m->vramRamBytes;
 }
 
 Status ExpertCache::setBudget(uint64_t bytes) {
@@ -400,7 +400,7 @@ Status ExpertCache::setBudget(uint64_t bytes) {
                     " bytes each); use 0 for the minimum"};
     std::lock_guard<std::mutex> lock(m->mutex);
     const uint64_t total = uint64_t(m->cfg.nLayers) * m->cfg.nExperts;
-    const uint64_t ramBytes = bytes > m->sharedVramBytes ? bytes - m->sharedVramBytes : 0;
+    const uint64_t ramBytes = bytes > m->vramRamBytes ? bytes - m->vramRamBytes : 0;
     const uint64_t slots = bytes == 0
                                ? uint64_t(m->working)
                                : std::max<uint64_t>(uint64_t(m->working), ramBytes / m->slotBytes);
@@ -572,13 +572,13 @@ void ExpertCache::wantOnCpu(int position) {
     m->submit(loads);
 }
 
-void ExpertCache::setVramCapacity(int experts, uint64_t bytesPerExpert, bool sharesRam) {
+void ExpertCache::setVramCapacity(int experts, uint64_t bytesPerExpert, uint64_t ramBytes) {
     uint64_t budget = 0;
     {
         std::lock_guard<std::mutex> lock(m->mutex);
         m->vramCapacity = experts;
         m->vramExpertBytes = bytesPerExpert;
-        m->sharedVramBytes = sharesRam ? uint64_t(std::max(experts, 0)) * bytesPerExpert : 0;
+        m->vramRamBytes = ramBytes;
         budget = m->opt.budgetBytes;
     }
     (void)setBudget(budget); // the RAM slots shrink or grow by the shared bytes

@@ -76,12 +76,11 @@ public:
     uint64_t slotBytes() const;
     int expertsPerLayer() const;    // config n_experts (heatSnapshot's row length)
     uint64_t minimumBudget() const; // workingSlots * slotBytes (bytes)
-    // Bytes in force: the RAM slots' (telemetry().residency.budgetBytes), plus the VRAM tier's
-    // when its device shares the system's memory (setVramCapacity).
+    // Bytes in force: the RAM slots' (telemetry().residency.budgetBytes), plus the system RAM the
+    // VRAM tier holds (setVramCapacity's ramBytes).
     uint64_t budget() const;
-    // The VRAM tier's bytes that count in the RAM budget (0 unless its device shares the system's
-    // memory).
-    uint64_t sharedVramBytes() const;
+    // The VRAM tier's bytes that count in the RAM budget (setVramCapacity's ramBytes).
+    uint64_t vramTierRamBytes() const;
     // Changes the budget at run time (0 = minimum). Shrinking frees slot memory now (evicting
     // the coldest ready slots and unpinning the coldest pins beyond the new hot-store size:
     // learned pins first, user pins only when they alone exceed it, coldest first; the caller
@@ -133,10 +132,11 @@ public:
 
     // ---- the VRAM tier's residency (shown in the telemetry; the forward pass owns the VRAM) ----
     // The GPU tier holds up to `experts` experts of `bytesPerExpert` bytes (0, 0: none).
-    // sharesRam: its device's memory is the system's (integrated GPUs, CPU implementations):
-    // those bytes then count in the RAM budget (budget() includes them; the RAM slots get the
-    // rest, at least the working set).
-    void setVramCapacity(int experts, uint64_t bytesPerExpert, bool sharesRam = false);
+    // ramBytes: the system RAM the tier holds (all of its slots when its device's memory is the
+    // system's, as on integrated GPUs and CPU implementations; else its upload staging): they
+    // count in the RAM budget (budget() includes them; the RAM slots get the rest, at least the
+    // working set).
+    void setVramCapacity(int experts, uint64_t bytesPerExpert, uint64_t ramBytes = 0);
     // `id` is now in VRAM (its ExpertMap state becomes Vram) and `evicted`, when a valid id,
     // left it (its state is its RAM or disk one again). Bad ids are ignored.
     void markVram(ExpertId id, ExpertId evicted = {-1, -1});

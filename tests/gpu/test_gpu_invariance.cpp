@@ -107,6 +107,7 @@ void checkModel(const std::string& path, bool streams,
         const int slots = share ? std::max(1, total * share / 100) : 1;
         o.tiers.vramBudgetBytes = share == 100 ? 0 : uint64_t(slots) * per + per / 2;
         o.tiers.gpuTestFlagEvery = share == 50 ? 3 : 0; // the CPU recomputes flagged experts
+        o.tiers.gpuTestStaging = share == 50;           // copies through the staging ring
         auto m = Model::load(path, o);
         ASSERT_TRUE(m.isOk()) << m.status().toString();
         ASSERT_TRUE((*m)->gpuActive()) << (*m)->gpuNote();
@@ -150,6 +151,7 @@ void checkModel(const std::string& path, bool streams,
             o.tiers.gpu = coli::gpu::testing::testDeviceSpec();
             o.tiers.gpuSelfTestCache = selfTestCache();
             o.tiers.gpuTestFlagEvery = flagEvery;
+            o.tiers.gpuTestStaging = share == 50; // copies through the staging ring
             const int slots = std::max(1, total * share / 100);
             o.tiers.vramBudgetBytes = uint64_t(slots) * per + per / 2;
             auto m = Model::load(path, o);

@@ -217,11 +217,11 @@ TEST(CacheBudget, SharedVramCountsInTheRamBudget) {
     const uint64_t want = c.minimumBudget() + 10 * slot;
     ASSERT_TRUE(c.setBudget(want).isOk());
     EXPECT_EQ(c.telemetry().residency.budgetBytes, want);
-    c.setVramCapacity(4, slot, false);
-    EXPECT_EQ(c.sharedVramBytes(), 0u);
+    c.setVramCapacity(4, slot, 0);
+    EXPECT_EQ(c.vramTierRamBytes(), 0u);
     EXPECT_EQ(c.budget(), want);
-    c.setVramCapacity(4, slot, true); // re-applies the budget given
-    EXPECT_EQ(c.sharedVramBytes(), 4 * slot);
+    c.setVramCapacity(4, slot, 4 * slot); // re-applies the budget given
+    EXPECT_EQ(c.vramTierRamBytes(), 4 * slot);
     EXPECT_EQ(c.telemetry().residency.budgetBytes, want - 4 * slot);
     EXPECT_EQ(c.budget(), want);
     ASSERT_TRUE(c.setBudget(c.budget()).isOk());

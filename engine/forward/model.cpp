@@ -284,6 +284,27 @@ std::vector<tiers::ExpertId> Model::vramPins() const {
     return m_impl->vram ? m_impl->vram->pins() : std::vector<tiers::ExpertId>{};
 }
 
+Status Model::setVramBudget(uint64_t bytes) {
+    ModelImpl& m = *m_impl;
+    if (!m.vram)
+        return {ErrorCode::Unsupported, m.gpuNote.empty() ? "no GPU tier (--gpu none)" : m.gpuNote};
+    Result<std::vector<tiers::ExpertId>> left = m.vram->setBudget(bytes);
+    if (!left) return left.status();
+    if (m.cache) {
+        for (const tiers::ExpertId& id : *left)
+            m.cache->markVram({-1, -1}, id);
+        const GpuCounters c = m.vram->counters();
+        m.cache->setVramCapacity(c.capacity, c.expertBytes, m.vram->ramBytes());
+    }
+    return {};
+}
+
+uint64_t Model::vramBudget() const {
+    if (!m_impl->vram) return 0;
+    const GpuCounters c = m_impl->vram->counters();
+    return uint64_t(c.capacity) * c.expertBytes;
+}
+
 int Model::vramPinCapacity() const {
     return m_impl->vram ? m_impl->vram->pinCapacity() : 0;
 }

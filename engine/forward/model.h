@@ -248,6 +248,16 @@ public:
     std::vector<tiers::ExpertId> setVramPins(const std::vector<tiers::ExpertId>& hottestFirst);
     std::vector<tiers::ExpertId> vramPins() const; // by (layer, expert)
     int vramPinCapacity() const;                   // 0 without a GPU tier
+    // Changes the VRAM budget at run time (bytes; whole experts). Shrinking frees the device
+    // memory of whole buffers beyond the new size at once (the experts in them leave VRAM, pins
+    // there included, and the pins beyond the new pin share: the expert cache's map follows);
+    // growing allocates again, up to every routed expert. With a device sharing the system's
+    // memory the RAM budget's split follows (ExpertCache::setVramCapacity). Call between
+    // forward() calls (not thread-safe against it). Errors: Unsupported without a GPU tier;
+    // InvalidArgument below one expert; NoSpace when the device cannot hold more (the tier keeps
+    // its former size).
+    Status setVramBudget(uint64_t bytes);
+    uint64_t vramBudget() const; // bytes in force (slots x bytes per expert); 0 without a tier
 
     // Runs tokens[0..n) at positions kv.size() .. kv.size()+n-1, appending them to kv.
     // logits: [n, vocab] when allLogits, else [vocab] for the last token only (resized here).

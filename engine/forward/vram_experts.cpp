@@ -112,6 +112,7 @@ VramExperts::open(const ExpertTierOptions& opt, const ModelConfig& cfg, const Mo
     v->m_selfTest = test->message;
     v->m_flagEvery = opt.gpuTestFlagEvery;
     v->m_shared = dev.sharesSystemMemory;
+    v->m_total = total;
     v->m_budget = budget;
     v->m_counters.capacity = slots;
     v->m_counters.expertBytes = per;
@@ -154,6 +155,22 @@ std::vector<tiers::ExpertId> VramExperts::setPins(const std::vector<tiers::Exper
         for (const tiers::VramPlacement::Assignment& a : copies)
             copy(a.slot, w->experts[size_t(a.id.layer)][size_t(a.id.expert)]);
     return m_place->pins();
+}
+
+Result<std::vector<tiers::ExpertId>> VramExperts::setBudget(uint64_t bytes) {
+    const uint64_t per = m_runner->shape().expertBytes();
+    const int slots = int(std::min<uint64_t>(uint64_t(m_total), bytes / per));
+    if (slots < 1)
+        return Status(
+            ErrorCode::InvalidArgument,
+            fmt::format("a VRAM budget of {} bytes holds no expert ({} bytes each)", bytes, per));
+    Result<int> firstLost = m_runner->resize(slots);
+    if (!firstLost) return firstLost.status();
+    std::vector<tiers::ExpertId> left = m_place->resize(slots, *firstLost);
+    m_busy.assign(size_t(slots), 0);
+    m_counters.capacity = slots;
+    m_budget = bytes;
+    return left;
 }
 
 uint64_t VramExperts::ramBytes() const {

@@ -58,6 +58,10 @@ public:
     std::vector<tiers::ExpertId> setPins(const std::vector<tiers::ExpertId>& hottestFirst,
                                          const ModelWeights* w);
     std::vector<tiers::ExpertId> pins() const { return m_place->pins(); }
+    // Model::setVramBudget: the slots become min(every routed expert, bytes / expert bytes).
+    // Returns the experts that left VRAM. Errors: InvalidArgument below one expert; those of
+    // gpu::ExpertRunner::resize (nothing changes then).
+    Result<std::vector<tiers::ExpertId>> setBudget(uint64_t bytes);
     int pinCapacity() const { return m_place->pinCapacity(); }
     // The slots of the batch being built or in flight (never overwritten): gpuSubmit marks each
     // job's slot, clearBusy() after the batch was waited for.
@@ -97,6 +101,7 @@ private:
     std::string m_selfTest;
     int m_flagEvery = 0;
     bool m_shared = false;
+    int m_total = 0; // routed experts of the model
     uint64_t m_budget = 0;
     int64_t m_jobSerial = 0;
 };

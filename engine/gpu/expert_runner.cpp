@@ -125,6 +125,51 @@ int ExpertRunner::maxJobs() const {
     return m->maxJobs;
 }
 
+Result<int> ExpertRunner::resize(int slots) {
+    Impl& m = *this->m;
+    if (slots < 1)
+        return Status{ErrorCode::InvalidArgument,
+                      "GPU experts: " + std::to_string(slots) + " slots (at least 1)"};
+    if (m.pending) return Status{ErrorCode::Internal, "GPU experts: resize with a batch in flight"};
+    const uint64_t per = m.shape.expertBytes();
+    const int spc = m.slotsPerChunk;
+    const int need = (slots + spc - 1) / spc; // buffers the new count uses
+    // Slots the buffers hold now (the last may be partial).
+    const int held =
+        m.chunks.empty() ? 0 : (int(m.chunks.size()) - 1) * spc + int(m.chunks.back().bytes / per);
+    if (slots <= held) {
+        while (int(m.chunks.size()) > need) {
+            m.ctx->release(m.chunks.back());
+            m.chunks.pop_back();
+        }
+        const int first = std::min(m.slots, slots);
+        m.slots = slots;
+        return first;
+    }
+    // Grow: the partial last buffer is made anew at its new size; then whole new ones.
+    const bool partialLast = !m.chunks.empty() && held % spc != 0;
+    const int keep = int(m.chunks.size()) - (partialLast ? 1 : 0);
+    std::vector<GpuBuffer> fresh;
+    for (int c = keep; c < need; ++c) {
+        const int n = std::min(spc, slots - c * spc);
+        Result<GpuBuffer> b = m.ctx->allocate(uint64_t(n) * per, Memory::Device);
+        if (!b) {
+            for (GpuBuffer& f : fresh)
+                m.ctx->release(f);
+            return b.status();
+        }
+        fresh.push_back(*b);
+    }
+    const int first = partialLast ? std::min(m.slots, keep * spc) : m.slots;
+    if (partialLast) {
+        m.ctx->release(m.chunks.back());
+        m.chunks.pop_back();
+    }
+    m.chunks.insert(m.chunks.end(), fresh.begin(), fresh.end());
+    m.slots = slots;
+    return first;
+}
+
 uint64_t ExpertRunner::stagingBytes() const {
     return m->ctx->stagingBytes();
 }

@@ -50,6 +50,13 @@ public:
     int maxJobs() const;
     // VRAM held: the slots and the scratch (bytes).
     uint64_t deviceBytes() const;
+    // Changes the number of slots (between batches). Shrinking releases the weights buffers whose
+    // slots all lie at or past `slots` (a kept buffer may hold more slots than are used);
+    // growing allocates buffers, the last one anew when it was partial (its slots' contents are
+    // lost then). Returns the first slot whose contents were lost (min(old, new slots) when
+    // none). Errors: InvalidArgument (slots < 1), Internal (a batch in flight), NoSpace /
+    // Unsupported from the device (nothing changes then).
+    Result<int> resize(int slots);
     // Host memory of the upload staging ring (GpuContext::reserveStaging: six matrices; 0 when
     // the slots are host-visible and filled by memcpy).
     uint64_t stagingBytes() const;

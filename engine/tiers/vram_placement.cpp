@@ -160,6 +160,25 @@ void VramPlacement::markReady(int slot) {
     m_owner[size_t(slot)].ready = true;
 }
 
+std::vector<ExpertId> VramPlacement::resize(int slots, int firstLost) {
+    slots = std::max(slots, 0);
+    std::vector<ExpertId> left;
+    for (int s = std::max(0, std::min(slots, firstLost)); s < this->slots(); ++s) {
+        const Slot& o = m_owner[size_t(s)];
+        if (o.key < 0) continue;
+        if (o.ready) left.push_back(idOf(o.key));
+        m_pinned[size_t(o.key)] = 0;
+        clear(s);
+    }
+    m_owner.resize(size_t(slots));
+    std::vector<ExpertId> pinnedIds = pins();
+    std::sort(pinnedIds.begin(), pinnedIds.end(),
+              [&](ExpertId a, ExpertId b) { return m_heat.colder(a, b); });
+    for (size_t i = 0; int(pinnedIds.size() - i) > pinCapacity(); ++i)
+        m_pinned[size_t(key(pinnedIds[i]))] = 0;
+    return left;
+}
+
 void VramPlacement::release(int slot) {
     if (slot < 0 || slot >= slots()) return;
     const int k = m_owner[size_t(slot)].key;

@@ -76,6 +76,11 @@ public:
     // on a failed copy, release), or -1 to compute `id` elsewhere.
     int place(ExpertId id, const std::function<bool(int)>& slotBusy, ExpertId* evicted = nullptr);
     void markReady(int slot);
+    // The tier now has `slots` places; the contents of slots >= firstLost are gone (the device's
+    // buffers changed). Every expert in a slot at or past min(slots, firstLost) leaves (a pin
+    // loses its pin), then the coldest pins beyond the new pinCapacity() become ordinary cached
+    // experts. Returns the experts that left and were ready (the caller's map follows).
+    std::vector<ExpertId> resize(int slots, int firstLost);
     // The copy into `slot` failed: the slot becomes free (a pin loses its reservation too).
     void release(int slot);
     int64_t evictions() const { return m_evictions; }

@@ -490,6 +490,58 @@ TEST(GpuExperts, JobsOnTwoWeightsBuffersComeBackInTheCallersOrder) {
 
 // A layer's worth: 16 tokens each routed to 8 of 16 experts (128 jobs in one batch, listed
 // token by token as a router would, then shuffled once more for a second batch).
+// Run-time resizing (Model::setVramBudget): growing past one weights buffer adds one (the partial
+// first is made anew, so its slots' contents are lost and said so), shrinking releases the
+// buffers past the new count and keeps the others' contents; the device memory follows and the
+// slots compute bit-identically throughout.
+TEST(GpuExperts, ResizeAddsAndReleasesWeightsBuffers) {
+    COLI_GPU_CONTEXT_OR_SKIP(ctx);
+    const ExpertShape shape{1024, 1024, WeightFormat::Q8_G64, WeightFormat::Q4_G32_R8};
+    const uint64_t per = shape.expertBytes();
+    const uint64_t limit = std::min<uint64_t>(1ull << 30, ctx->device().maxStorageBufferRange);
+    const int perBuffer = int(std::max<uint64_t>(1, limit / per));
+    if (uint64_t(perBuffer + 2) * per > (768ull << 20))
+        GTEST_SKIP() << "two weights buffers would take " << (uint64_t(perBuffer + 2) * per >> 20)
+                     << " MiB on this device";
+    Result<std::unique_ptr<ExpertRunner>> runner = ExpertRunner::create(*ctx, shape, 2, 8);
+    ASSERT_TRUE(runner.isOk()) << runner.status().toString();
+    ExpertRunner& r = **runner;
+    const uint64_t small = r.deviceBytes();
+    std::mt19937 rng(9);
+    std::vector<Expert> experts;
+    for (int e = 0; e < 3; ++e)
+        experts.push_back(makeExpert(shape, Fill::Gaussian, rng));
+    const Inputs in = makeInputs(2, shape.dModel, 64, rng);
+    Tally tally;
+
+    Result<int> lost = r.resize(perBuffer + 2);
+    ASSERT_TRUE(lost.isOk()) << lost.status().toString();
+    EXPECT_EQ(*lost, 0) << "the partial buffer was made anew";
+    EXPECT_EQ(r.slots(), perBuffer + 2);
+    EXPECT_GE(r.deviceBytes(), small + uint64_t(perBuffer) * per);
+    ASSERT_TRUE(upload(r, 0, experts[0]).isOk());
+    ASSERT_TRUE(upload(r, perBuffer + 1, experts[1]).isOk());
+    std::vector<const Expert*> bySlot(size_t(perBuffer + 2), nullptr);
+    bySlot[0] = &experts[0];
+    bySlot[size_t(perBuffer + 1)] = &experts[1];
+    runAndCompare(r, bySlot, {{perBuffer + 1, 0}, {0, 1}, {0, 0}}, in, 0, "grown", &tally);
+
+    const uint64_t big = r.deviceBytes();
+    lost = r.resize(perBuffer);
+    ASSERT_TRUE(lost.isOk()) << lost.status().toString();
+    EXPECT_EQ(*lost, perBuffer) << "only the released buffer's slots are gone";
+    EXPECT_LT(r.deviceBytes(), big);
+    bySlot.resize(size_t(perBuffer));
+    runAndCompare(r, bySlot, {{0, 1}, {0, 0}}, in, 0, "shrunk, slot 0 kept", &tally);
+    std::vector<float> y(size_t(shape.dModel));
+    const GpuJob gone[] = {{perBuffer, 0}};
+    EXPECT_EQ(r.submit(gone, in.xq.data(), in.xs.data(), in.rows).code(),
+              ErrorCode::InvalidArgument);
+    EXPECT_EQ(r.resize(0).status().code(), ErrorCode::InvalidArgument);
+    EXPECT_EQ(tally.flagged, 0);
+    EXPECT_GT(tally.compared, 0);
+}
+
 TEST(GpuExperts, LayerSizedBatch) {
     COLI_GPU_CONTEXT_OR_SKIP(ctx);
     const auto t0 = std::chrono::steady_clock::now();

@@ -267,6 +267,64 @@ TEST(GpuInvarianceDefaultModel, VramPinsStayAndChangeNoBit) {
     }
 }
 
+// The VRAM budget changed at run time (Model::setVramBudget): down to 4 experts and back to all,
+// resident and streamed; the tier follows (capacity, residency, the expert cache's map and RAM
+// split), the tokens and logits stay the CPU's; a budget below one expert and a model without a
+// GPU tier are refused.
+TEST(GpuInvarianceDefaultModel, VramBudgetChangesAtRunTime) {
+    COLI_GPU_CONTEXT_OR_SKIP(ctx);
+    const std::string path = container(COLI_SHIPPED_MODEL_DIR);
+    ModelLoadOptions base;
+    base.threads = 2;
+    auto cpu = Model::load(path, base);
+    ASSERT_TRUE(cpu.isOk()) << cpu.status().toString();
+    const ::Run want = generate(**cpu);
+    EXPECT_EQ((*cpu)->setVramBudget(1 << 20).code(), ErrorCode::Unsupported);
+    EXPECT_EQ((*cpu)->vramBudget(), 0u);
+    for (const bool streamed : {false, true}) {
+        SCOPED_TRACE(streamed ? "streamed" : "resident");
+        ModelLoadOptions o = base;
+        o.tiers.stream = streamed;
+        o.tiers.gpu = coli::gpu::testing::testDeviceSpec();
+        o.tiers.gpuSelfTestCache = selfTestCache();
+        auto m = Model::load(path, o);
+        ASSERT_TRUE(m.isOk()) << m.status().toString();
+        ASSERT_TRUE((*m)->gpuActive()) << (*m)->gpuNote();
+        expectSame(generate(**m), want);
+        const GpuCounters all = (*m)->gpuCounters();
+        const uint64_t per = all.expertBytes;
+        EXPECT_EQ((*m)->setVramBudget(per - 1).code(), ErrorCode::InvalidArgument);
+        ASSERT_TRUE((*m)->setVramBudget(4 * per + per / 2).isOk());
+        EXPECT_EQ((*m)->vramBudget(), 4 * per);
+        GpuCounters c = (*m)->gpuCounters();
+        EXPECT_EQ(c.capacity, 4);
+        EXPECT_LE(c.resident, 4);
+        if (streamed) {
+            const tiers::TierTelemetry t = (*m)->expertCache()->telemetry();
+            EXPECT_EQ(t.residency.vramCapacity, 4);
+            EXPECT_EQ(t.residency.vramExperts, c.resident);
+            EXPECT_TRUE((*m)->expertCache()->checkConsistency().isOk());
+        }
+        expectSame(generate(**m), want);
+        ASSERT_TRUE((*m)->setVramBudget(uint64_t(all.capacity) * per).isOk());
+        c = (*m)->gpuCounters();
+        EXPECT_EQ(c.capacity, all.capacity);
+        expectSame(generate(**m), want);
+        c = (*m)->gpuCounters();
+        std::printf("%s: VRAM budget all -> 4 -> all experts: %d/%d resident after, %lld "
+                    "evictions, %lld experts on the GPU\n",
+                    streamed ? "streamed" : "resident", c.resident, c.capacity,
+                    (long long)c.evictions, (long long)c.experts);
+        EXPECT_GT(c.resident, 4);
+        if (streamed) {
+            int vramStates = 0;
+            for (uint8_t st : (*m)->expertCache()->telemetry().experts.state)
+                vramStates += (st & tiers::kExpertStateMask) == uint8_t(tiers::ExpertState::Vram);
+            EXPECT_EQ(vramStates, c.resident);
+        }
+    }
+}
+
 TEST(GpuInvarianceDefaultModel, Int8InMemory) {
     COLI_GPU_CONTEXT_OR_SKIP(ctx);
     WeightQuantisation q;

@@ -165,5 +165,38 @@ TEST(VramPlacement, RandomRoutingKeepsTheInvariants) {
     EXPECT_EQ(p.used(), 10);
 }
 
+// A smaller tier: the experts past the new size leave (pins too), the coldest pins beyond the
+// new pin share become ordinary; slots whose buffer was made anew lose their experts too.
+TEST(VramPlacement, ResizeDropsWhatNoLongerFits) {
+    VramPlacement p(1, 16, 8, {.pinShare = 0.5});
+    const ExpertId hot[] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}};
+    for (auto& c : p.setPins(hot))
+        p.markReady(c.slot);
+    for (int e = 4; e < 8; ++e)
+        p.markReady(p.place({0, e}, {}));
+    for (int i = 0; i < 5; ++i) // pin 1 the hotter of the first two
+        p.use({0, 1});
+    p.use({0, 0});
+    ASSERT_EQ(p.used(), 8);
+    const int slotOf3 = p.slotOf({0, 3});
+    std::vector<ExpertId> left = p.resize(4, 4);
+    EXPECT_EQ(p.slots(), 4);
+    EXPECT_EQ(p.used(), 4);
+    EXPECT_EQ(left.size(), 4u);
+    EXPECT_EQ(p.pinCapacity(), 2);
+    EXPECT_LE(int(p.pins().size()), 2);
+    if (slotOf3 < 4) {
+        EXPECT_TRUE(p.ready({0, 3}));
+    }
+    EXPECT_TRUE(p.pinned({0, 1})) << "the hotter pins stay";
+    checkInvariants(p, 1, 16);
+    // Growing with the first two slots' contents lost.
+    left = p.resize(10, 2);
+    EXPECT_EQ(p.slots(), 10);
+    EXPECT_EQ(p.used(), 2);
+    EXPECT_EQ(left.size(), 2u);
+    checkInvariants(p, 1, 16);
+}
+
 } // namespace
 } // namespace coli::tiers

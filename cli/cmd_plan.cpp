@@ -106,6 +106,11 @@ int runPlan(const PlanOptions& o) {
             {"disk_bandwidth_source", diskFrom},
             {"seconds_per_token", p.secondsPerToken},
             {"tokens_per_second", p.tokensPerSecond},
+            {"gpu_device", report->gpuDevice},
+            {"vram_experts", report->vramExperts},
+            {"vram_budget_bytes", report->vramBudgetBytes},
+            {"vram_share", report->vramShareKnown ? nlohmann::ordered_json(report->vramShare)
+                                                  : nlohmann::ordered_json()},
         };
         fmt::print("{}\n", j.dump(2));
         return kExitOk;
@@ -123,6 +128,13 @@ int runPlan(const PlanOptions& o) {
                total > 0 ? 100.0 * p.expertsThatFit / total : 0.0);
     fmt::print("expected hit rate:   {:.1f} %  [{}: {}]\n", 100.0 * p.hitRate,
                placement::hitRateSourceName(p.hitRateSource), sourceDetail);
+    if (!report->gpuDevice.empty())
+        fmt::print("VRAM tier:           {}, {} of {} experts ({}); expected share of routed "
+                   "experts computed there: {} (the speed below counts the CPU only)\n",
+                   report->gpuDevice, report->vramExperts, p.shape.totalExperts(),
+                   formatBytes(report->vramBudgetBytes),
+                   report->vramShareKnown ? fmt::format("{:.1f} %", 100.0 * report->vramShare)
+                                          : std::string("unknown (no learned heat)"));
     fmt::print("memory read/token:   {}  (dense + {} routed experts)\n",
                formatBytes(uint64_t(p.memBytesPerToken)), p.shape.moeLayers * p.shape.topK);
     fmt::print("disk read/token:     {}  (the misses)\n",

@@ -284,6 +284,10 @@ std::vector<tiers::ExpertId> Model::vramPins() const {
     return m_impl->vram ? m_impl->vram->pins() : std::vector<tiers::ExpertId>{};
 }
 
+std::string Model::gpuDevice() const {
+    return m_impl->vram ? m_impl->vram->deviceName() : std::string();
+}
+
 Status Model::setVramBudget(uint64_t bytes) {
     ModelImpl& m = *m_impl;
     if (!m.vram)

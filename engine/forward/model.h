@@ -240,6 +240,7 @@ public:
     bool gpuActive() const;
     GpuCounters gpuCounters() const;
     std::string gpuNote() const;
+    std::string gpuDevice() const; // the VRAM tier's device name; "" without a tier
     // The VRAM tier's learned pins (tiers/vram_placement.h): the hottest experts by learned heat
     // (hottestFirst, e.g. learning::vramPinCandidates) reserve up to half of its slots and are
     // never evicted; resident experts are copied now, streamed ones when first routed. Returns

@@ -62,12 +62,19 @@ Result<ModelPlanReport> planLoadedModel(const LoadedModel& lm, const std::string
     ModelPlanReport report;
     auto shape = planShape(lm.model());
     if (!shape) return failed(PlanStep::Shape, failedAt, shape.status());
-    const uint64_t budget = lm.model().expertCache()->budget();
+    // The RAM slots' budget: without what the VRAM tier holds in system RAM.
+    const tiers::ExpertCache& cache = *lm.model().expertCache();
+    const uint64_t budget = cache.budget() - cache.vramTierRamBytes();
     const int capacity =
         expertsThatFit(budget, shape->slotBytes, shape->workingSlots, shape->totalExperts());
 
     double hitRate = 0;
     HitRateSource source = HitRateSource::None;
+    // The VRAM tier's size, and the hit rate at it from the source that gives h.
+    const GpuCounters gpu = lm.model().gpuCounters();
+    const int vramCap = lm.model().gpuActive() ? std::min(gpu.capacity, shape->totalExperts()) : 0;
+    std::optional<double> vramShare;
+    if (vramCap >= shape->totalExperts() && vramCap > 0) vramShare = 1.0;
     const bool needHitRate = capacity > 0 && capacity < shape->totalExperts();
     if (!o.traceFile.empty()) {
         auto t = cachesim::readRoutingTrace(o.traceFile);
@@ -80,6 +87,8 @@ Result<ModelPlanReport> planLoadedModel(const LoadedModel& lm, const std::string
                           Status(h.status().code(), "--trace: " + h.status().message()));
         hitRate = *h;
         source = HitRateSource::Trace;
+        if (!vramShare && vramCap > 0)
+            if (auto v = traceHitRate({&t.value(), 1}, *shape, vramCap)) vramShare = *v;
         report.hitRateDetail =
             fmt::format("cache simulator (lfru) over {} ({} tokens)", o.traceFile, t->nTokens());
     }
@@ -89,19 +98,33 @@ Result<ModelPlanReport> planLoadedModel(const LoadedModel& lm, const std::string
             source = HitRateSource::Heat;
         }
     }
-    if (needHitRate && source == HitRateSource::None) {
+    if (!vramShare && vramCap > 0 && o.useHeat && o.traceFile.empty() &&
+        (source == HitRateSource::Heat || !needHitRate)) {
+        // h came from heat, or needed no source (heat not asked yet): heat gives the VRAM share.
+        const std::string detail = report.hitRateDetail;
+        vramShare = learnedHitRate(modelDir, o, vramCap, report);
+        report.hitRateDetail = detail;
+    }
+    const bool needVramShare = vramCap > 0 && !vramShare;
+    if ((needHitRate || needVramShare) && source == HitRateSource::None) {
         step("recording");
         auto t = recordRoutingTrace(lm, builtinPlanPrompt(), kBuiltinPlanNewTokens, o.cancel,
                                     "the built-in prompt");
         if (!t) return failed(PlanStep::Record, failedAt, t.status());
-        auto h = traceHitRate({&t.value(), 1}, *shape, capacity);
-        if (!h) return failed(PlanStep::Record, failedAt, h.status());
-        hitRate = *h;
-        source = HitRateSource::Recorded;
-        report.recordedTokens = t->nTokens();
-        report.hitRateDetail = fmt::format(
-            "cache simulator (lfru) over the built-in prompt ({} tokens recorded)", t->nTokens());
+        if (needHitRate) {
+            auto h = traceHitRate({&t.value(), 1}, *shape, capacity);
+            if (!h) return failed(PlanStep::Record, failedAt, h.status());
+            hitRate = *h;
+            source = HitRateSource::Recorded;
+            report.recordedTokens = t->nTokens();
+            report.hitRateDetail =
+                fmt::format("cache simulator (lfru) over the built-in prompt ({} tokens recorded)",
+                            t->nTokens());
+        }
+        if (needVramShare)
+            if (auto v = traceHitRate({&t.value(), 1}, *shape, vramCap)) vramShare = *v;
     }
+    report.vramShareKnown = vramShare.has_value();
 
     double memRate = 0, diskRate = 0;
     if (o.memBytesPerSecond) {
@@ -140,6 +163,12 @@ Result<ModelPlanReport> planLoadedModel(const LoadedModel& lm, const std::string
     auto plan = makePlan(*shape, budget, hitRate, source, memRate, diskRate);
     if (!plan) return failed(PlanStep::Plan, failedAt, plan.status());
     report.plan = *plan;
+    if (lm.model().gpuActive()) {
+        report.gpuDevice = lm.model().gpuDevice();
+        report.vramExperts = vramCap;
+        report.vramBudgetBytes = lm.model().vramBudget();
+        report.vramShare = vramShare.value_or(0);
+    }
     if (report.plan.hitRateSource == HitRateSource::None)
         report.hitRateDetail = report.plan.expertsThatFit == 0
                                    ? "no expert fits beside the working set"

@@ -51,6 +51,16 @@ struct ModelPlanReport {
     int recordedTokens = 0;    // source Recorded: the trace's tokens (prompt + generated)
     // Problems that did not stop the plan: the usage database could not be read (heat not used).
     std::vector<std::string> warnings;
+    // The VRAM tier (docs/gpu.md), when the model has one: its device, the experts its budget
+    // holds, and the expected share of routed experts computed there: the hit rate of the same
+    // source at the tier's size (heat: its hottest experts; a trace: the RAM cache's policy
+    // simulated at that size, an estimate of VramPlacement's). The time model does not count
+    // the GPU yet (plan.secondsPerToken is the CPU's).
+    std::string gpuDevice; // "" = no GPU tier
+    int vramExperts = 0;
+    uint64_t vramBudgetBytes = 0;
+    double vramShare = 0;
+    bool vramShareKnown = false; // no source gave it (no heat, and h needed no trace)
 };
 
 // The plan of `lm` (loaded from `modelDir` with streamed experts) at its expert cache's budget.

@@ -5,7 +5,8 @@ text as `--gpu none`, says where experts ran and splits VRAM out of the hit rate
 that matches nothing is refused (exit 3) with the devices listed; without a Vulkan loader `info`
 still works and says so; `coli bench decode --gpu DEVICE --vram-budgets ...` crosses RAM and VRAM
 budgets (decoding the CPU's tokens in every row) with the GPU columns, streamed and --resident, and
-refuses a VRAM budget over 100 % (exit 2). Skips (exit 77) when the test device is missing."""
+refuses a VRAM budget over 100 % (exit 2); `coli plan` shows the tier and its expected share;
+learned VRAM pins are saved with tier 'vram'. Skips (exit 77) when the test device is missing."""
 import argparse
 import json
 import os
@@ -69,6 +70,48 @@ class GpuCli(unittest.TestCase):
         again = coli(*args, "--gpu", ARGS.device)
         self.assertIn("(cached)", again.stderr)
         self.assertEqual(again.stdout, cpu.stdout)
+
+    def test_plan_shows_the_vram_tier(self):
+        base = ["plan", self.container, "--gpu", ARGS.device, "--no-learn", "--json",
+                "--mem-bandwidth", "10", "--disk-bandwidth", "1", "--ram-budget", "0"]
+        whole = coli(*base)
+        self.assertEqual(whole.returncode, 0, whole.stderr)
+        j = json.loads(whole.stdout)
+        self.assertIn(ARGS.device, j["gpu_device"].lower())
+        self.assertEqual(j["vram_experts"], j["total_experts"])
+        self.assertEqual(j["vram_share"], 1.0)
+        # A quarter of the experts: a share from the recorded trace, strictly between 0 and 1.
+        quarter = j["vram_budget_bytes"] // 4
+        r = coli(*base[:-2], "--vram-budget", str(quarter), "--ram-budget", "0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        q = json.loads(r.stdout)
+        self.assertEqual(q["vram_experts"], j["total_experts"] // 4)
+        self.assertGreater(q["vram_share"], 0.0)
+        self.assertLess(q["vram_share"], 1.0)
+        none = json.loads(coli("plan", self.container, "--no-learn", "--json", "--mem-bandwidth",
+                               "10", "--disk-bandwidth", "1", "--ram-budget", "0").stdout)
+        self.assertEqual(none["gpu_device"], "")
+        self.assertIsNone(none["vram_share"])
+
+    def test_learned_vram_pins_are_saved_with_their_tier(self):
+        import sqlite3
+        db = os.path.join(ARGS.work, "pins.db")
+        if os.path.exists(db):
+            os.remove(db)
+        j = json.loads(coli("plan", self.container, "--gpu", ARGS.device, "--no-learn", "--json",
+                            "--mem-bandwidth", "10", "--disk-bandwidth", "1").stdout)
+        args = ["generate", self.container, "-p", "3 7 11 5 2 9", "-n", "12", "--temp", "0",
+                "--gpu", ARGS.device, "--vram-budget", str(j["vram_budget_bytes"] // 4),
+                "--usage-db", db]
+        first = coli(*args)
+        self.assertEqual(first.returncode, 0, first.stderr)
+        second = coli(*args)  # learned heat now: the hottest are pinned in VRAM first
+        self.assertEqual(second.returncode, 0, second.stderr)
+        self.assertEqual(second.stdout, first.stdout)
+        with sqlite3.connect(db) as c:
+            tiers = dict(c.execute("SELECT tier, count(*) FROM pins GROUP BY tier").fetchall())
+        self.assertGreater(tiers.get("vram", 0), 0, tiers)
+        self.assertLessEqual(tiers["vram"], j["total_experts"] // 8 + 1, tiers)
 
     def test_unknown_device(self):
         r = coli("generate", self.container, "-p", "1 2", "-n", "2", "--gpu", "no-such-gpu")

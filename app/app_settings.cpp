@@ -17,12 +17,16 @@
 #include <QSettings>
 #include <QUrl>
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
 #include <thread>
 
 namespace coli::app {
 
 namespace {
+
+constexpr double kMaxVramBudgetMiB = 1024.0 * 1024.0 * 1024.0; // 1 PiB: more than any device
 
 // The read mode as the setting stores it; nullopt for any other text.
 std::optional<aio::DirectIo> parseReadMode(const QString& mode) {
@@ -126,6 +130,17 @@ void AppSettings::setRamBudgetMiB(int mib) {
     if (mib == ramBudgetMiB()) return;
     store(QStringLiteral("engine/ramBudgetMiB"), mib);
     emit ramBudgetChanged();
+}
+double AppSettings::vramBudgetMiB() const {
+    const double mib = value(QStringLiteral("engine/vramBudgetMiB"), 0.0).toDouble();
+    return std::isfinite(mib) ? std::clamp(mib, 0.0, kMaxVramBudgetMiB) : 0.0;
+}
+void AppSettings::setVramBudgetMiB(double mib) {
+    if (std::isnan(mib)) return;
+    mib = std::clamp(mib, 0.0, kMaxVramBudgetMiB);
+    if (mib == vramBudgetMiB()) return;
+    store(QStringLiteral("engine/vramBudgetMiB"), mib);
+    emit vramBudgetChanged();
 }
 QString AppSettings::readMode() const {
     const QString mode = value(QStringLiteral("engine/readMode"), QString()).toString();
@@ -244,6 +259,7 @@ LoadSettings AppSettings::loadSettings(int fallbackThreads) const {
     l.prefetch = prefetch();
     l.mirrorDir = mirrorFolder().toStdString();
     l.gpu = gpuDevice().toStdString();
+    l.vramBudgetBytes = uint64_t(std::llround(vramBudgetMiB() * 1048576.0));
     return l;
 }
 

@@ -7,7 +7,8 @@
 // When settings apply: theme and sampling at once (the next answer); threads and direct I/O at
 // the next model load (`reloadNeeded` says a change waits for it); the RAM budget and prefetch
 // at every load (loadSettings()) and at once to the loaded model (connectSettings applies them
-// through the TierMonitor, between two tokens).
+// through the TierMonitor, between two tokens); the VRAM budget at every load and at once
+// (between two answers), and a VRAM budget the Tiers view put in force is saved here.
 //
 // Thread-safety: GUI thread only (QObject affinity), except forgetUsageOn, which runs on its own
 // thread (see there).
@@ -60,6 +61,12 @@ class AppSettings : public QObject {
     Q_PROPERTY(QString gpuDevice READ gpuDevice WRITE setGpuDevice NOTIFY gpuDeviceChanged)
     Q_PROPERTY(QVariantList gpuDevices READ gpuDevices CONSTANT)
     Q_PROPERTY(QString gpuDevicesProblem READ gpuDevicesProblem CONSTANT)
+    // VRAM for experts in MiB (QSettings engine/vramBudgetMiB; fractions kept: an expert can be
+    // far smaller than a MiB), 0 = the engine's default (docs/gpu.md "Budget"). Applied after
+    // every load with a GPU tier and at once to the loaded model (between two answers); the
+    // Tiers view's VRAM budget is saved here once the engine applied it.
+    Q_PROPERTY(
+        double vramBudgetMiB READ vramBudgetMiB WRITE setVramBudgetMiB NOTIFY vramBudgetChanged)
     // Default sampling: when customSampling is false the model's generation_config.json applies.
     Q_PROPERTY(
         bool customSampling READ customSampling WRITE setCustomSampling NOTIFY samplingChanged)
@@ -105,6 +112,8 @@ public:
     void setGpuDevice(const QString& spec); // trimmed; an empty text is ignored
     QVariantList gpuDevices() const;
     QString gpuDevicesProblem() const;
+    double vramBudgetMiB() const;
+    void setVramBudgetMiB(double mib); // clamped to [0, 2^30 MiB]; not a number is ignored
     bool customSampling() const;
     void setCustomSampling(bool on);
     double temperature() const;
@@ -177,6 +186,7 @@ signals:
     void prefetchChanged();
     void mirrorFolderChanged();
     void gpuDeviceChanged();
+    void vramBudgetChanged();
     void samplingChanged();
     void usageDatabaseChanged();
     void reloadNeededChanged();

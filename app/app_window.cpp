@@ -82,6 +82,17 @@ void connectSettings(AppSettings* settings, EngineController* controller, int fa
         loadOptions();
         controller->tiers()->setPrefetchEnabled(settings->prefetch());
     });
+    // The VRAM budget: every load applies it; a change applies to the loaded model at once
+    // (between two answers); a budget the Tiers view put in force is remembered for the next
+    // loads (the engine reports what it applied, in whole experts).
+    QObject::connect(settings, &AppSettings::vramBudgetChanged, controller, [=] {
+        loadOptions();
+        const double bytes = settings->vramBudgetMiB() * 1048576.0;
+        if (bytes > 0 && bytes != controller->tiers()->vramBudgetBytes())
+            controller->tiers()->setVramBudgetBytes(bytes);
+    });
+    QObject::connect(controller, &EngineController::vramBudgetApplied, settings,
+                     [=](double bytes) { settings->setVramBudgetMiB(bytes / 1048576.0); });
     QObject::connect(settings, &AppSettings::readModeChanged, controller, loadOptions);
     QObject::connect(settings, &AppSettings::mirrorFolderChanged, controller, loadOptions);
     QObject::connect(settings, &AppSettings::gpuDeviceChanged, controller, loadOptions);

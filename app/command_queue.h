@@ -35,7 +35,8 @@ struct LearnedUsage;
 namespace coli::app {
 
 // ApplySettings wakes an idle engine thread to apply the pending expert budget / prefetch switch
-// (EngineWorker::requestBudget); during an answer they are applied between tokens instead.
+// (EngineWorker::requestBudget); during an answer they are applied between tokens instead. A
+// pending VRAM budget (requestVramBudget) is applied only by this command, so between answers.
 // ApplyUsage hands the learned expert usage of the loaded model (read by the storage thread) to
 // the engine thread, which puts it into the expert cache before the first answer.
 // UserPin changes a user pin or the exclusions (UserPinChange); queued like a Generate, it runs
@@ -72,6 +73,10 @@ struct LoadSettings {
     std::string mirrorDir; // a mirror of model files on a second disk; "" = none
     // The VRAM tier's device (ExpertTierOptions::gpu): "none", "auto" or part of a device name.
     std::string gpu = "none";
+    // VRAM for experts, set after the load (Model::setVramBudget; ignored without a GPU tier);
+    // 0 = the engine's default (docs/gpu.md "Budget"). A value the device refuses keeps the default
+    // and says why in the load notice.
+    uint64_t vramBudgetBytes = 0;
 };
 
 // Generate, SessionKvBind, SessionKvDelete: where the chat's KV cache persists

@@ -35,6 +35,9 @@ EngineController::EngineController(WorkerOptions opt, QObject* parent) : QObject
         [this](bool on) {
             if (m_worker) m_worker->requestPrefetch(on);
         });
+    m_tiers.setVramRequest([this](uint64_t bytes) {
+        if (m_worker) m_worker->requestVramBudget(bytes);
+    });
     // The Brain draws the same 30 Hz sample (unless the synthetic generator feeds it); "this
     // turn" starts with each answer.
     connect(&m_tiers, &TierMonitor::changed, this, [this] {
@@ -444,6 +447,16 @@ void EngineController::drainEvents() {
         case EventKind::UserPin:
             emit pinMessage(QString::fromStdString(ev.text), ev.pinApplied);
             if (ev.pinApplied && m_hooks.userPinChanged) m_hooks.userPinChanged(ev.pin);
+            break;
+        case EventKind::VramBudget: // a Tiers view (or Settings) request, for the model loaded
+            if (ev.id != m_loadId) break;
+            // The status published before the event, so the Tiers view agrees with it now.
+            m_tiers.apply(m_worker->tierStatus());
+            m_tiers.vramRequestDone();
+            if (!ev.text.empty())
+                showNotice(QString::fromStdString(ev.text));
+            else
+                emit vramBudgetApplied(double(ev.vramBudgetBytes));
             break;
         case EventKind::Notice: // of the current turn, or of the model just loaded
             if (ev.id == m_turnId || ev.id == m_loadId) showNotice(QString::fromStdString(ev.text));

@@ -262,6 +262,9 @@ signals:
     void piecesFlushed(int pieces);
     // The outcome of toggleUserPin / resetPinExclusions in words; `ok` false: refused.
     void pinMessage(const QString& text, bool ok);
+    // A VRAM budget asked for through tiers() is in force: `bytes` (whole experts). A refused one
+    // shows its reason in the banner instead (a notice, as the RAM budget's) and keeps the old.
+    void vramBudgetApplied(double bytes);
 
 public:
     // ---- Settings and the message-length check (issue 11) ----

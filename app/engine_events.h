@@ -36,6 +36,8 @@ enum class EventKind {
     SessionKv,     // a chat's KV file was saved, opened or deleted: kvSession holds kvBytes on disk
                    // (0: none); kvDeleted = other chats whose files the cap deleted; text = a
                    // warning for the user, or "" (the chat goes on either way)
+    VramBudget,    // a requested VRAM budget ran (EngineWorker::requestVramBudget): text = why it
+                   // was refused ("" when applied); vramBudgetBytes = the budget in force now
 };
 
 struct EngineEvent {
@@ -69,6 +71,7 @@ struct EngineEvent {
     int64_t kvSession = 0;
     uint64_t kvBytes = 0;
     std::vector<int64_t> kvDeleted;
+    uint64_t vramBudgetBytes = 0; // VramBudget
 
     static EngineEvent make(EventKind k, uint64_t id, std::string text) {
         EngineEvent e;

@@ -106,6 +106,7 @@ void EngineWorker::run() {
             break;
         case CommandKind::ApplySettings:
             applyPendingSettings();
+            applyPendingVram(); // here only: between answers, never between two tokens
             break;
         case CommandKind::ApplyUsage:
             doApplyUsage(c);
@@ -132,6 +133,40 @@ void EngineWorker::requestBudget(uint64_t bytes) {
 void EngineWorker::requestPrefetch(bool on) {
     if (m_pendingPrefetch.exchange(on ? 1 : 0, std::memory_order_relaxed) < 0)
         m_queue.push(Command{CommandKind::ApplySettings});
+}
+
+void EngineWorker::requestVramBudget(uint64_t bytes) {
+    if (m_pendingVram.exchange(bytes == kNoRequest ? kNoRequest - 1 : bytes,
+                               std::memory_order_relaxed) == kNoRequest)
+        m_queue.push(Command{CommandKind::ApplySettings});
+}
+
+Status EngineWorker::setVramBudget(uint64_t bytes) {
+    Model& model = m_model->model();
+    const Status st = model.setVramBudget(bytes);
+    // With a device sharing the system's memory the tier's bytes count in the RAM budget: its
+    // ceiling moves with them (docs/gpu.md "Budget").
+    if (tiers::ExpertCache* cache = model.expertCache()) {
+        m_tierState.minimumBudget = cache->minimumBudget();
+        m_tierState.maximumBudget = maximumExpertBudget(*cache);
+    }
+    return st;
+}
+
+void EngineWorker::applyPendingVram() {
+    const uint64_t bytes = m_pendingVram.exchange(kNoRequest, std::memory_order_relaxed);
+    if (bytes == kNoRequest || !m_model) return;
+    const uint64_t before = m_model->model().vramBudget();
+    const Status st = setVramBudget(bytes);
+    EngineEvent ev =
+        EngineEvent::make(EventKind::VramBudget, m_loadId,
+                          st.isOk() ? std::string()
+                                    : "The VRAM budget was not changed (" + formatBytes(before) +
+                                          " stays): " + st.message());
+    ev.vramBudgetBytes = m_model->model().vramBudget();
+    updatePlan();
+    publishTiers(0, nullptr); // first: the event's reader sees the status it describes
+    publish(std::move(ev));
 }
 
 void EngineWorker::applyPendingSettings() {
@@ -199,6 +234,7 @@ void EngineWorker::doLoad(const Command& c) {
     const uint64_t serial = m_tierState.serial;
     m_tierState = TierStatus{};
     m_tierState.serial = serial; // keeps growing: the GUI never mistakes a new status for seen
+    m_tierState.loadId = c.id;
     m_busyBefore = 0;
     m_learning = false;
     m_generatedSinceLoad = false;
@@ -238,6 +274,21 @@ void EngineWorker::doLoad(const Command& c) {
     m_loadedDir = c.dir;
     m_loadId = c.id;
     m_model = std::move(lm.value());
+    // The Settings' VRAM budget (the Tiers view's last one), before any expert enters VRAM and
+    // before the RAM budget, which counts the tier's bytes on a device sharing the system's
+    // memory; a value the device refuses keeps the default, and the load notice says why.
+    std::string vramNote;
+    if (c.load.vramBudgetBytes > 0 && m_model->model().gpuActive()) {
+        const uint64_t defaultBytes = m_model->model().vramBudget();
+        if (const Status st = setVramBudget(c.load.vramBudgetBytes); st.isOk())
+            vramNote =
+                "VRAM budget from the settings: " + formatBytes(m_model->model().vramBudget()) +
+                " (" + std::to_string(m_model->model().gpuCounters().capacity) + " experts).";
+        else
+            vramNote = "The VRAM budget from the settings (" + formatBytes(c.load.vramBudgetBytes) +
+                       ") was not applied; the default " + formatBytes(defaultBytes) +
+                       " stays: " + st.message();
+    }
     std::string budget;
     std::string budgetWarning; // the cgroup files could not be read
     if (tiers::ExpertCache* cache = m_model->model().expertCache()) {
@@ -302,6 +353,7 @@ void EngineWorker::doLoad(const Command& c) {
     // for "none"): a user who chose a GPU learns whether it is used.
     if (const std::string gpu = m_model->model().gpuNote(); !gpu.empty())
         warnings += (warnings.empty() ? "" : "\n") + gpu;
+    if (!vramNote.empty()) warnings += (warnings.empty() ? "" : "\n") + vramNote;
     if (!warnings.empty()) publish(EngineEvent::make(EventKind::Notice, c.id, warnings));
 }
 

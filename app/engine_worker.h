@@ -82,6 +82,12 @@ public:
     // Changing them never changes a token (placement invariance), only speed.
     void requestBudget(uint64_t bytes);
     void requestPrefetch(bool on);
+    // The VRAM tier's budget (bytes; Model::setVramBudget), from any thread. Applied by the engine
+    // thread between two answers (never during one: the GPU's slots change), at once when idle;
+    // the latest request wins. A VramBudget event follows with the budget in force, or why the
+    // request was refused (no GPU tier, below one expert, the device holds no more: the tier
+    // keeps its size); the next TierStatus shows it. Placement only: never changes a token.
+    void requestVramBudget(uint64_t bytes);
 
 private:
     void run();
@@ -89,6 +95,9 @@ private:
     void doLoad(const Command& c);
     void doGenerate(const Command& c);
     void applyPendingSettings(); // engine thread
+    void applyPendingVram();     // engine thread, between commands only
+    // Engine thread: Model::setVramBudget, and the RAM budget's limits that follow it.
+    Status setVramBudget(uint64_t bytes);
     void doApplyUsage(const Command& c);
     void doUserPin(const Command& c);
     void publishTiers(int tokens, const tiers::TierTelemetry* after); // engine thread
@@ -119,6 +128,7 @@ private:
     // relaxed: a request carries only its own value; the engine thread exchanges it out.
     std::atomic<uint64_t> m_pendingBudget{kNoRequest};
     std::atomic<int> m_pendingPrefetch{-1}; // -1: none, 0 off, 1 on
+    std::atomic<uint64_t> m_pendingVram{kNoRequest};
     // engine thread only: the last publication's counters and the time spent generating
     TierStatus m_tierState;
     PlanRates m_planRates;   // measured once per load (plan_figures.h)

@@ -3,7 +3,8 @@
 // "Tiers view"): VRAM (computed on the GPU), the pinned hot-store, the cache (ready), in flight (a
 // prefetch was still reading it) and disk (read on demand); the five add up to 1. One definition
 // for the Tiers view (TierMonitor, from tiers::TierCounters) and the Charts view (TurnStatsModel,
-// from a saved run's storage::RunTierCounters): both counter types have these fields.
+// from a saved run's storage::RunTierCounters, which has hitsVram from schema version 6): both
+// counter types have these fields.
 // Thread-safety: pure functions.
 #include <algorithm>
 #include <cstdint>
@@ -28,8 +29,7 @@ template <typename Counters> std::optional<PlaceShares> placeShares(const Counte
     s.cache = double(c.hitsCache - inFlight) / routed;
     s.inFlight = double(inFlight) / routed;
     s.disk = double(c.misses) / routed;
-    // A saved run's counters (storage::RunTierCounters) predate the VRAM tier: none there.
-    if constexpr (requires { c.hitsVram; }) s.vram = double(c.hitsVram) / routed;
+    s.vram = double(c.hitsVram) / routed;
     return s;
 }
 

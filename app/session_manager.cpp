@@ -82,6 +82,7 @@ storage::RunRecord runOf(const GenerateStats& s) {
     r.tiers.hitsCache = s.tiers.hitsCache;
     r.tiers.inFlightHits = s.tiers.inFlightHits;
     r.tiers.misses = s.tiers.misses;
+    r.tiers.hitsVram = s.tiers.hitsVram; // computed on the GPU (schema version 6)
     r.tiers.bytesRead = s.tiers.bytesRead;
     r.tiers.evictions = s.tiers.evictions;
     r.tiers.prefetchIssued = s.tiers.prefetchIssued;

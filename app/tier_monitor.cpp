@@ -26,12 +26,16 @@ void TierMonitor::setRequests(std::function<void(uint64_t)> budget,
 
 void TierMonitor::apply(const TierStatus& s) {
     if (s.serial == m_now.serial) return;
-    // A reload restarts the counters (and a status without tiers has none): a new session.
-    const bool restart = s.serial < m_now.serial || !s.streaming ||
-                         s.counters.tokens < m_now.counters.tokens ||
-                         s.maximumBudget != m_now.maximumBudget;
+    // A reload restarts the counters (and a status without tiers has none): a new session, also
+    // the first status with tiers. (A budget change is not one, though the RAM budget's ceiling
+    // follows the VRAM budget on a device sharing the system's memory.)
+    const bool restart = s.serial < m_now.serial || !s.streaming || !m_now.streaming ||
+                         s.counters.tokens < m_now.counters.tokens || s.loadId != m_now.loadId;
     m_now = s;
-    if (restart) m_base = s;
+    if (restart) {
+        m_base = s;
+        m_vramAsked = -1; // another model: a request for the old one is gone with it
+    }
     recompute();
 }
 
@@ -48,6 +52,29 @@ void TierMonitor::setBudgetBytes(double bytes) {
 
 void TierMonitor::setPrefetchEnabled(bool on) {
     if (m_now.streaming && m_requestPrefetch) m_requestPrefetch(on);
+}
+
+double TierMonitor::minimumVramBudgetBytes() const {
+    const tiers::TierResidency& r = m_now.residency;
+    return vramAvailable() ? double(r.vramBudgetBytes / uint64_t(r.vramCapacity)) : 0;
+}
+
+double TierMonitor::maximumVramBudgetBytes() const {
+    return minimumVramBudgetBytes() * std::max(0, m_now.residency.totalExperts);
+}
+
+void TierMonitor::setVramBudgetBytes(double bytes) {
+    if (!vramAvailable() || !m_requestVram || std::isnan(bytes)) return;
+    const uint64_t want = uint64_t(std::clamp(bytes, 0.0, maximumVramBudgetBytes()));
+    m_vramAsked = double(want);
+    m_requestVram(want);
+    emit changed();
+}
+
+void TierMonitor::vramRequestDone() {
+    if (m_vramAsked < 0) return;
+    m_vramAsked = -1;
+    emit changed();
 }
 
 QVariantList TierMonitor::ramSegments() const {

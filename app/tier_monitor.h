@@ -4,7 +4,8 @@
 // token, I/O wait share), for the last forward step and for the session (since the model was
 // loaded or resetSession() was called: a new or another chat). Also the controls: the RAM budget
 // and the prefetch switch, forwarded to EngineWorker::requestBudget / requestPrefetch (applied by
-// the engine thread between two tokens, also during an answer).
+// the engine thread between two tokens, also during an answer), and the VRAM budget, forwarded to
+// EngineWorker::requestVramBudget (applied between two answers).
 // Definitions (counters of tiers/tier_telemetry.h over the period):
 //   hit rate        = (hitsVram + hitsPinned + hitsCache - inFlightHits) / routed: found ready
 //                     in VRAM or RAM (tiers::hitRate)
@@ -13,6 +14,8 @@
 //                     read by a prefetch), misses / routed (disk); the five add up to 1
 //   VRAM row        = available when the GPU tier holds experts (residency.vramCapacity > 0):
 //                     experts / vramCapacity, bytes / vramBudgetBytes (its own budget)
+//   VRAM budget     = from one expert (vramBudgetBytes / vramCapacity, the bytes of one expert
+//                     there) to every routed expert (that * totalExperts)
 //   recall          = lookaheadRecalled / lookaheadRouted; precision = prefetchCorrect /
 //                     prefetchPredicted
 //   MiB per token   = bytesRead / 2^20 / tokens, for the answers' decode steps (last: the last
@@ -53,6 +56,12 @@ class TierMonitor : public QObject {
     Q_PROPERTY(int vramCapacity READ vramCapacity NOTIFY changed)
     Q_PROPERTY(double vramBytes READ vramBytes NOTIFY changed)
     Q_PROPERTY(double vramBudgetBytes READ vramBudgetBytes NOTIFY changed)
+    // The VRAM budget control's range: one expert .. every routed expert (0 without a GPU tier).
+    Q_PROPERTY(double minimumVramBudgetBytes READ minimumVramBudgetBytes NOTIFY changed)
+    Q_PROPERTY(double maximumVramBudgetBytes READ maximumVramBudgetBytes NOTIFY changed)
+    // A VRAM budget asked for and not yet run by the engine (it waits for the answer being
+    // written to end), else -1.
+    Q_PROPERTY(double vramBudgetAskedBytes READ vramBudgetAskedBytes NOTIFY changed)
     Q_PROPERTY(double hitRateLast READ hitRateLast NOTIFY changed)
     Q_PROPERTY(double hitRateSession READ hitRateSession NOTIFY changed)
     Q_PROPERTY(double prefetchRecall READ prefetchRecall NOTIFY changed)
@@ -91,6 +100,9 @@ public:
     // only feed apply().
     explicit TierMonitor(QObject* parent = nullptr);
     void setRequests(std::function<void(uint64_t)> budget, std::function<void(bool)> prefetch);
+    void setVramRequest(std::function<void(uint64_t)> vramBudget) {
+        m_requestVram = std::move(vramBudget);
+    }
 
     // A new status (from the 30 Hz sample); ignored when its serial was already applied. The
     // first status after a load (or with a lower serial) restarts the session.
@@ -100,6 +112,12 @@ public:
     // Controls. Bytes are clamped to [minimumBudgetBytes, maximumBudgetBytes].
     Q_INVOKABLE void setBudgetBytes(double bytes);
     Q_INVOKABLE void setPrefetchEnabled(bool on);
+    // The VRAM budget in bytes, with a GPU tier: above every routed expert it is every routed
+    // expert; below one expert it still goes to the engine, which refuses it and says why (the
+    // controller shows that in the banner, as the RAM budget's notices).
+    Q_INVOKABLE void setVramBudgetBytes(double bytes);
+    // The engine ran the VRAM budget request (applied or refused): nothing is asked any more.
+    void vramRequestDone();
 
     TierRowsModel* rows() { return &m_rows; }
     QObject* rowsObject() { return &m_rows; }
@@ -117,6 +135,9 @@ public:
     int vramCapacity() const { return m_now.residency.vramCapacity; }
     double vramBytes() const { return double(m_now.residency.vramBytes); }
     double vramBudgetBytes() const { return double(m_now.residency.vramBudgetBytes); }
+    double minimumVramBudgetBytes() const;
+    double maximumVramBudgetBytes() const;
+    double vramBudgetAskedBytes() const { return m_vramAsked; }
     double hitRateLast() const { return m_hitLast; }
     double hitRateSession() const { return m_hitSession; }
     double prefetchRecall() const { return m_recall; }
@@ -158,8 +179,10 @@ private:
     tiers::TierCounters m_session;
     std::function<void(uint64_t)> m_requestBudget;
     std::function<void(bool)> m_requestPrefetch;
+    std::function<void(uint64_t)> m_requestVram;
     double m_hitLast = -1, m_hitSession = -1, m_recall = -1, m_precision = -1;
     double m_mibLast = -1, m_mibSession = -1, m_mibPromptSession = -1, m_ioWait = 0;
+    double m_vramAsked = -1;
 };
 
 } // namespace coli::app

@@ -15,6 +15,7 @@ namespace coli::app {
 
 struct TierStatus {
     uint64_t serial = 0;    // incremented at every publication (0: no model with streamed experts)
+    uint64_t loadId = 0;    // the Load command of the model (another: a new session)
     bool streaming = false; // routed experts stream through the expert cache
     tiers::TierCounters counters; // cumulative since load
     tiers::TierCounters last;     // the last forward step's counters (after - before); its

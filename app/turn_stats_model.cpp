@@ -25,6 +25,7 @@ TurnStatsModel::Turn TurnStatsModel::turnOf(const storage::RunRecord& r, int tur
     const std::optional<PlaceShares> shares = placeShares(c);
     t.tiered = shares.has_value();
     if (shares) {
+        t.hitVram = shares->vram;
         t.hitPinned = shares->pinned;
         t.hitCache = shares->cache;
         t.hitInFlight = shares->inFlight;
@@ -64,6 +65,7 @@ QHash<int, QByteArray> TurnStatsModel::roleNames() const {
             {TokensPerSecondRole, "tokensPerSecond"},
             {TtftRole, "ttft"},
             {TieredRole, "tiered"},
+            {HitVramRole, "hitVram"},
             {HitPinnedRole, "hitPinned"},
             {HitCacheRole, "hitCache"},
             {HitInFlightRole, "hitInFlight"},
@@ -89,6 +91,8 @@ QVariant TurnStatsModel::value(const Turn& t, int role) const {
         return t.ttft;
     case TieredRole:
         return t.tiered;
+    case HitVramRole:
+        return t.hitVram;
     case HitPinnedRole:
         return t.hitPinned;
     case HitCacheRole:
@@ -143,6 +147,7 @@ void TurnStatsModel::appendRun(const storage::RunRecord& run) {
     m_maxTtft = std::max(m_maxTtft, t.ttft);
     m_maxMib = std::max(m_maxMib, t.mibPerToken);
     m_tiered = m_tiered || t.tiered;
+    m_vram = m_vram || t.hitVram > 0;
     endInsertRows();
     emit countChanged();
 }
@@ -159,12 +164,13 @@ void TurnStatsModel::clear() {
 
 void TurnStatsModel::recomputeMaxima() {
     m_maxRate = m_maxTtft = m_maxMib = 0;
-    m_tiered = false;
+    m_tiered = m_vram = false;
     for (const Turn& t : m_rows) {
         m_maxRate = std::max(m_maxRate, t.tokensPerSecond);
         m_maxTtft = std::max(m_maxTtft, t.ttft);
         m_maxMib = std::max(m_maxMib, t.mibPerToken);
         m_tiered = m_tiered || t.tiered;
+        m_vram = m_vram || t.hitVram > 0;
     }
 }
 

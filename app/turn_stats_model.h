@@ -10,12 +10,13 @@
 //   tokensPerSecond     decode speed, tokens per second
 //   ttft                time to the first answer token, seconds
 //   tiered              true when experts were routed through the tiers (false: all resident)
+//   hitVram             hitsVram / routed                (found in VRAM, computed on the GPU)
 //   hitPinned           hitsPinned / routed              (found in the pinned hot-store)
 //   hitCache            (hitsCache - inFlightHits) / routed (found ready in the cache)
 //   hitInFlight         inFlightHits / routed            (still being read by a prefetch)
 //   hitDisk             misses / routed                  (read from disk on demand)
-//                       the four add up to 1 when tiered, all 0 otherwise (as TierMonitor)
-//   hitRate             hitPinned + hitCache: found ready in RAM
+//                       the five add up to 1 when tiered, all 0 otherwise (as TierMonitor)
+//   hitRate             hitVram + hitPinned + hitCache: found ready in VRAM or RAM
 //   mibPerToken         MiB of experts read per decode step (RunRecord::mibReadPerDecodeToken:
 //                       the prompt's prefill apart; runs saved before it was stored: per token of
 //                       the whole turn)
@@ -44,8 +45,10 @@ class TurnStatsModel : public QAbstractListModel {
     Q_PROPERTY(double maxTokensPerSecond READ maxTokensPerSecond NOTIFY countChanged)
     Q_PROPERTY(double maxTtft READ maxTtft NOTIFY countChanged)
     Q_PROPERTY(double maxMibPerToken READ maxMibPerToken NOTIFY countChanged)
-    // True when some turn routed experts through the tiers.
+    // True when some turn routed experts through the tiers; vram: when some turn's experts were
+    // computed on the GPU (the VRAM tier, docs/gpu.md).
     Q_PROPERTY(bool tiered READ tiered NOTIFY countChanged)
+    Q_PROPERTY(bool vram READ vram NOTIFY countChanged)
 public:
     enum Role {
         TurnRole = Qt::UserRole + 1,
@@ -64,6 +67,7 @@ public:
         ExpertWaitShareRole,
         SamplingShareRole,
         OtherShareRole,
+        HitVramRole,
     };
     Q_ENUM(Role)
 
@@ -73,10 +77,10 @@ public:
         qint64 tokens = 0;
         double tokensPerSecond = 0, ttft = 0;
         bool tiered = false;
-        double hitPinned = 0, hitCache = 0, hitInFlight = 0, hitDisk = 0;
+        double hitVram = 0, hitPinned = 0, hitCache = 0, hitInFlight = 0, hitDisk = 0;
         double mibPerToken = 0;
         double attention = 0, expertFfn = 0, expertWait = 0, sampling = 0, other = 0;
-        double hitRate() const { return hitPinned + hitCache; }
+        double hitRate() const { return hitVram + hitPinned + hitCache; }
     };
     // The row of run `r`, numbered `turn`.
     static Turn turnOf(const storage::RunRecord& r, int turn);
@@ -106,6 +110,7 @@ public:
     double maxTtft() const { return m_maxTtft; }
     double maxMibPerToken() const { return m_maxMib; }
     bool tiered() const { return m_tiered; }
+    bool vram() const { return m_vram; }
 
     // For QML charts: the values of the role named `role` (e.g. "ttft"), one per row in order;
     // an empty list for an unknown name.
@@ -123,7 +128,7 @@ private:
     QVector<Turn> m_rows;
     LiveRateModel m_live;
     double m_maxRate = 0, m_maxTtft = 0, m_maxMib = 0;
-    bool m_tiered = false;
+    bool m_tiered = false, m_vram = false;
 };
 
 } // namespace coli::app

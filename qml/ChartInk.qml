@@ -9,6 +9,7 @@ QtObject {
     readonly property color live: dark ? "#e3b341" : "#9a6700"
     readonly property color ttft: dark ? "#f0883e" : "#bc4c00"
     readonly property color mib: dark ? "#39c5bb" : "#0e8a7d"
+    readonly property color vram: dark ? "#3fb950" : "#1a7f37" // the Tiers view's VRAM hue
     readonly property color pinned: dark ? "#a371f7" : "#8250df"
     readonly property color cache: Theme.accent
     readonly property color inFlight: dark ? "#d29922" : "#d4a72c"

@@ -18,6 +18,7 @@ Page {
     readonly property bool streaming: live !== null && live.streaming
     readonly property bool empty: turns === 0 && !streaming && !(live && live.count > 0)
     readonly property bool tiered: stats !== null && stats.tiered
+    readonly property bool vram: stats !== null && stats.vram // some answer computed on a GPU
     // The time split draws one bar per answer: the latest ones when there are more.
     readonly property int splitWindow: 40
 
@@ -62,6 +63,7 @@ Page {
 
         // A turn that routed no expert (stopped before its first token) has no shares.
         const routed = stats ? stats.column("tiered") : []
+        fill(vramLine, stats ? stats.column("hitVram") : [], 100, routed)
         fill(pinnedLine, stats ? stats.column("hitPinned") : [], 100, routed)
         fill(cacheLine, stats ? stats.column("hitCache") : [], 100, routed)
         fill(inFlightLine, stats ? stats.column("hitInFlight") : [], 100, routed)
@@ -218,8 +220,9 @@ Page {
                                 qsTr("mean time to first token %1 s").arg(view.num(view.mean(
                                     view.stats.column("ttft")), 2))
                         if (view.tiered)
-                            t += " · " + qsTr("experts ready in RAM %1").arg(view.pct(view.mean(
-                                     view.stats.column("hitRate"))))
+                            t += " · " + (view.vram ? qsTr("experts ready in VRAM or RAM %1")
+                                                    : qsTr("experts ready in RAM %1"))
+                                         .arg(view.pct(view.mean(view.stats.column("hitRate"))))
                         text = t
                     }
                 }
@@ -322,16 +325,18 @@ Page {
                     Layout.preferredWidth: 1
                     Layout.preferredHeight: grid.cardHeight
                     title: qsTr("Routed experts by tier (%)")
-                    note: view.tiered ? qsTr("last %1 in RAM").arg(view.pct(
-                              view.stats.get(view.turns - 1).hitRate)) : ""
-                    legend: [{ name: qsTr("pinned"), color: ink.pinned },
-                             { name: qsTr("cache"), color: ink.cache },
-                             { name: qsTr("in flight"), color: ink.inFlight },
-                             { name: qsTr("disk"), color: ink.disk }]
+                    note: view.tiered ? (view.vram ? qsTr("last %1 in VRAM + RAM") : qsTr("last %1 in RAM"))
+                                        .arg(view.pct(view.stats.get(view.turns - 1).hitRate)) : ""
+                    legend: (view.vram ? [{ name: qsTr("VRAM"), color: ink.vram }] : []).concat(
+                                [{ name: qsTr("pinned"), color: ink.pinned },
+                                 { name: qsTr("cache"), color: ink.cache },
+                                 { name: qsTr("in flight"), color: ink.inFlight },
+                                 { name: qsTr("disk"), color: ink.disk }])
                     ThemedChart {
                         objectName: "hitChart"
                         ChartAxis { id: hitX }
                         ChartAxis { id: hitY }
+                        LineSeries { id: vramLine; axisX: hitX; axisY: hitY; color: ink.vram; width: 2; visible: view.vram; pointsVisible: view.turns <= 60 }
                         LineSeries { id: pinnedLine; axisX: hitX; axisY: hitY; color: ink.pinned; width: 2; pointsVisible: view.turns <= 60 }
                         LineSeries { id: cacheLine; axisX: hitX; axisY: hitY; color: ink.cache; width: 2; pointsVisible: view.turns <= 60 }
                         LineSeries { id: inFlightLine; axisX: hitX; axisY: hitY; color: ink.inFlight; width: 2; pointsVisible: view.turns <= 60 }

@@ -137,6 +137,18 @@ Page {
                     objectName: "gpuSetting"
                     appSettings: page.appSettings
                 }
+                Name { text: qsTr("VRAM for experts (MiB)") }
+                Decimal {
+                    id: vramBudget
+                    objectName: "vramBudgetSetting"
+                    from: 0; to: 1073741824
+                    readonly property real mib: page.appSettings ? page.appSettings.vramBudgetMiB : 0
+                    value: mib
+                    text: mib > 0 ? mib.toFixed(2) : "0"
+                    Accessible.name: qsTr("VRAM budget for experts in MiB (0 = the default)")
+                    // Only a changed value: leaving the field keeps an exact budget (whole experts).
+                    onCommitted: (v) => { if (Math.abs(v - mib) >= 0.005) page.appSettings.vramBudgetMiB = v }
+                }
                 Name { text: qsTr("Mirror folder") }
                 RowLayout {
                     Label {
@@ -160,7 +172,7 @@ Page {
                         onClicked: page.appSettings.mirrorFolder = ""
                     }
                 }
-                Hint { text: qsTr("Threads, expert reads, the GPU and the mirror folder (model files copied to a second disk by coli mirror stage, to split expert reads between the disks) apply when a model is loaded; the RAM budget and prefetch apply at the next load (and live from the Tiers view). Automatic threads: %1.").arg(page.appSettings ? page.appSettings.defaultThreads : 0) }
+                Hint { text: qsTr("Threads, expert reads, the GPU and the mirror folder (model files copied to a second disk by coli mirror stage, to split expert reads between the disks) apply when a model is loaded; the RAM budget and prefetch apply at the next load (and live from the Tiers view); the VRAM budget (0 = the engine's default; the Tiers view's last one is kept here) applies at once, between answers, and at every load. Automatic threads: %1.").arg(page.appSettings ? page.appSettings.defaultThreads : 0) }
                 RowLayout {
                     Layout.columnSpan: 2
                     visible: page.appSettings !== null && page.appSettings.reloadNeeded

@@ -234,6 +234,16 @@ ALTER TABLE runs ADD COLUMN prefill_bytes_read INTEGER CHECK(prefill_bytes_read 
 ALTER TABLE runs ADD COLUMN prefill_tier_tokens INTEGER CHECK(prefill_tier_tokens >= 0);
 )sql";
 
+// Version 6: a run's routed experts found in VRAM and computed on the GPU (TierCounters::hitsVram;
+// docs/gpu.md). Runs saved before it kept `routed` whole (routed = hits_pinned + hits_cache +
+// misses + VRAM hits), so their VRAM hits are what the other places leave over: recovered exactly
+// (0 for runs without a GPU tier).
+constexpr const char* kV6 = R"sql(
+ALTER TABLE runs ADD COLUMN hits_vram INTEGER NOT NULL DEFAULT 0 CHECK(hits_vram >= 0);
+UPDATE runs SET hits_vram = routed - hits_pinned - hits_cache - misses
+    WHERE routed > hits_pinned + hits_cache + misses;
+)sql";
+
 struct TableColumns {
     const char* table;
     std::vector<const char*> columns;
@@ -278,7 +288,8 @@ const std::vector<TableColumns>& expectedTables() {
           "prefetch_used",
           "tier_tokens",
           "prefill_bytes_read",
-          "prefill_tier_tokens"}},
+          "prefill_tier_tokens",
+          "hits_vram"}},
         {"app_state", {"key", "value"}},
         {"sessions_fts", {"title"}},
         {"messages_fts", {"text"}},
@@ -315,7 +326,8 @@ const std::vector<const char*>& expectedTriggers() {
 static_assert(kApplicationId == 1131375721, "kV1 spells kApplicationId in decimal");
 
 const std::vector<Migration>& schemaMigrations() {
-    static const std::vector<Migration> steps = {{1, kV1}, {2, kV2}, {3, kV3}, {4, kV4}, {5, kV5}};
+    static const std::vector<Migration> steps = {{1, kV1}, {2, kV2}, {3, kV3},
+                                                 {4, kV4}, {5, kV5}, {6, kV6}};
     return steps;
 }
 

@@ -56,6 +56,7 @@ Json runJson(const RunRecord& r) {
                   {"hits_cache", t.hitsCache},
                   {"in_flight_hits", t.inFlightHits},
                   {"misses", t.misses},
+                  {"hits_vram", t.hitsVram},
                   {"bytes_read", t.bytesRead},
                   {"evictions", t.evictions},
                   {"prefetch_issued", t.prefetchIssued},

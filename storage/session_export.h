@@ -37,10 +37,11 @@ std::string exportMarkdown(const SessionInfo& session, const std::vector<Message
 // A run object (a message's run found in `runs`, else null): "prompt_tokens", "reused_tokens",
 // "generated_tokens", "tokens_per_second", "ttft_seconds", "prefill_seconds", "decode_seconds",
 // "time_split": {"attention_s", "expert_ffn_s", "expert_wait_s", "sampling_s", "other_s"},
-// "tiers": {"routed", "hits_pinned", "hits_cache", "in_flight_hits", "misses", "bytes_read",
-// "evictions", "prefetch_issued", "prefetch_used", "tokens", "prefill_bytes_read",
-// "prefill_tokens" (the prompt's part; null for runs saved before it was stored)},
-// "expert_hit_rate", "mib_read_per_decode_token" (RunRecord::mibReadPerDecodeToken),
+// "tiers": {"routed", "hits_pinned", "hits_cache", "in_flight_hits", "misses", "hits_vram"
+// (computed on the GPU), "bytes_read", "evictions", "prefetch_issued", "prefetch_used", "tokens",
+// "prefill_bytes_read", "prefill_tokens" (the prompt's part; null for runs saved before it was
+// stored)}, "expert_hit_rate" (found ready in VRAM or RAM), "mib_read_per_decode_token"
+// (RunRecord::mibReadPerDecodeToken),
 // "mib_read_per_prompt_token" (null when unknown or no prompt token ran), "created_ms".
 // Database ids are not exported.
 std::string exportJson(const SessionInfo& session, const std::vector<MessageRecord>& messages,

@@ -86,7 +86,8 @@ std::optional<SamplingSettings> samplingFromJson(std::string_view json) {
 
 double RunRecord::expertHitRate() const {
     if (tiers.routed == 0) return 0;
-    const double ready = double(tiers.hitsPinned) + double(tiers.hitsCache) -
+    const double ready = double(tiers.hitsVram) + double(tiers.hitsPinned) +
+                         double(tiers.hitsCache) -
                          double(tiers.inFlightHits); // found being read is not a hit
     return ready / double(tiers.routed);
 }

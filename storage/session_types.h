@@ -129,6 +129,9 @@ struct RunTierCounters {
         bool operator==(const Prefill&) const = default;
     };
     std::optional<Prefill> prefill;
+    // Found in VRAM and computed on the GPU (docs/gpu.md): routed = hitsPinned + hitsCache +
+    // misses + hitsVram. Schema version 6; older runs' are recovered from that sum at migration.
+    uint64_t hitsVram = 0;
 
     bool operator==(const RunTierCounters&) const = default;
 };
@@ -149,8 +152,8 @@ struct RunRecord {
     RunTierCounters tiers;
 
     // Derived, as `coli generate` prints them (runtime/expert_budget.h summariseTiers), not stored:
-    // routed experts found ready in RAM: (hitsPinned + hitsCache - inFlightHits) / routed;
-    // 0 when nothing was routed (a dense model).
+    // routed experts found ready in VRAM or RAM (tiers::hitRate): (hitsVram + hitsPinned +
+    // hitsCache - inFlightHits) / routed; 0 when nothing was routed (a dense model).
     double expertHitRate() const;
     // MiB (2^20 bytes) of experts read per decode step: (bytesRead - prefill.bytesRead) / 2^20 /
     // (tokens - prefill.tokens); for a run without the prompt part (saved before schema 5) the

@@ -494,6 +494,7 @@ Result<int64_t> SessionStore::addRunImpl(const RunRecord& r, bool ownTransaction
                                                          {"hits_cache", t.hitsCache},
                                                          {"in_flight_hits", t.inFlightHits},
                                                          {"misses", t.misses},
+                                                         {"hits_vram", t.hitsVram},
                                                          {"bytes_read", t.bytesRead},
                                                          {"evictions", t.evictions},
                                                          {"prefetch_issued", t.prefetchIssued},
@@ -502,6 +503,9 @@ Result<int64_t> SessionStore::addRunImpl(const RunRecord& r, bool ownTransaction
     for (const auto& [name, v] : counters)
         if (v > uint64_t(std::numeric_limits<int64_t>::max()))
             return bad(std::string(name) + " " + std::to_string(v) + " exceeds 2^63 - 1");
+    if (t.hitsVram > t.routed) // routed counts every access, the GPU's included
+        return bad("hits_vram " + std::to_string(t.hitsVram) + " exceeds routed " +
+                   std::to_string(t.routed));
     if (const auto& p = t.prefill) { // the prompt's part of the turn's counters
         if (p->bytesRead > t.bytesRead)
             return bad("prefill_bytes_read " + std::to_string(p->bytesRead) +
@@ -520,9 +524,9 @@ Result<int64_t> SessionStore::addRunImpl(const RunRecord& r, bool ownTransaction
         "INSERT INTO runs(session, created, prompt_tokens, reused_tokens, generated_tokens, "
         "tokens_per_second, ttft_seconds, prefill_seconds, decode_seconds, attention_s, "
         "expert_ffn_s, expert_wait_s, sampling_s, other_s, routed, hits_pinned, hits_cache, "
-        "in_flight_hits, misses, bytes_read, evictions, prefetch_issued, prefetch_used, "
-        "tier_tokens, prefill_bytes_read, prefill_tier_tokens) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, "
-        "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        "in_flight_hits, misses, hits_vram, bytes_read, evictions, prefetch_issued, "
+        "prefetch_used, tier_tokens, prefill_bytes_read, prefill_tier_tokens) VALUES(?, ?, ?, ?, "
+        "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         file()));
     int i = 1;
     s.bind(i++, r.session);
@@ -555,9 +559,9 @@ Result<std::vector<RunRecord>> SessionStore::loadRuns(int64_t session) {
         "SELECT id, session, created, prompt_tokens, reused_tokens, generated_tokens, "
         "tokens_per_second, ttft_seconds, prefill_seconds, decode_seconds, attention_s, "
         "expert_ffn_s, expert_wait_s, sampling_s, other_s, routed, hits_pinned, hits_cache, "
-        "in_flight_hits, misses, bytes_read, evictions, prefetch_issued, prefetch_used, "
-        "tier_tokens, prefill_bytes_read, prefill_tier_tokens FROM runs WHERE session = ? ORDER "
-        "BY id",
+        "in_flight_hits, misses, hits_vram, bytes_read, evictions, prefetch_issued, "
+        "prefetch_used, tier_tokens, prefill_bytes_read, prefill_tier_tokens FROM runs WHERE "
+        "session = ? ORDER BY id",
         file()));
     s.bind(1, session);
     std::vector<RunRecord> out;
@@ -577,8 +581,8 @@ Result<std::vector<RunRecord>> SessionStore::loadRuns(int64_t session) {
             *d = s.real(c++);
         RunTierCounters& t = r.tiers;
         for (uint64_t* u :
-             {&t.routed, &t.hitsPinned, &t.hitsCache, &t.inFlightHits, &t.misses, &t.bytesRead,
-              &t.evictions, &t.prefetchIssued, &t.prefetchUsed, &t.tokens})
+             {&t.routed, &t.hitsPinned, &t.hitsCache, &t.inFlightHits, &t.misses, &t.hitsVram,
+              &t.bytesRead, &t.evictions, &t.prefetchIssued, &t.prefetchUsed, &t.tokens})
             *u = uint64_t(s.int64(c++));
         if (!s.isNull(c) && !s.isNull(c + 1))
             t.prefill = RunTierCounters::Prefill{uint64_t(s.int64(c)), uint64_t(s.int64(c + 1))};

@@ -40,6 +40,7 @@ private slots:
     void reloadNeededForThreadsAndDirectIo();
     void olderDirectIoSwitchReadsAsDirect();
     void gpuDevicePersistsAndReachesTheLoad();
+    void vramBudgetPersistsExactlyAndReachesTheLoad();
     void recentModelsAndStartFolder();
     void failedFolderIsNotReopened();
     void commandLineWinsOverSettings();
@@ -71,6 +72,31 @@ void TstAppSettings::gpuDevicePersistsAndReachesTheLoad() {
     b.setGpuDevice(QStringLiteral("auto"));
     QCOMPARE(AppSettings(QStringLiteral("/default")).loadSettings(1).gpu, std::string("auto"));
     b.setGpuDevice(QStringLiteral("none"));
+}
+
+// The VRAM budget (QSettings engine/vramBudgetMiB): 0 (the engine's default) at first, fractions
+// of a MiB kept exactly (a budget of whole experts, as the engine reports it, comes back to the
+// byte), clamped at 0, not a number ignored, no reload needed (it applies at once), and the load
+// options carry it in bytes.
+void TstAppSettings::vramBudgetPersistsExactlyAndReachesTheLoad() {
+    const double elevenExperts = 11 * 62208 / 1048576.0; // 0.652587890625 MiB
+    {
+        AppSettings a(QStringLiteral("/default"));
+        QCOMPARE(a.vramBudgetMiB(), 0.0);
+        QCOMPARE(a.loadSettings(1).vramBudgetBytes, uint64_t(0));
+        QSignalSpy changed(&a, &AppSettings::vramBudgetChanged);
+        a.setVramBudgetMiB(-3); // clamped to 0: unchanged
+        a.setVramBudgetMiB(qQNaN());
+        QCOMPARE(changed.count(), 0);
+        a.setVramBudgetMiB(elevenExperts);
+        QCOMPARE(changed.count(), 1);
+        QVERIFY(!a.reloadNeeded());
+    }
+    AppSettings b(QStringLiteral("/default"));
+    QCOMPARE(b.vramBudgetMiB(), elevenExperts);
+    QCOMPARE(b.loadSettings(1).vramBudgetBytes, uint64_t(11 * 62208));
+    b.setVramBudgetMiB(0);
+    QCOMPARE(AppSettings(QStringLiteral("/default")).loadSettings(1).vramBudgetBytes, uint64_t(0));
 }
 
 void TstAppSettings::valuesPersistAndAreClamped() {

@@ -252,6 +252,38 @@ private slots:
             } else {
                 qWarning("Theme has no dark palette yet: charts-dark.png not made");
             }
+
+            // An answer with a GPU tier (a saved run with VRAM hits, schema version 6): the split
+            // gets its VRAM series and legend entry; answers without one are drawn at 0 there.
+            QQmlContext* hitIds = qmlContext(v.find("hitChart"));
+            QObject* vramLine = hitIds->objectForName("vramLine");
+            QVERIFY(vramLine);
+            QVERIFY(!QQmlProperty::read(vramLine, "visible").toBool()); // no GPU answer yet
+            storage::RunRecord gpu;
+            gpu.generatedTokens = 20;
+            gpu.tokensPerSecond = 9;
+            gpu.ttftSeconds = 0.2;
+            gpu.tiers = {.routed = 1000,
+                         .hitsPinned = 100,
+                         .hitsCache = 100,
+                         .misses = 100,
+                         .tokens = 20,
+                         .hitsVram = 700};
+            v.stats->appendRun(gpu);
+            QCOMPARE(v.stats->rowCount(), 8);
+            QVERIFY(v.stats->vram());
+            QCOMPARE(count("vramLine"), 8);
+            QVERIFY(QQmlProperty::read(vramLine, "visible").toBool());
+            auto* hitCard = v.find("hitCard");
+            QVERIFY(hitCard);
+            const QVariantList legend = hitCard->property("legend").toList();
+            QVERIFY(!legend.isEmpty());
+            QCOMPARE(legend.first().toMap().value("name").toString(), QStringLiteral("VRAM"));
+            QVERIFY2(hitCard->property("note").toString().contains("VRAM + RAM"),
+                     qPrintable(hitCard->property("note").toString()));
+            v.resize(1600, 1000);
+            QVERIFY2(everyChartDrew(v, &img, &which), qPrintable(which));
+            v.shot("charts-vram.png");
             QVERIFY(QTest::qWaitFor([&] { return v.sessions->worker()->pending() == 0; }, 10000));
         }
         // Restart: the last session comes back with its answers, drawn from the database.

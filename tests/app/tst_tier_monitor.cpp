@@ -241,6 +241,67 @@ private slots:
         QCOMPARE(mon.sessionTokens(), 0);
     }
 
+    // The VRAM budget control: only with a GPU tier, from one expert to every routed expert
+    // (above it: every expert; below one expert it goes to the engine, which says why it
+    // refuses), the value asked for shown until the engine ran it. A VRAM change that moves the
+    // RAM budget's ceiling (a device sharing the system's memory) keeps the session; a new load
+    // restarts it.
+    void vramBudgetControlRangeForwardingAndSession() {
+        TierMonitor mon;
+        std::vector<uint64_t> asked;
+        mon.setVramRequest([&](uint64_t b) { asked.push_back(b); });
+        TierStatus s = base();
+        s.loadId = 7;
+        mon.apply(s);
+        mon.setVramBudgetBytes(5000); // no GPU tier: nothing to change
+        QVERIFY(asked.empty());
+        QCOMPARE(mon.minimumVramBudgetBytes(), 0.0);
+        QCOMPARE(mon.maximumVramBudgetBytes(), 0.0);
+        s.serial = 2;
+        s.residency.vramCapacity = 16;
+        s.residency.vramBudgetBytes = 16 * 300; // 300 bytes per expert in VRAM
+        s.counters.routed = 10;
+        s.counters.hitsVram = 10;
+        s.counters.tokens = 1;
+        mon.apply(s);
+        QVERIFY(mon.vramAvailable());
+        QCOMPARE(mon.minimumVramBudgetBytes(), 300.0);
+        QCOMPARE(mon.maximumVramBudgetBytes(), 300.0 * 64);
+        QCOMPARE(mon.vramBudgetAskedBytes(), -1.0);
+        QSignalSpy changed(&mon, &TierMonitor::changed);
+        mon.setVramBudgetBytes(1e12);
+        mon.setVramBudgetBytes(100); // below one expert: the engine's refusal tells the user
+        mon.setVramBudgetBytes(qQNaN());
+        mon.setVramBudgetBytes(-5);
+        QCOMPARE(asked, (std::vector<uint64_t>{300 * 64, 100, 0}));
+        QCOMPARE(mon.vramBudgetAskedBytes(), 0.0);
+        QCOMPARE(changed.count(), 3);
+        mon.vramRequestDone();
+        QCOMPARE(mon.vramBudgetAskedBytes(), -1.0);
+        mon.setVramBudgetBytes(3000);
+        QCOMPARE(mon.vramBudgetAskedBytes(), 3000.0);
+        // The engine applied 10 experts; the RAM ceiling moved with them: the same session.
+        s.serial = 3;
+        s.residency.vramCapacity = 10;
+        s.residency.vramBudgetBytes = 3000;
+        s.maximumBudget += 3000;
+        s.counters.routed = 30;
+        s.counters.hitsVram = 20;
+        s.counters.misses = 10;
+        s.counters.tokens = 3;
+        mon.apply(s);
+        mon.vramRequestDone();
+        QCOMPARE(mon.vramBudgetBytes(), 3000.0);
+        QCOMPARE(mon.sessionTokens(), 3); // since the load's first status
+        QCOMPARE(mon.hitRateSession(), 20.0 / 30);
+        // Another model (its first status may come with counters ahead of the last ones').
+        s.serial = 4;
+        s.loadId = 8;
+        s.counters.tokens = 5;
+        mon.apply(s);
+        QCOMPARE(mon.sessionTokens(), 0);
+    }
+
     void budgetControlIsClampedAndForwarded() {
         TierMonitor mon;
         std::vector<uint64_t> asked;

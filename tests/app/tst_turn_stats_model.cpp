@@ -47,8 +47,9 @@ QVariant roleValue(const QAbstractItemModel& m, int row, const char* name) {
 
 bool sameTurn(const TurnStatsModel::Turn& a, const TurnStatsModel::Turn& b) {
     return a.turn == b.turn && a.tokens == b.tokens && a.tokensPerSecond == b.tokensPerSecond &&
-           a.ttft == b.ttft && a.tiered == b.tiered && a.hitPinned == b.hitPinned &&
-           a.hitCache == b.hitCache && a.hitInFlight == b.hitInFlight && a.hitDisk == b.hitDisk &&
+           a.ttft == b.ttft && a.tiered == b.tiered && a.hitVram == b.hitVram &&
+           a.hitPinned == b.hitPinned && a.hitCache == b.hitCache &&
+           a.hitInFlight == b.hitInFlight && a.hitDisk == b.hitDisk &&
            a.mibPerToken == b.mibPerToken && a.attention == b.attention &&
            a.expertFfn == b.expertFfn && a.expertWait == b.expertWait && a.sampling == b.sampling &&
            a.other == b.other;
@@ -128,6 +129,37 @@ private slots:
         QVERIFY(m.get(1).isEmpty());
         QCOMPARE(m.column("ttft"), QVariantList{0.75});
         QVERIFY(m.column("no such role").isEmpty());
+    }
+
+    // A run with a GPU tier (schema version 6 keeps its VRAM hits): VRAM is a place of its own,
+    // the five shares add up to 1 and VRAM hits count as ready (tiers::hitRate).
+    void vramHitsAreTheirOwnPlaceAndCountAsReady() {
+        storage::RunRecord r = sampleRun();
+        r.tiers.hitsPinned = 100;
+        r.tiers.hitsVram = 200; // 1000 = 200 VRAM + 100 pinned + 500 cache + 200 disk
+        TurnStatsModel m;
+        QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        m.setRuns({sampleRun()});
+        QVERIFY(!m.vram());
+        QCOMPARE(roleValue(m, 0, "hitVram").toDouble(), 0.0);
+        QSignalSpy count(&m, &TurnStatsModel::countChanged);
+        m.appendRun(r);
+        QCOMPARE(count.count(), 1);
+        QVERIFY(m.vram());
+        QCOMPARE(roleValue(m, 1, "hitVram").toDouble(), 0.2);
+        QCOMPARE(roleValue(m, 1, "hitPinned").toDouble(), 0.1);
+        const TurnStatsModel::Turn& t = m.at(1);
+        QVERIFY(std::abs(t.hitVram + t.hitPinned + t.hitCache + t.hitInFlight + t.hitDisk - 1) <
+                1e-12);
+        QVERIFY(std::abs(roleValue(m, 1, "hitRate").toDouble() - 0.7) < 1e-12);
+        QCOMPARE(roleValue(m, 1, "hitRate").toDouble(), r.expertHitRate());
+        QCOMPARE(m.column("hitVram"), (QVariantList{0.0, 0.2}));
+        m.setRuns({sampleRun()}); // a chat without GPU answers
+        QVERIFY(!m.vram());
+        m.setRuns({r});
+        QVERIFY(m.vram());
+        m.clear();
+        QVERIFY(!m.vram());
     }
 
     void residentExpertsAndNoTimeGiveZeroShares() {
@@ -230,7 +262,9 @@ private slots:
                 QVERIFY(t.tokensPerSecond > 0 && t.ttft > 0);
                 // The fixture streams its experts: every routed expert came from some place.
                 QVERIFY(t.tiered);
-                QVERIFY(std::abs(t.hitPinned + t.hitCache + t.hitInFlight + t.hitDisk - 1) < 1e-9);
+                QVERIFY(std::abs(t.hitVram + t.hitPinned + t.hitCache + t.hitInFlight + t.hitDisk -
+                                 1) < 1e-9);
+                QCOMPARE(t.hitVram, 0.0); // no GPU tier here
                 QVERIFY(std::abs(t.attention + t.expertFfn + t.expertWait + t.sampling + t.other -
                                  1) < 0.02);
             }

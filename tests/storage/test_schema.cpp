@@ -1,4 +1,4 @@
-// Schema migrations: from an empty file, from the checked-in v1 ... v5 fixtures (each older
+// Schema migrations: from an empty file, from the checked-in v1 ... v6 fixtures (each older
 // one upgraded to the current version keeping its rows), the mechanism taking a file to a
 // (test-only) next version, a failing step rolled back, a newer file refused untouched, missing
 // columns and search triggers refused.
@@ -119,7 +119,7 @@ TEST(Schema, V1FixtureIsUpgradedToV2WithEmptySessionTables) {
     {
         auto st = Storage::open(path);
         ASSERT_TRUE(st.isOk()) << st.status().toString();
-        EXPECT_EQ(st.value()->commits(), 4u); // the v2, v3, v4 and v5 steps, one transaction each
+        EXPECT_EQ(st.value()->commits(), 5u); // the v2 ... v6 steps, one transaction each
     }
     RawDb raw(path);
     EXPECT_EQ(raw.queryInt("PRAGMA user_version"), kSchemaVersion);
@@ -163,7 +163,7 @@ TEST(Schema, CheckedInV2FixtureOpensValidatesAndReads) {
     loadDump(path, fixtureSql("v2.sql"));
     auto st = Storage::open(path);
     ASSERT_TRUE(st.isOk()) << st.status().toString();
-    EXPECT_EQ(st.value()->commits(), 3u); // the v3, v4 and v5 steps
+    EXPECT_EQ(st.value()->commits(), 4u); // the v3, v4, v5 and v6 steps
     Storage& db = *st.value();
     auto heat = db.loadHeat(1);
     ASSERT_TRUE(heat.isOk());
@@ -253,7 +253,7 @@ TEST(Schema, V2FixtureIsUpgradedToV3KeepingEveryRow) {
     {
         auto st = Storage::open(path);
         ASSERT_TRUE(st.isOk()) << st.status().toString();
-        EXPECT_EQ(st.value()->commits(), 3u); // v3, v4 and v5
+        EXPECT_EQ(st.value()->commits(), 4u); // v3, v4, v5 and v6
     }
     RawDb raw(path);
     EXPECT_EQ(raw.queryInt("PRAGMA user_version"), kSchemaVersion);
@@ -286,7 +286,7 @@ TEST(Schema, CheckedInV3FixtureOpensValidatesAndReads) {
     loadDump(path, fixtureSql("v3.sql"));
     auto st = Storage::open(path);
     ASSERT_TRUE(st.isOk()) << st.status().toString();
-    EXPECT_EQ(st.value()->commits(), 2u); // the v4 and v5 steps
+    EXPECT_EQ(st.value()->commits(), 3u); // the v4, v5 and v6 steps
     Storage& db = *st.value();
     auto heat = db.loadHeat(1);
     ASSERT_TRUE(heat.isOk());
@@ -374,7 +374,7 @@ TEST(Schema, CheckedInV4FixtureOpensValidatesAndReads) {
     loadDump(path, fixtureSql("v4.sql"));
     auto st = Storage::open(path);
     ASSERT_TRUE(st.isOk()) << st.status().toString();
-    EXPECT_EQ(st.value()->commits(), 1u); // the v5 step
+    EXPECT_EQ(st.value()->commits(), 2u); // the v5 and v6 steps
     DownloadStore downloads(*st.value());
     auto unfinished = downloads.list(true);
     ASSERT_TRUE(unfinished.isOk()) << unfinished.status().toString();
@@ -421,7 +421,7 @@ TEST(Schema, V4FixtureIsUpgradedToV5WithThePromptPartUnknown) {
         EXPECT_EQ(r.mibReadPerPromptToken(), -1.0);
     }
     RawDb raw(path);
-    EXPECT_EQ(raw.queryInt("PRAGMA user_version"), 5);
+    EXPECT_EQ(raw.queryInt("PRAGMA user_version"), kSchemaVersion);
     EXPECT_EQ(raw.queryInt("SELECT count(*) FROM runs WHERE prefill_bytes_read IS NULL AND "
                            "prefill_tier_tokens IS NULL"),
               2);
@@ -436,7 +436,7 @@ TEST(Schema, CheckedInV5FixtureOpensValidatesAndReads) {
     loadDump(path, fixtureSql("v5.sql"));
     auto st = Storage::open(path);
     ASSERT_TRUE(st.isOk()) << st.status().toString();
-    EXPECT_EQ(st.value()->commits(), 0u); // nothing to migrate
+    EXPECT_EQ(st.value()->commits(), 1u); // the v6 step
     SessionStore sessions(*st.value());
     auto first = sessions.loadRuns(1);
     ASSERT_TRUE(first.isOk()) << first.status().toString();
@@ -456,6 +456,76 @@ TEST(Schema, CheckedInV5FixtureOpensValidatesAndReads) {
     ASSERT_TRUE(r3.tiers.prefill.has_value());
     EXPECT_EQ(r3.mibReadPerPromptToken(), 0.0); // two prompt tokens, nothing read
     EXPECT_DOUBLE_EQ(r3.mibReadPerDecodeToken(), 1342177280.0 / 1048576 / 20);
+}
+
+TEST(Schema, V5FixtureIsUpgradedToV6RecoveringVramHits) {
+    TempDir t;
+    const std::string path = t.file("v5.db");
+    loadDump(path, fixtureSql("v5.sql"));
+    {
+        // A run a version-5 app saved with a GPU tier: its VRAM hits were counted in `routed`
+        // only (routed = pinned + cache + misses + VRAM hits).
+        RawDb raw(path);
+        ASSERT_EQ(raw.exec("INSERT INTO runs VALUES(4, 1, 1764547300000, 180, 160, 60, 7.25, 0.9, "
+                           "0.4, 8.28, 1.2, 5.1, 0.3, 0.03, 1.65, 30720, 2048, 8192, 512, 1024, "
+                           "268435456, 96, 640, 512, 80, 33554432, 20)"),
+                  SQLITE_OK);
+    }
+    {
+        auto st = Storage::open(path);
+        ASSERT_TRUE(st.isOk()) << st.status().toString();
+        EXPECT_EQ(st.value()->commits(), 1u); // the v6 step
+        SessionStore sessions(*st.value());
+        auto runs = sessions.loadRuns(1);
+        ASSERT_TRUE(runs.isOk()) << runs.status().toString();
+        ASSERT_EQ(runs.value().size(), 2u);
+        EXPECT_EQ(runs.value()[0].tiers.hitsVram, 0u); // no GPU tier: every access elsewhere
+        const RunRecord& gpu = runs.value()[1];
+        EXPECT_EQ(gpu.tiers.hitsVram, 30720u - 2048 - 8192 - 1024); // the rest of routed
+        EXPECT_EQ(gpu.tiers.routed, 30720u);                        // every counter kept
+        EXPECT_EQ(gpu.tiers.misses, 1024u);
+        // Found ready in VRAM or RAM (tiers::hitRate): VRAM + pinned + cache - in flight.
+        EXPECT_DOUBLE_EQ(gpu.expertHitRate(), (19456.0 + 2048 + 8192 - 512) / 30720);
+        auto others = sessions.loadRuns(2);
+        ASSERT_TRUE(others.isOk());
+        for (const RunRecord& r : others.value())
+            EXPECT_EQ(r.tiers.hitsVram, 0u);
+    }
+    RawDb raw(path);
+    EXPECT_EQ(raw.queryInt("PRAGMA user_version"), kSchemaVersion);
+    EXPECT_EQ(raw.queryInt("SELECT count(*) FROM runs"), 4);
+    // The new column refuses negative values and NULL, as every counter does.
+    EXPECT_NE(raw.exec("UPDATE runs SET hits_vram = -1 WHERE id = 1"), SQLITE_OK);
+    EXPECT_NE(raw.exec("UPDATE runs SET hits_vram = NULL WHERE id = 1"), SQLITE_OK);
+}
+
+TEST(Schema, CheckedInV6FixtureOpensValidatesAndReads) {
+    TempDir t;
+    const std::string path = t.file("v6.db");
+    loadDump(path, fixtureSql("v6.sql"));
+    auto st = Storage::open(path);
+    ASSERT_TRUE(st.isOk()) << st.status().toString();
+    EXPECT_EQ(st.value()->commits(), 0u); // nothing to migrate
+    SessionStore sessions(*st.value());
+    auto runs = sessions.loadRuns(1);
+    ASSERT_TRUE(runs.isOk()) << runs.status().toString();
+    ASSERT_EQ(runs.value().size(), 2u);
+    EXPECT_EQ(runs.value()[0].tiers.hitsVram, 0u);
+    const RunTierCounters& gpu = runs.value()[1].tiers;
+    EXPECT_EQ(gpu.hitsVram, 19456u);
+    EXPECT_EQ(gpu.routed, gpu.hitsPinned + gpu.hitsCache + gpu.misses + gpu.hitsVram);
+    ASSERT_TRUE(gpu.prefill.has_value());
+    EXPECT_EQ(gpu.prefill->tokens, 20u);
+    // A run saved again keeps its VRAM hits.
+    RunRecord copy = runs.value()[1];
+    copy.createdMs = 1764547400000;
+    auto id = sessions.addRun(copy);
+    ASSERT_TRUE(id.isOk()) << id.status().toString();
+    auto again = sessions.loadRuns(1);
+    ASSERT_TRUE(again.isOk());
+    ASSERT_EQ(again.value().size(), 3u);
+    copy.id = id.value();
+    EXPECT_EQ(again.value()[2], copy);
 }
 
 TEST(Schema, MissingSearchTriggerIsMalformed) {

@@ -118,6 +118,7 @@ TEST(SessionExport, JsonParsesBackWithEveryField) {
     EXPECT_EQ(run["tokens_per_second"], 9.5);
     EXPECT_EQ(run["time_split"]["expert_ffn_s"], 2.0);
     EXPECT_EQ(run["tiers"]["in_flight_hits"], 10);
+    EXPECT_EQ(run["tiers"]["hits_vram"], 0);
     EXPECT_DOUBLE_EQ(run["expert_hit_rate"].get<double>(), 0.7);
     EXPECT_EQ(run["tiers"]["prefill_bytes_read"], 1048576);
     EXPECT_EQ(run["tiers"]["prefill_tokens"], 32);
@@ -131,6 +132,14 @@ TEST(SessionExport, JsonParsesBackWithEveryField) {
     EXPECT_TRUE(oldRun["tiers"]["prefill_bytes_read"].is_null());
     EXPECT_DOUBLE_EQ(oldRun["mib_read_per_decode_token"].get<double>(), 3.0 / 42);
     EXPECT_TRUE(oldRun["mib_read_per_prompt_token"].is_null());
+    // With a GPU tier: its hits in the counters and in the hit rate (found ready in VRAM or RAM).
+    RunRecord gpu = sampleRun();
+    gpu.tiers.hitsPinned = 20;
+    gpu.tiers.hitsVram = 30;
+    const json jg = json::parse(exportJson(sampleSession(), sampleMessages(), {gpu}));
+    const json& gpuRun = jg["messages"][1]["run"];
+    EXPECT_EQ(gpuRun["tiers"]["hits_vram"], 30);
+    EXPECT_DOUBLE_EQ(gpuRun["expert_hit_rate"].get<double>(), 0.7);
     EXPECT_EQ(msgs[3]["stop_reason"], "cancelled");
     EXPECT_TRUE(msgs[3]["run"].is_null()); // its run was not given
     EXPECT_EQ(msgs[3]["position"], 3);

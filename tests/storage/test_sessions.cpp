@@ -346,6 +346,7 @@ TEST_F(Sessions, RunsRoundTripAndBadValuesAreRefused) {
     second.createdMs = 0; // now
     second.tiers.bytesRead = uint64_t(std::numeric_limits<int64_t>::max());
     second.tiers.prefill.reset(); // unknown: stored as NULL, read back unknown
+    second.tiers.hitsVram = 3072; // computed on the GPU (schema version 6)
     ASSERT_TRUE(store->addRun(second).isOk());
     auto runs = store->loadRuns(s);
     ASSERT_TRUE(runs.isOk()) << runs.status().toString();
@@ -355,7 +356,11 @@ TEST_F(Sessions, RunsRoundTripAndBadValuesAreRefused) {
     EXPECT_GT(runs.value()[1].createdMs, 1764547200000);
     EXPECT_EQ(runs.value()[1].tiers.bytesRead, uint64_t(std::numeric_limits<int64_t>::max()));
     EXPECT_FALSE(runs.value()[1].tiers.prefill.has_value());
+    EXPECT_EQ(runs.value()[0].tiers.hitsVram, 0u);
+    EXPECT_EQ(runs.value()[1].tiers.hitsVram, 3072u);
     EXPECT_DOUBLE_EQ(r.expertHitRate(), (6144.0 + 20480 - 1024) / 30720);
+    // VRAM hits are hits: found ready where they were computed (tiers::hitRate).
+    EXPECT_DOUBLE_EQ(runs.value()[1].expertHitRate(), (3072.0 + 6144 + 20480 - 1024) / 30720);
     // Decode steps apart from the prompt: (all bytes - the prompt's) / (all tokens - 32).
     EXPECT_DOUBLE_EQ(r.mibReadPerDecodeToken(), (13841203200.0 - 1073741824) / 1048576 / 120);
     EXPECT_DOUBLE_EQ(r.mibReadPerPromptToken(), 1024.0 / 32);
@@ -383,6 +388,11 @@ TEST_F(Sessions, RunsRoundTripAndBadValuesAreRefused) {
     auto over = store->addRun(bad);
     EXPECT_EQ(over.status().code(), ErrorCode::InvalidArgument);
     EXPECT_NE(over.status().message().find("prefill_tier_tokens"), std::string::npos);
+    bad = sampleRun(s);
+    bad.tiers.hitsVram = bad.tiers.routed + 1; // routed counts the GPU's accesses too
+    auto vram = store->addRun(bad);
+    EXPECT_EQ(vram.status().code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(vram.status().message().find("hits_vram"), std::string::npos);
     bad = sampleRun(9999);
     EXPECT_EQ(store->addRun(bad).status().code(), ErrorCode::NotFound);
     EXPECT_EQ(storage->commits(), commits);

@@ -8,10 +8,23 @@
 
 namespace coli {
 
-// h[t] = rmsnorm(x[t]) * w for this thread's tokens, quantised into ws.qin for `mask`.
+// h[t] = rmsnorm(x[t]) * w for this thread's tokens, quantised into ws.qin for `mask`. With
+// fewer tokens than threads (one at decode) every thread computes the token's factor (the same
+// serial sum, rmsNormFactor) and scales and quantises its own whole groups of 64 columns, so no
+// thread waits for one to do the whole row; the bytes are the same (groups are independent).
 inline void normShare(const Team& team, FastWorkspace& ws, const ModelConfig& c, const float* w,
                       int n, int mask) {
     const int d = c.dModel;
+    if (n == 1 && team.size > 1 && d % 64 == 0) {
+        const float* x = ws.x.data();
+        float* h = ws.h.data();
+        const float r = rmsNormFactor(x, d, c.rmsNormEps);
+        const auto [c0, c1] = team.shareBlocks(d, 64);
+        for (int64_t i = c0; i < c1; ++i)
+            h[i] = w[i] * (x[i] * r);
+        if (mask && c1 > c0) ws.qin.quantiseRowPart(mask, h, d, 0, int(c0), int(c1));
+        return;
+    }
     const auto [t0, t1] = team.share(n);
     for (int64_t t = t0; t < t1; ++t) {
         rmsNorm(ws.x.data() + size_t(t) * d, w, d, c.rmsNormEps, ws.h.data() + size_t(t) * d);

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -112,28 +113,54 @@ private:
         float* K = KVCacheAccess::keys(kv, layer);
         float* V = KVCacheAccess::values(kv, layer);
         const size_t hs = KVCacheAccess::headStride(kv); // [n_kv_heads, capacity, head_dim]
-        {
+        if (n == 1 && team.size > 1) {
+            // One token (decode): its queries on one thread, its keys and values on another,
+            // each with its own cos/sin row, instead of one thread doing all three.
+            float* cs = ws.cosSin.data() + size_t(team.id) * hd;
+            if (team.id < 2) m.rope.cosSin(pos0, cs, cs + hd / 2);
+            if (team.id == 0) prepareQ(L, 0, cs);
+            if (team.id == 1) prepareKv(L, 0, pos0, cs, K, V);
+        } else {
             const auto [t0, t1] = team.share(n);
-            for (int64_t t = t0; t < t1; ++t)
-                prepareQk(L, int(t), pos0, K, V);
+            for (int64_t t = t0; t < t1; ++t) {
+                float* cs = ws.cosSin.data() + size_t(t) * hd;
+                m.rope.cosSin(pos0 + int(t), cs, cs + hd / 2);
+                prepareQ(L, int(t), cs);
+                prepareKv(L, int(t), pos0, cs, K, V);
+            }
         }
         team.sync();
 
         const float scale = m.attentionScale();
         const int group = c.nHeads / c.nKvHeads;
         float* scores = ws.scores.data() + size_t(team.id) * ws.scoreTokens;
-        const auto [p0, p1] = team.share(int64_t(n) * c.nHeads);
-        for (int64_t p = p0; p < p1; ++p) {
-            const int t = int(p / c.nHeads), h = int(p % c.nHeads);
-            const int pos = pos0 + t, kvh = h / group;
+        // Units of heads that cover whole quantisation groups of the o projection's input (one
+        // head when head_dim is a multiple of the group): the thread that writes a unit also
+        // quantises it, with no phase of its own (the same bytes as whole rows: groups are
+        // independent).
+        const int oMask = groupMask(L.o);
+        const int oGroup = (oMask & kGroup64) ? 64 : oMask ? 32 : 0;
+        const int unitHeads = oGroup ? std::lcm(hd, oGroup) / hd : 1;
+        const bool quantiseUnits = oGroup && c.nHeads % unitHeads == 0;
+        const int unit = quantiseUnits ? unitHeads : 1;
+        const int unitsPerToken = c.nHeads / unit;
+        const auto [u0, u1] = team.share(int64_t(n) * unitsPerToken);
+        for (int64_t u = u0; u < u1; ++u) {
+            const int t = int(u / unitsPerToken), h0 = int(u % unitsPerToken) * unit;
+            const int pos = pos0 + t;
             const int first = c.slidingWindow > 0 ? std::max(0, pos - c.slidingWindow + 1) : 0;
-            attendHead(ws.q.data() + size_t(t) * qDim + h * hd, K + kvh * hs, V + kvh * hs,
-                       size_t(hd), first, pos, hd, hd, scale, scores,
-                       ws.att.data() + size_t(t) * qDim + h * hd);
+            float* att = ws.att.data() + size_t(t) * qDim;
+            for (int h = h0; h < h0 + unit; ++h) {
+                const int kvh = h / group;
+                attendHead(ws.q.data() + size_t(t) * qDim + h * hd, K + kvh * hs, V + kvh * hs,
+                           size_t(hd), first, pos, hd, hd, scale, scores, att + h * hd);
+            }
+            if (quantiseUnits)
+                ws.qin.quantiseRowPart(oMask, att, qDim, t, h0 * hd, (h0 + unit) * hd);
         }
         team.sync();
-        if (const int mask = groupMask(L.o)) {
-            quantiseShare(team, mask, ws.att.data(), n, qDim, ws.qin);
+        if (oMask && !quantiseUnits) {
+            quantiseShare(team, oMask, ws.att.data(), n, qDim, ws.qin);
             team.sync();
         }
         const auto [r0, r1] = team.shareRows(d);
@@ -142,35 +169,37 @@ private:
         team.sync();
     }
 
-    // Token t's q/k norms, clipping and RoPE; its K and V appended to the cache.
-    void prepareQk(const LayerWeights& L, int t, int pos0, float* K, float* V) {
-        const int hd = c.headDim, half = hd / 2;
-        const int qDim = c.nHeads * hd, kvDim = c.nKvHeads * hd;
+    // Token t's query: norm, clipping, RoPE with the cos/sin row `cs` ([head_dim]).
+    void prepareQ(const LayerWeights& L, int t, const float* cs) {
+        const int hd = c.headDim, half = hd / 2, qDim = c.nHeads * hd;
         float* q = ws.q.data() + size_t(t) * qDim;
-        float* k = ws.k.data() + size_t(t) * kvDim;
-        float* v = ws.v.data() + size_t(t) * kvDim;
-        if (c.qkNorm == QkNorm::WholeProjection) {
-            rmsNorm(q, L.qNorm.data(), qDim, c.rmsNormEps, q);
-            rmsNorm(k, L.kNorm.data(), kvDim, c.rmsNormEps, k);
-        }
-        if (c.clipQkv > 0) {
+        if (c.qkNorm == QkNorm::WholeProjection) rmsNorm(q, L.qNorm.data(), qDim, c.rmsNormEps, q);
+        if (c.clipQkv > 0)
             for (int i = 0; i < qDim; ++i)
                 q[i] = std::clamp(q[i], -c.clipQkv, c.clipQkv);
+        if (c.qkNorm == QkNorm::PerHead)
+            for (int h = 0; h < c.nHeads; ++h)
+                rmsNorm(q + h * hd, L.qNorm.data(), hd, c.rmsNormEps, q + h * hd);
+        for (int h = 0; h < c.nHeads; ++h)
+            Rope::apply(q + h * hd, hd, cs, cs + half);
+    }
+
+    // Token t's key and value: norm, clipping, RoPE (keys) with `cs`; appended to the cache at
+    // position pos0 + t.
+    void prepareKv(const LayerWeights& L, int t, int pos0, const float* cs, float* K, float* V) {
+        const int hd = c.headDim, half = hd / 2, kvDim = c.nKvHeads * hd;
+        float* k = ws.k.data() + size_t(t) * kvDim;
+        float* v = ws.v.data() + size_t(t) * kvDim;
+        if (c.qkNorm == QkNorm::WholeProjection) rmsNorm(k, L.kNorm.data(), kvDim, c.rmsNormEps, k);
+        if (c.clipQkv > 0) {
             for (int i = 0; i < kvDim; ++i)
                 k[i] = std::clamp(k[i], -c.clipQkv, c.clipQkv);
             for (int i = 0; i < kvDim; ++i)
                 v[i] = std::clamp(v[i], -c.clipQkv, c.clipQkv);
         }
-        if (c.qkNorm == QkNorm::PerHead) {
-            for (int h = 0; h < c.nHeads; ++h)
-                rmsNorm(q + h * hd, L.qNorm.data(), hd, c.rmsNormEps, q + h * hd);
+        if (c.qkNorm == QkNorm::PerHead)
             for (int h = 0; h < c.nKvHeads; ++h)
                 rmsNorm(k + h * hd, L.kNorm.data(), hd, c.rmsNormEps, k + h * hd);
-        }
-        float* cs = ws.cosSin.data() + size_t(t) * hd;
-        m.rope.cosSin(pos0 + t, cs, cs + half);
-        for (int h = 0; h < c.nHeads; ++h)
-            Rope::apply(q + h * hd, hd, cs, cs + half);
         for (int h = 0; h < c.nKvHeads; ++h)
             Rope::apply(k + h * hd, hd, cs, cs + half);
         const size_t hs = KVCacheAccess::headStride(kv);

@@ -8,11 +8,15 @@
 
 namespace coli {
 
-void rmsNorm(const float* x, const float* w, int n, float eps, float* out) {
+float rmsNormFactor(const float* x, int n, float eps) {
     float ss = 0.0f;
     for (int i = 0; i < n; ++i)
         ss += x[i] * x[i];
-    const float r = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+    return 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+}
+
+void rmsNorm(const float* x, const float* w, int n, float eps, float* out) {
+    const float r = rmsNormFactor(x, n, eps);
     for (int i = 0; i < n; ++i)
         out[i] = w[i] * (x[i] * r);
 }

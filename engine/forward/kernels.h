@@ -9,6 +9,9 @@ namespace coli {
 // RMSNorm (HF *RMSNorm.forward): out[i] = w[i] * (x[i] * rsqrt(mean(x^2) + eps)). x, w, out: [n].
 // out may alias x. The sum of squares runs in index order.
 void rmsNorm(const float* x, const float* w, int n, float eps, float* out);
+// RMSNorm's factor rsqrt(mean(x^2) + eps) alone, computed exactly as rmsNorm computes it (rmsNorm
+// calls it), so that threads can each scale a part of a row: out[i] = w[i] * (x[i] * factor).
+float rmsNormFactor(const float* x, int n, float eps);
 
 // silu(x) = x * sigmoid(x) (torch.nn.functional.silu), computed as quant::siluShared: an exp
 // built from +, -, * and bit operations, so that the GPU tier reproduces it bit for bit

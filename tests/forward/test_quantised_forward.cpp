@@ -159,6 +159,33 @@ TEST_P(QuantisedForwardTest, FastMatchesReferenceAndThreadsDoNotChangeBits) {
     EXPECT_LE(d, 0.1);
 }
 
+// Token by token (one token per step: decode) the threads split each row phase by columns (the
+// norms), the query from the key and value (RoPE, the KV append) and attention by units of heads
+// that each quantise their own groups of the o projection's input: 2 and 3 threads must give the
+// bits of 1, in both schemes (the dense int8-g64 o projection takes units of whole groups).
+TEST_P(QuantisedForwardTest, ThreadsDoNotChangeBitsTokenByToken) {
+    for (const Scheme& s : schemes()) {
+        std::vector<std::vector<float>> perThreads;
+        for (int threads : {1, 2, 3}) {
+            auto m = load(GetParam(), s.q, threads);
+            ASSERT_TRUE(m);
+            KVCache kv;
+            std::vector<float> all, step;
+            for (int32_t token : m_seq) {
+                ASSERT_TRUE(m->forward(std::vector<int32_t>{token}, kv, step).isOk());
+                all.insert(all.end(), step.begin(), step.end());
+            }
+            perThreads.push_back(std::move(all));
+        }
+        for (size_t i = 1; i < perThreads.size(); ++i) {
+            ASSERT_EQ(perThreads[0].size(), perThreads[i].size());
+            EXPECT_EQ(0, std::memcmp(perThreads[0].data(), perThreads[i].data(),
+                                     perThreads[0].size() * sizeof(float)))
+                << GetParam() << " " << s.name << ": " << i + 1 << " threads differ from 1";
+        }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, QuantisedForwardTest, ::testing::ValuesIn(test::fixtureNames()),
                          [](const auto& info) { return info.param; });
 

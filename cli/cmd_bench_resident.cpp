@@ -158,15 +158,20 @@ int runBenchResident(const BenchResidentOptions& o) {
         if (first->ids != refIds)
             return fail({ErrorCode::Internal,
                          "the untimed run" + where + " decoded other tokens than the first run"});
-        std::vector<double> tokps, bw, ratio;
-        fmt::print("{:>4} {:>9} {:>9} {:>8} {:>13} {:>13} {:>13}{}\n", "run", "tok/s", "R GB/s",
-                   "ratio", "attn ms/tok", "moe ms/tok", "other ms/tok",
-                   axis ? fmt::format(" {}", gpuColumnsHeader()) : std::string());
+        std::vector<double> tokps, bw, ratio, bwWeights, ratioWeights;
+        double weightMb = 0; // the bytes Rw reads, MB
+        fmt::print("{:>4} {:>9} {:>9} {:>8} {:>9} {:>8} {:>13} {:>13} {:>13}{}\n", "run", "tok/s",
+                   "R GB/s", "ratio", "Rw GB/s", "ratio_w", "attn ms/tok", "moe ms/tok",
+                   "other ms/tok", axis ? fmt::format(" {}", gpuColumnsHeader()) : std::string());
         for (int run = 0; run < o.runs; ++run) {
             placement::MemoryBandwidthOptions mo;
             mo.repetitions = 3;
             auto r = placement::measureMemoryReadBandwidth(mo);
             if (!r) return fail(r.status());
+            // The same loop over the model's own weights: where the VM placed them (see
+            // docs/performance.md, "Which memory").
+            auto rw = m.residentWeightReadBandwidth(mo.repetitions);
+            if (!rw) return fail(rw.status());
             auto d = decodeOnce(m, prompt, o.tokens);
             if (!d) return fail(d.status());
             if (d->ids != refIds)
@@ -176,14 +181,19 @@ int runBenchResident(const BenchResidentOptions& o) {
             tokps.push_back(d->tokps);
             bw.push_back(R / 1e9);
             ratio.push_back(d->tokps * double(bytes.weights) / R);
+            const double Rw = rw->bytesPerSecond;
+            weightMb = double(rw->bytes) / 1e6;
+            bwWeights.push_back(Rw / 1e9);
+            ratioWeights.push_back(Rw > 0 ? d->tokps * double(bytes.weights) / Rw : 0.0);
             const double perTok = 1e3 / o.tokens;
             GpuRowFigures g;
             g.active = m.gpuActive();
             g.vramShare = routedPerRun > 0 ? double(d->gpuDecode.experts) / routedPerRun : 0;
             g.add(d->gpuDecode, d->gpuRun, o.tokens);
-            fmt::print("{:>4} {:>9.2f} {:>9.2f} {:>8.3f} {:>13.2f} {:>13.2f} {:>13.2f}{}\n",
-                       run + 1, d->tokps, R / 1e9, ratio.back(), d->times.attention * perTok,
-                       d->times.moe * perTok,
+            fmt::print("{:>4} {:>9.2f} {:>9.2f} {:>8.3f} {:>9.2f} {:>8.3f} {:>13.2f} {:>13.2f} "
+                       "{:>13.2f}{}\n",
+                       run + 1, d->tokps, R / 1e9, ratio.back(), Rw / 1e9, ratioWeights.back(),
+                       d->times.attention * perTok, d->times.moe * perTok,
                        (d->seconds - d->times.attention - d->times.moe) * perTok,
                        axis ? fmt::format(" {}", gpuColumns(g)) : std::string());
         }
@@ -192,6 +202,10 @@ int runBenchResident(const BenchResidentOptions& o) {
                    median(tokps), minMax(tokps, "{:.2f}"), median(bw), minMax(bw, "{:.2f}"),
                    median(ratio), minMax(ratio, "{:.3f}"),
                    median(bw) * 1e9 / double(bytes.weights));
+        fmt::print("weights: Rw {:.2f} GB/s ({}) over the model's {:.1f} MB of weights in RAM, "
+                   "tok/s x B_tok / Rw {:.3f} ({})\n",
+                   median(bwWeights), minMax(bwWeights, "{:.2f}"), weightMb, median(ratioWeights),
+                   minMax(ratioWeights, "{:.3f}"));
         for (int len : o.prefill) {
             const std::vector<int32_t> ids = promptOfLength(**tok, o.prompt, len);
             std::vector<double> rate, attn, moe;

@@ -43,7 +43,7 @@ void widenKvB(ModelWeights& w) {
         std::vector<float> f(size_t(m.rows) * size_t(m.cols));
         quant::dequantiseRows(m.qfmt, m.q.data(), m.rows, m.cols, f.data());
         m.data = std::move(f);
-        std::vector<uint8_t>().swap(m.q);
+        WeightBytes().swap(m.q);
     }
 }
 
@@ -249,6 +249,9 @@ const std::vector<std::string>& Model::warnings() const {
 }
 DecodeBytes Model::decodeBytes() const {
     return decodeBytesOf(*m_impl);
+}
+Result<WeightBandwidth> Model::residentWeightReadBandwidth(int repetitions) const {
+    return residentWeightReadBandwidthOf(*m_impl, repetitions);
 }
 ModelSummary Model::summary() const {
     return m_impl->summary;

@@ -53,7 +53,7 @@ Status quantiseMatrix(Matrix& m, quant::WeightFormat preferred, const std::strin
         r.bytesQuantised = int64_t(q.size());
         report->push_back(r);
     }
-    m.q = std::move(q);
+    m.q.assign(q.begin(), q.end());
     m.qfmt = *fmt;
     std::vector<float>().swap(m.data);
     return Status::ok();

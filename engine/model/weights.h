@@ -6,6 +6,7 @@
 // Thread-safety: plain data; immutable after loadWeights().
 #include "core/status.h"
 #include "model/config.h"
+#include "model/weight_arena.h"
 #include "quant/formats.h"
 
 #include <array>
@@ -27,7 +28,8 @@ struct Matrix {
     // Block-quantised rows (quant/formats.h): rows * quant::rowBytes(qfmt, cols) bytes; empty
     // when the matrix is f32. Filled by quantiseWeights (model/quantise_weights.h) or by the
     // colibri container loader; never both `data` and `q`.
-    std::vector<uint8_t> q;
+    // In the weight arena (model/weight_arena.h: huge pages where the kernel gives them).
+    WeightBytes q;
     quant::WeightFormat qfmt = quant::WeightFormat::Q8_G32;
     bool empty() const { return data.empty() && q.empty(); }
     bool quantised() const { return !q.empty(); }

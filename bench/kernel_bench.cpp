@@ -28,6 +28,7 @@
 
 #include "core/number_text.h"
 #include "kernel_bench.h"
+#include "model/weight_arena.h"
 #include "placement/memory_bandwidth.h"
 #include "quant/matmul.h"
 
@@ -41,11 +42,13 @@ using coli::placement::lastLevelCacheBytes;
 struct Buffer {
     uint8_t* p = nullptr;
     size_t n = 0;
+    // In the weight arena, as a loaded model's weights (huge pages where the kernel gives them).
     Buffer(size_t bytes, uint8_t fill) : n(bytes) {
-        p = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+        p = static_cast<uint8_t*>(coli::weightAlloc(bytes));
+        if (!p) throw std::bad_alloc();
         std::memset(p, fill, bytes);
     }
-    ~Buffer() { std::free(p); }
+    ~Buffer() { coli::weightFree(p, n); }
     Buffer(const Buffer&) = delete;
     Buffer& operator=(const Buffer&) = delete;
 };

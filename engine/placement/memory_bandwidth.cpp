@@ -1,5 +1,7 @@
 #include "placement/memory_bandwidth.h"
 
+#include "model/weight_arena.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,8 +56,14 @@ Result<MemoryBandwidth> measureMemoryReadBandwidth(const MemoryBandwidthOptions&
                           std::to_string(options.bufferBytes) + ")");
     const size_t bytes =
         (options.bufferBytes ? options.bufferBytes : memReadBufferBytes()) / 64 * 64;
-    std::unique_ptr<uint8_t, decltype(&std::free)> buf(
-        static_cast<uint8_t*>(std::aligned_alloc(64, bytes)), &std::free);
+    // In the weight arena, as the model's weights (huge pages where the kernel gives them): the
+    // bandwidth of the kind of memory a decode step reads (docs/performance.md, "Which memory").
+    struct ArenaFree {
+        size_t bytes;
+        void operator()(uint8_t* p) const { weightFree(p, bytes); }
+    };
+    std::unique_ptr<uint8_t, ArenaFree> buf(static_cast<uint8_t*>(weightAlloc(bytes)),
+                                            ArenaFree{bytes});
     if (!buf)
         return Status(ErrorCode::Io, "memory bandwidth: cannot allocate a buffer of " +
                                          std::to_string(bytes) + " bytes");

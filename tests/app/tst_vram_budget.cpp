@@ -13,7 +13,7 @@
 #include "convert/converter.h"
 #include "engine_controller.h"
 #include "engine_worker.h"
-#include "gpu/devices.h"
+#include "llvmpipe_device.h"
 #include "worker_pump.h"
 
 #include <QCoreApplication>
@@ -30,14 +30,6 @@ using coli::app::test::pump;
 namespace {
 constexpr double kMiB = 1048576.0;
 
-// Why there is no llvmpipe device here ("" when there is one).
-std::string missingDevice() {
-    Result<std::vector<gpu::DeviceInfo>> devices = gpu::listDevices();
-    if (!devices) return devices.status().toString();
-    std::string note;
-    Result<int> i = gpu::chooseDevice(*devices, "llvmpipe", &note);
-    return i ? std::string() : i.status().toString();
-}
 } // namespace
 
 class TestVramBudget : public QObject {
@@ -55,7 +47,7 @@ class TestVramBudget : public QObject {
 
 private slots:
     void initTestCase() {
-        m_skip = missingDevice();
+        m_skip = coli::app::test::missingLlvmpipe();
         if (!m_skip.empty()) return;
         QVERIFY(m_tmp.isValid());
         m_container = (m_tmp.path() + "/colibri-moe-tiny-int4").toStdString();

@@ -5,7 +5,7 @@
 // the engine's GPU note. Without a Vulkan device named llvmpipe every case skips, saying why.
 #include "convert/converter.h"
 #include "engine_worker.h"
-#include "gpu/devices.h"
+#include "llvmpipe_device.h"
 #include "worker_pump.h"
 
 #include <QTemporaryDir>
@@ -17,17 +17,6 @@ using namespace coli;
 using namespace coli::app;
 using coli::app::test::pump;
 
-namespace {
-// Why there is no llvmpipe device here ("" when there is one).
-std::string missingDevice() {
-    Result<std::vector<gpu::DeviceInfo>> devices = gpu::listDevices();
-    if (!devices) return devices.status().toString();
-    std::string note;
-    Result<int> i = gpu::chooseDevice(*devices, "llvmpipe", &note);
-    return i ? std::string() : i.status().toString();
-}
-} // namespace
-
 class TestWorkerVram : public QObject {
     Q_OBJECT
     QTemporaryDir m_tmp;
@@ -36,7 +25,7 @@ class TestWorkerVram : public QObject {
 
 private slots:
     void initTestCase() {
-        m_skip = missingDevice();
+        m_skip = coli::app::test::missingLlvmpipe();
         if (!m_skip.empty()) return;
         QVERIFY(m_tmp.isValid());
         m_container = (m_tmp.path() + "/qwen3moe-int4").toStdString();

@@ -182,7 +182,7 @@ int runBenchResident(const BenchResidentOptions& o) {
             bw.push_back(R / 1e9);
             ratio.push_back(d->tokps * double(bytes.weights) / R);
             const double Rw = rw->bytesPerSecond;
-            weightMb = double(rw->bytes) / 1e6;
+            weightMb = double(rw->bufferBytes) / 1e6;
             bwWeights.push_back(Rw / 1e9);
             ratioWeights.push_back(Rw > 0 ? d->tokps * double(bytes.weights) / Rw : 0.0);
             const double perTok = 1e3 / o.tokens;

@@ -250,7 +250,7 @@ const std::vector<std::string>& Model::warnings() const {
 DecodeBytes Model::decodeBytes() const {
     return decodeBytesOf(*m_impl);
 }
-Result<WeightBandwidth> Model::residentWeightReadBandwidth(int repetitions) const {
+Result<placement::MemoryBandwidth> Model::residentWeightReadBandwidth(int repetitions) const {
     return residentWeightReadBandwidthOf(*m_impl, repetitions);
 }
 ModelSummary Model::summary() const {

@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "model/config.h"
 #include "model/quantise_weights.h"
+#include "placement/memory_bandwidth.h"
 #include "tiers/heat_table.h" // tiers::ExpertId
 
 #include <atomic>
@@ -181,12 +182,6 @@ struct ForwardTimes {
 // The bytes one decode step at batch 1 reads from memory: B_tok of `coli bench decode
 // --resident`, whose tok/s x B_tok / (memory read bandwidth) is the decode's share of the memory
 // roofline (docs/performance.md).
-// Model::residentWeightReadBandwidth's figure.
-struct WeightBandwidth {
-    uint64_t bytes = 0;        // the bytes one pass reads
-    double bytesPerSecond = 0; // the median pass, bytes per second (0 when bytes is 0)
-};
-
 struct DecodeBytes {
     // Weights as stored (quantisation scales included), in bytes: per layer the attention
     // projections, their norms and biases, the router, top_k routed experts (one expert = its
@@ -224,8 +219,9 @@ public:
     ModelSummary summary() const;
     // DecodeBytes of this model as loaded (computed from the weights in memory). Thread-safe.
     DecodeBytes decodeBytes() const;
-    // The read bandwidth of this model's own resident weights: the median of `repetitions`
-    // timed passes (after one untimed) of placement::streamRead's loop (64-bit sums, each of the
+    // The read bandwidth of this model's own resident weights (placement::timeReadPasses: the
+    // median of `repetitions` timed passes after one untimed; bufferBytes = the bytes one pass
+    // reads, all 0 for a model with none) of placement::streamRead's loop (64-bit sums, each of the
     // model's threads reading its contiguous share of every buffer, one OpenMP region per pass)
     // over every matrix of every layer, every resident expert and the LM head. The same loop as
     // `coli bench kernels`' MemRead, on the memory a decode step reads: on a VM, memory taken at
@@ -233,7 +229,7 @@ public:
     // experts are not counted (their slots are not read here). Errors: InvalidArgument
     // (repetitions outside 1..1000). Thread-safety: not concurrently with forward() (it uses the
     // same cores); const otherwise.
-    Result<WeightBandwidth> residentWeightReadBandwidth(int repetitions) const;
+    Result<placement::MemoryBandwidth> residentWeightReadBandwidth(int repetitions) const;
     // The weights as they compute, in words: the storage (summary().storage), the format of each
     // class in memory (embeddings, attention, dense MLP, routed experts, LM head: "f32" or a
     // quant format name) and the forward path, e.g. "safetensors (BF16); embed f32, attention

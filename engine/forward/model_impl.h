@@ -108,7 +108,8 @@ inline double regionSeconds(std::chrono::steady_clock::time_point t0) {
 
 // Model::decodeBytes (model.h), from the weights as loaded.
 DecodeBytes decodeBytesOf(const ModelImpl& m);
-Result<WeightBandwidth> residentWeightReadBandwidthOf(const ModelImpl& m, int repetitions);
+Result<placement::MemoryBandwidth> residentWeightReadBandwidthOf(const ModelImpl& m,
+                                                                 int repetitions);
 
 // Both: tokens already validated, kv already reserved for kv.size() + tokens.size() positions.
 // They append to kv and fill logits as Model::forward documents. routing, when not null, is

@@ -3,9 +3,8 @@
 // the buffers a decode step reads instead of on a fresh one: on a VM, memory taken at another
 // moment can sit on other host memory and stream at another speed (docs/performance.md).
 #include "forward/model_impl.h"
+#include "placement/memory_bandwidth.h"
 
-#include <algorithm>
-#include <chrono>
 #include <span>
 #include <vector>
 
@@ -63,28 +62,20 @@ uint64_t readPass(const std::vector<std::span<const uint64_t>>& buffers, int thr
 
 } // namespace
 
-Result<WeightBandwidth> residentWeightReadBandwidthOf(const ModelImpl& m, int repetitions) {
+Result<placement::MemoryBandwidth> residentWeightReadBandwidthOf(const ModelImpl& m,
+                                                                 int repetitions) {
     if (repetitions < 1 || repetitions > 1000)
         return Status(ErrorCode::InvalidArgument,
                       "weight read bandwidth: repetitions must be 1 to 1000 (got " +
                           std::to_string(repetitions) + ")");
     const std::vector<std::span<const uint64_t>> buffers = weightBuffers(m);
-    WeightBandwidth out;
+    size_t bytes = 0;
     for (const auto& b : buffers)
-        out.bytes += b.size() * sizeof(uint64_t);
-    if (out.bytes == 0) return out;
-    volatile uint64_t sink = readPass(buffers, m.threads); // untimed: caches and the team warm
-    std::vector<double> rates;
-    for (int r = 0; r < repetitions; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        sink = sink + readPass(buffers, m.threads);
-        const double s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        rates.push_back(s > 0 ? double(out.bytes) / s : 0.0);
-    }
-    std::sort(rates.begin(), rates.end());
-    const size_t n = rates.size();
-    out.bytesPerSecond = n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]);
+        bytes += b.size() * sizeof(uint64_t);
+    if (bytes == 0) return placement::MemoryBandwidth{};
+    placement::MemoryBandwidth out =
+        placement::timeReadPasses(bytes, repetitions, [&] { return readPass(buffers, m.threads); });
+    out.threads = m.threads;
     return out;
 }
 

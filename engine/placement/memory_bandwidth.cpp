@@ -45,6 +45,31 @@ uint64_t streamRead(const uint64_t* words, int64_t n) {
     return sum;
 }
 
+MemoryBandwidth timeReadPasses(size_t bytes, int repetitions,
+                               const std::function<uint64_t()>& pass) {
+    volatile uint64_t sink = pass(); // warm-up pass
+    std::vector<double> rates;
+    for (int r = 0; r < repetitions; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        sink = sink + pass();
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        rates.push_back(s > 0 ? double(bytes) / s : 0.0);
+    }
+    std::sort(rates.begin(), rates.end());
+    const size_t n = rates.size();
+    MemoryBandwidth out;
+    out.bytesPerSecond = n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]);
+    out.minBytesPerSecond = rates.front();
+    out.maxBytesPerSecond = rates.back();
+    out.bufferBytes = bytes;
+    out.repetitions = repetitions;
+#ifdef _OPENMP
+    out.threads = omp_get_max_threads();
+#endif
+    return out;
+}
+
 Result<MemoryBandwidth> measureMemoryReadBandwidth(const MemoryBandwidthOptions& options) {
     if (options.repetitions < 1 || options.repetitions > 1000)
         return Status(ErrorCode::InvalidArgument,
@@ -70,27 +95,7 @@ Result<MemoryBandwidth> measureMemoryReadBandwidth(const MemoryBandwidthOptions&
     std::memset(buf.get(), 1, bytes); // every page touched before timing
     const auto* words = reinterpret_cast<const uint64_t*>(buf.get());
     const auto nWords = static_cast<int64_t>(bytes / 8);
-    volatile uint64_t sink = streamRead(words, nWords); // warm-up pass
-    std::vector<double> rates;
-    for (int r = 0; r < options.repetitions; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        sink = sink + streamRead(words, nWords);
-        const double s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        rates.push_back(s > 0 ? double(bytes) / s : 0.0);
-    }
-    std::sort(rates.begin(), rates.end());
-    const size_t n = rates.size();
-    MemoryBandwidth out;
-    out.bytesPerSecond = n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]);
-    out.minBytesPerSecond = rates.front();
-    out.maxBytesPerSecond = rates.back();
-    out.bufferBytes = bytes;
-    out.repetitions = options.repetitions;
-#ifdef _OPENMP
-    out.threads = omp_get_max_threads();
-#endif
-    return out;
+    return timeReadPasses(bytes, options.repetitions, [&] { return streamRead(words, nWords); });
 }
 
 } // namespace coli::placement

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 namespace coli::placement {
 
@@ -36,6 +37,13 @@ struct MemoryBandwidthOptions {
     int repetitions = 5;    // timed passes (1..1000), after one untimed pass that faults pages
     size_t bufferBytes = 0; // 0: memReadBufferBytes(); else at least 4096
 };
+
+// Times `repetitions` calls of `pass`, each reading `bytes`, after one untimed call (caches, pages
+// and the OpenMP team warm): the median, lowest and highest rate; threads = omp_get_max_threads().
+// pass returns a sum of what it read (kept, so the reads are not optimised away). Precondition:
+// 1 <= repetitions <= 1000 (the callers check it and name their figure). Thread-safety: as pass.
+MemoryBandwidth timeReadPasses(size_t bytes, int repetitions,
+                               const std::function<uint64_t()>& pass);
 
 // Times `repetitions` streamRead passes over a freshly allocated, filled buffer.
 // Errors: InvalidArgument (repetitions or bufferBytes out of range), Io when the buffer cannot be

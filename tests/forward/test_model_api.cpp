@@ -306,5 +306,31 @@ TEST(ModelApi, SummaryOfGraniteFixture) {
     EXPECT_EQ(s.storage, "safetensors (BF16)");
 }
 
+// Rw (`coli bench decode --resident`): one pass reads every weight matrix once, here f32: per
+// layer q, k, v, o, the router and every expert's gate, up and down, then the LM head, counted
+// from config.json's shapes (OLMoE: every layer sparse, no shared expert).
+TEST(ModelApi, ResidentWeightReadBandwidthReadsEveryMatrix) {
+    REQUIRE_FIXTURE("olmoe");
+    auto m = loadOk("olmoe");
+    ASSERT_TRUE(m);
+    const ModelConfig& c = m->config();
+    const uint64_t d = uint64_t(c.dModel), q = uint64_t(c.nHeads) * uint64_t(c.headDim),
+                   kv = uint64_t(c.nKvHeads) * uint64_t(c.headDim), E = uint64_t(c.nExperts);
+    const uint64_t perLayer = 2 * q * d + 2 * kv * d + E * d + E * 3 * uint64_t(c.expertFfn) * d;
+    const uint64_t want = (uint64_t(c.nLayers) * perLayer + uint64_t(c.vocabSize) * d) * 4;
+    auto bw = m->residentWeightReadBandwidth(3);
+    ASSERT_TRUE(bw.isOk()) << bw.status().toString();
+    EXPECT_EQ(bw->bufferBytes, want);
+    EXPECT_GT(bw->bytesPerSecond, 0.0);
+    EXPECT_LE(bw->minBytesPerSecond, bw->bytesPerSecond);
+    EXPECT_GE(bw->maxBytesPerSecond, bw->bytesPerSecond);
+    EXPECT_EQ(bw->repetitions, 3);
+    for (int bad : {0, 1001}) {
+        auto r = m->residentWeightReadBandwidth(bad);
+        ASSERT_FALSE(r.isOk()) << bad;
+        EXPECT_EQ(r.status().code(), ErrorCode::InvalidArgument) << bad;
+    }
+}
+
 } // namespace
 } // namespace coli

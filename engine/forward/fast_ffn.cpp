@@ -1,6 +1,7 @@
 #include "forward/fast_ffn.h"
 
 #include "forward/kernels.h"
+#include "quant/shared_math.h"
 
 #include <algorithm>
 
@@ -22,12 +23,8 @@ void gateUpRows(const FfnItem& it, int r0, int r1) {
     const int ffn = it.w.gate.rows;
     matmulRows(it.w.gate, it.in, it.g, nullptr, r0, r1);
     matmulRows(it.w.up, it.in, it.u, nullptr, r0, r1);
-    for (int t = 0; t < it.cnt; ++t) {
-        float* g = it.g + size_t(t) * ffn;
-        const float* u = it.u + size_t(t) * ffn;
-        for (int i = r0; i < r1; ++i)
-            g[i] = silu(g[i]) * u[i];
-    }
+    for (int t = 0; t < it.cnt; ++t)
+        quant::siluMulRow(it.g + size_t(t) * ffn + r0, it.u + size_t(t) * ffn + r0, r1 - r0);
     const int mask = groupMask(it.w.down);
     if (mask)
         for (int t = 0; t < it.cnt; ++t)

@@ -2,6 +2,10 @@
 
 #include <bit>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace coli::quant {
 
 namespace {
@@ -168,6 +172,76 @@ bool guardBadAdd(float a, float b, float s) {
     if (e != 0u) return false;
     if ((sb & 0x7fffffffu) != 0u) return true; // subnormal sum
     return !(a == -b); // a zero sum that is not an exact cancellation: a flushed subnormal
+}
+
+} // namespace coli::quant
+
+namespace coli::quant {
+
+namespace {
+
+#if defined(__x86_64__)
+// siluShared on eight lanes: the same operations in the same order as expShared and siluShared,
+// the branches as lane masks. rneToInt is VCVTPS2DQ (round to nearest even, the default MXCSR
+// mode, which nothing in this program changes): the same integer for |x * log2 e| <= 128, the
+// only lanes whose k is used.
+__attribute__((target("avx2"))) __m256 silu8(__m256 x) {
+    const __m256i ux = _mm256_castps_si256(x);
+    const __m256i ax = _mm256_and_si256(ux, _mm256_set1_epi32(0x7fffffff));
+    const __m256 v = _mm256_castsi256_ps(_mm256_or_si256(ux, _mm256_set1_epi32(int(0x80000000u))));
+    // expShared(v), v = -|x|.
+    const __m256i k = _mm256_cvtps_epi32(_mm256_mul_ps(v, _mm256_set1_ps(kLog2e)));
+    const __m256 kf = _mm256_cvtepi32_ps(k);
+    const __m256 r = _mm256_sub_ps(_mm256_sub_ps(v, _mm256_mul_ps(kf, _mm256_set1_ps(kC1))),
+                                   _mm256_mul_ps(kf, _mm256_set1_ps(kC2)));
+    __m256 poly = _mm256_add_ps(_mm256_set1_ps(kP4), _mm256_mul_ps(r, _mm256_set1_ps(kP5)));
+    poly = _mm256_add_ps(_mm256_set1_ps(kP3), _mm256_mul_ps(r, poly));
+    poly = _mm256_add_ps(_mm256_set1_ps(kP2), _mm256_mul_ps(r, poly));
+    poly = _mm256_add_ps(_mm256_set1_ps(kP1), _mm256_mul_ps(r, poly));
+    poly = _mm256_add_ps(_mm256_set1_ps(kP0), _mm256_mul_ps(r, poly));
+    const __m256 p = _mm256_add_ps(_mm256_set1_ps(1.0f),
+                                   _mm256_add_ps(r, _mm256_mul_ps(_mm256_mul_ps(r, r), poly)));
+    const __m256i pb = _mm256_castps_si256(p);
+    const __m256i ex =
+        _mm256_add_epi32(_mm256_and_si256(_mm256_srli_epi32(pb, 23), _mm256_set1_epi32(0xff)), k);
+    __m256 t = _mm256_castsi256_ps(_mm256_or_si256(
+        _mm256_and_si256(pb, _mm256_set1_epi32(int(0x807fffffu))), _mm256_slli_epi32(ex, 23)));
+    // ex <= 0 or x < -88 (v below -88: ax > 0x42b00000, NaN excluded next): 0. (ex >= 255 needs
+    // v > 88, impossible here.)
+    const __m256i under = _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(1), ex),
+                                          _mm256_cmpgt_epi32(ax, _mm256_set1_epi32(0x42b00000)));
+    t = _mm256_andnot_ps(_mm256_castsi256_ps(under), t);
+    // NaN: v itself; |x| < 2^-25: 1 (checked last, so it wins as in expShared).
+    const __m256i nan = _mm256_cmpgt_epi32(ax, _mm256_set1_epi32(0x7f800000));
+    t = _mm256_blendv_ps(t, v, _mm256_castsi256_ps(nan));
+    const __m256i tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x33000000), ax);
+    t = _mm256_blendv_ps(t, _mm256_set1_ps(1.0f), _mm256_castsi256_ps(tiny));
+    // siluShared: s = 1 / (1 + t) for a clear sign bit, else t / (1 + t); x * s.
+    const __m256 d = _mm256_add_ps(_mm256_set1_ps(1.0f), t);
+    const __m256 s =
+        _mm256_blendv_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), _mm256_div_ps(t, d), x);
+    return _mm256_mul_ps(x, s);
+}
+
+__attribute__((target("avx2"))) void siluMulRowAvx2(float* g, const float* u, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(g + i,
+                         _mm256_mul_ps(silu8(_mm256_loadu_ps(g + i)), _mm256_loadu_ps(u + i)));
+    for (; i < n; ++i)
+        g[i] = siluShared(g[i]) * u[i];
+}
+#endif
+
+} // namespace
+
+void siluMulRow(float* g, const float* u, int64_t n) {
+#if defined(__x86_64__)
+    static const bool avx2 = __builtin_cpu_supports("avx2");
+    if (avx2) return siluMulRowAvx2(g, u, n);
+#endif
+    for (int64_t i = 0; i < n; ++i)
+        g[i] = siluShared(g[i]) * u[i];
 }
 
 } // namespace coli::quant

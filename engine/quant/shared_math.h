@@ -38,6 +38,11 @@ float expShared(float x);
 // |x| in [2^-26, 128)). The SwiGLU activation of every MLP on both forward paths.
 float siluShared(float x);
 
+// g[i] = siluShared(g[i]) * u[i] for i in [0, n): SwiGLU's activation of one row ([n] each), the
+// same bits as that scalar loop; eight lanes at a time with AVX2 where the CPU has it. NaN lanes
+// give a NaN (payload unspecified).
+void siluMulRow(float* g, const float* u, int64_t n);
+
 // The guard's predicates (bits of the operands and result of one float op): true when a device
 // that flushes subnormals, or encodes inf/NaN differently, could give other bits. Exact zeros and
 // exact cancellations are not flagged.

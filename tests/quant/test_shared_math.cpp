@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <random>
+#include <vector>
 
 namespace coli::quant {
 namespace {
@@ -102,6 +103,47 @@ TEST(SharedMath, SiluWithinThreeUlpsOfDouble) {
     EXPECT_LE(worst, 3);
     EXPECT_EQ(bits(siluShared(0.0f)), bits(0.0f));
     EXPECT_EQ(siluShared(-200.0f), -0.0f);
+}
+
+// The row form (AVX2 lanes where the CPU has it) gives siluShared(g) * u bit for bit: every 97th
+// float bit pattern (both signs, zeros, subnormals, the cut-offs at 2^-25 and 88, infinities)
+// and odd row lengths for the scalar tail; NaN inputs give NaN.
+TEST(SharedMath, SiluMulRowEqualsScalarLoop) {
+    constexpr int64_t kRow = 1003;
+    std::vector<float> g(kRow), want(kRow), u(kRow);
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> ud(-4.0f, 4.0f);
+    int64_t checked = 0, mismatches = 0;
+    uint64_t pattern = 0;
+    while (pattern <= 0xffffffffull) {
+        const int64_t n = 1 + int64_t(rng() % kRow);
+        for (int64_t i = 0; i < n; ++i, pattern += 97) {
+            g[i] = fromBits(uint32_t(pattern));
+            u[i] = i % 5 == 0 ? 1.0f : ud(rng);
+            want[i] = siluShared(g[i]) * u[i];
+        }
+        siluMulRow(g.data(), u.data(), n);
+        for (int64_t i = 0; i < n; ++i, ++checked) {
+            const bool same =
+                isNan(bits(want[i])) ? isNan(bits(g[i])) : bits(g[i]) == bits(want[i]);
+            if (!same && ++mismatches <= 5)
+                ADD_FAILURE() << "g = " << fromBits(uint32_t(pattern - 97 * (n - i))) << ": row "
+                              << g[i] << ", scalar " << want[i];
+        }
+    }
+    float edge[] = {0x1p-25f, -0x1p-25f, 0x1.fffffep-26f, 88.0f, -88.0f, 88.0001f, -88.0001f, 89.0f,
+                    -89.0f,   INFINITY,  -INFINITY,       0.0f,  -0.0f,  1e-40f,   -1e-40f};
+    float ones[std::size(edge)];
+    float want2[std::size(edge)];
+    for (size_t i = 0; i < std::size(edge); ++i) {
+        ones[i] = 1.0f;
+        want2[i] = siluShared(edge[i]);
+    }
+    siluMulRow(edge, ones, int64_t(std::size(edge)));
+    for (size_t i = 0; i < std::size(edge); ++i)
+        EXPECT_EQ(bits(edge[i]), bits(want2[i])) << "edge value " << i;
+    EXPECT_GT(checked, int64_t{44000000});
+    EXPECT_EQ(mismatches, 0);
 }
 
 TEST(SharedMath, GuardPredicates) {

@@ -64,8 +64,8 @@ struct MatJob {
     const float* bias = nullptr; // [w.rows] or null
 };
 
-// Rows phase: the jobs' output rows, concatenated, split over the team in blocks of 4 rows (the
-// kernels' block); all read `in`. No sync inside.
+// Rows phase: the jobs' output rows, concatenated, split over the team in blocks of 8 rows (whole
+// tiles of the -r8 formats); all read `in`. No sync inside.
 void matmulShare(const Team& team, std::span<const MatJob> jobs, const ActInput& in);
 
 } // namespace coli

@@ -250,12 +250,16 @@ void tile8One(const MatmulArgs& a, const PreparedActs& px, int64_t r, bool prefe
 template <int Bits, int G> void matmulRowsT(const MatmulArgs& a, int64_t r0, int64_t r1) {
     const PreparedActs px = prepareActs<Bits, G>(a);
     const bool tiled = a.fi.rowTile == kRows && a.nTokens == 1;
-    for (int64_t r = r0; r < r1; r += kRows) {
-        const int nValid = static_cast<int>(std::min<int64_t>(kRows, r1 - r));
-        if (tiled && nValid == kRows && r % kRows == 0)
+    for (int64_t r = r0; r < r1;) {
+        // A range that starts inside a tile finishes that tile first (rows8), so the rest runs on
+        // whole tiles.
+        const int64_t step = tiled && r % kRows != 0 ? kRows - r % kRows : kRows;
+        const int nValid = static_cast<int>(std::min<int64_t>(step, r1 - r));
+        if (tiled && nValid == kRows)
             tile8One<Bits, G>(a, px, r, r + kRows < a.rows);
         else
             rows8<Bits, G>(a, px, r, nValid, r + kPrefetchRows + kRows <= a.rows);
+        r += nValid;
     }
 }
 

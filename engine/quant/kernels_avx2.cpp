@@ -234,14 +234,96 @@ void rows4Q4(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid,
     storeRows4(a, r, nValid, acc);
 }
 
+// One token, one whole tile of an -r8 format: the tile is one stream of group units (eight
+// scales, then the eight rows' value bytes), read from one pointer at constant offsets, as two
+// halves of four rows with rows4Q4's / rows4Q8's instructions (the same bits). Prefetch into L1,
+// 1 KiB ahead, each line once (what the AVX-512 path measured best, docs/performance.md).
+// `coli bench kernels -t 2` with COLI_QUANT_PATH=avx2 on the Intel Xeon VM: see the same file.
+constexpr uintptr_t kTilePrefetchBytes = 1024;
+constexpr size_t kTileRows = 8;
+
+template <int Bits, int G>
+void tile8One(const MatmulArgs& a, const PreparedActs& px, int64_t r, bool prefetchAhead) {
+    constexpr size_t kValueBytes = G * Bits / 8;
+    constexpr size_t kUnit = kTileRows * (4 + kValueBytes);
+    const int64_t groups = a.cols / G;
+    const uint8_t* unit = a.w + static_cast<size_t>(r) * a.rowBytes;
+    uintptr_t ahead =
+        (reinterpret_cast<uintptr_t>(unit) + kTilePrefetchBytes + 63) & ~uintptr_t{63};
+    const __m256i ones16 = _mm256_set1_epi16(1);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x88));
+    __m128 acc[2] = {_mm_setzero_ps(), _mm_setzero_ps()};
+    for (int64_t gi = 0; gi < groups; ++gi, unit += kUnit) {
+        if (prefetchAhead)
+            for (const uintptr_t end =
+                     reinterpret_cast<uintptr_t>(unit) + kUnit + kTilePrefetchBytes;
+                 ahead < end; ahead += 64)
+                _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+        const __m128 xs = _mm_set1_ps(a.xs[gi]);
+        for (int h = 0; h < 2; ++h) {
+            __m256i p[4];
+            for (int i = 0; i < 4; ++i) {
+                const uint8_t* v = unit + 4 * kTileRows + (4 * h + i) * kValueBytes;
+                if constexpr (Bits == 8) {
+                    p[i] = _mm256_setzero_si256();
+                    for (int c = 0; c < G / 32; ++c) {
+                        __m256i wlo, whi, xlo, xhi;
+                        loadWeights32Int8(v + 32 * c, wlo, whi);
+                        loadActs32(a.xq + gi * G + 32 * c, xlo, xhi);
+                        p[i] = _mm256_add_epi32(p[i], dot32(wlo, whi, xlo, xhi));
+                    }
+                } else if constexpr (G == 64) {
+                    const int8_t* x = px.x + gi * G;
+                    const __m256i w = _mm256_xor_si256(
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v)), flip);
+                    p[i] = _mm256_madd_epi16(
+                        _mm256_add_epi16(
+                            _mm256_maddubs_epi16(
+                                _mm256_and_si256(w, low4),
+                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))),
+                            _mm256_maddubs_epi16(
+                                _mm256_and_si256(_mm256_srli_epi16(w, 4), low4),
+                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32)))),
+                        ones16);
+                } else {
+                    const int8_t* x = px.x + gi * G;
+                    p[i] = _mm256_madd_epi16(
+                        _mm256_maddubs_epi16(
+                            loadWeights32Offset(v),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))),
+                        ones16);
+                }
+            }
+            __m128i s = rowSums4(p);
+            if constexpr (Bits == 4) s = _mm_sub_epi32(s, _mm_set1_epi32(px.sum8[gi]));
+            const __m128 ws = _mm_loadu_ps(reinterpret_cast<const float*>(unit + 16 * h));
+            acc[h] = _mm_add_ps(acc[h], _mm_mul_ps(_mm_cvtepi32_ps(s), _mm_mul_ps(ws, xs)));
+        }
+    }
+    _mm_storeu_ps(a.y + r, acc[0]);
+    _mm_storeu_ps(a.y + r + 4, acc[1]);
+}
+
 template <int Bits, int G> void matmulRowsT(const MatmulArgs& a, int64_t r0, int64_t r1) {
-    if constexpr (Bits == 4) {
-        const PreparedActs px = prepareActs<G>(a);
-        for (int64_t r = r0; r < r1; r += 4)
-            rows4Q4<G>(a, px, r, static_cast<int>(std::min<int64_t>(4, r1 - r)), r + 8 <= r1);
-    } else {
-        for (int64_t r = r0; r < r1; r += 4)
-            rows4Q8<G>(a, r, static_cast<int>(std::min<int64_t>(4, r1 - r)), r + 8 <= r1);
+    PreparedActs px{};
+    if constexpr (Bits == 4) px = prepareActs<G>(a);
+    const bool tiled = a.fi.rowTile == static_cast<int>(kTileRows) && a.nTokens == 1;
+    for (int64_t r = r0; r < r1;) {
+        if (tiled && r % 8 == 0 && r + 8 <= r1) {
+            tile8One<Bits, G>(a, px, r, r + 8 < a.rows);
+            r += 8;
+            continue;
+        }
+        // Blocks of four rows; in a tiled layout they stop at the tile's end, so that the rest of
+        // the range runs on whole tiles.
+        int64_t n = std::min<int64_t>(4, r1 - r);
+        if (tiled) n = std::min<int64_t>(n, 8 - r % 8);
+        if constexpr (Bits == 4)
+            rows4Q4<G>(a, px, r, static_cast<int>(n), r + 8 <= r1);
+        else
+            rows4Q8<G>(a, r, static_cast<int>(n), r + 8 <= r1);
+        r += n;
     }
 }
 

@@ -236,10 +236,9 @@ void rows4Q4(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid,
 
 // One token, one whole tile of an -r8 format: the tile is one stream of group units (eight
 // scales, then the eight rows' value bytes), read from one pointer at constant offsets, as two
-// halves of four rows with rows4Q4's / rows4Q8's instructions (the same bits). Prefetch into L1,
-// 1 KiB ahead, each line once (what the AVX-512 path measured best, docs/performance.md).
-// `coli bench kernels -t 2` with COLI_QUANT_PATH=avx2 on the Intel Xeon VM: see the same file.
-constexpr uintptr_t kTilePrefetchBytes = 1024;
+// halves of four rows with rows4Q4's / rows4Q8's instructions (the same bits), prefetching with
+// LinePrefetch. With COLI_QUANT_PATH=avx2 on the Intel Xeon VM it took int4-g64-r8 from 0.66-0.75
+// to 0.74-0.82 of MemRead and int8 from 0.62-0.74 to 0.81-0.84 (docs/performance.md).
 constexpr size_t kTileRows = 8;
 
 template <int Bits, int G>
@@ -248,18 +247,13 @@ void tile8One(const MatmulArgs& a, const PreparedActs& px, int64_t r, bool prefe
     constexpr size_t kUnit = kTileRows * (4 + kValueBytes);
     const int64_t groups = a.cols / G;
     const uint8_t* unit = a.w + static_cast<size_t>(r) * a.rowBytes;
-    uintptr_t ahead =
-        (reinterpret_cast<uintptr_t>(unit) + kTilePrefetchBytes + 63) & ~uintptr_t{63};
+    LinePrefetch ahead(unit);
     const __m256i ones16 = _mm256_set1_epi16(1);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x88));
     __m128 acc[2] = {_mm_setzero_ps(), _mm_setzero_ps()};
     for (int64_t gi = 0; gi < groups; ++gi, unit += kUnit) {
-        if (prefetchAhead)
-            for (const uintptr_t end =
-                     reinterpret_cast<uintptr_t>(unit) + kUnit + kTilePrefetchBytes;
-                 ahead < end; ahead += 64)
-                _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+        if (prefetchAhead) ahead.upTo(unit + kUnit);
         const __m128 xs = _mm_set1_ps(a.xs[gi]);
         for (int h = 0; h < 2; ++h) {
             __m256i p[4];

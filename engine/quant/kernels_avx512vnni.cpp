@@ -178,11 +178,9 @@ void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, b
 // because the general loop (row pointers, an accumulator per token in memory) is slower at batch
 // 1: in cache 82 against 63 GB/s (int4-g64) and 153 against 116 (int8-g64), `coli bench kernels`'
 // HotKernel rows, two threads, Intel Xeon VM.
-// Prefetch: into L1, 1 KiB ahead, each line once. From DRAM (the OLMoE shapes, two threads, a
-// 1 GiB stream, alternated) int4-g64 29.5-30.4 GB/s against 26.0-26.8 with rows8's prefetch (L2,
-// two tiles ahead) and 26.1-26.8 with none; int8-g64 31.6-31.9 against 29.1-30.1 and 31.5-31.8;
-// 512 B or 2 KiB ahead no better, into L2 1 KiB ahead 26.6-27.8 (docs/performance.md).
-constexpr uintptr_t kTilePrefetchBytes = 1024;
+// Prefetch (LinePrefetch): from DRAM (the OLMoE shapes, two threads, a 1 GiB stream, alternated)
+// int4-g64 29.5-30.4 GB/s against 26.0-26.8 with rows8's prefetch (L2, two tiles ahead) and
+// 26.1-26.8 with none; int8-g64 31.6-31.9 against 29.1-30.1 and 31.5-31.8.
 template <int Bits, int G>
 void tile8One(const MatmulArgs& a, const PreparedActs& px, int64_t r, bool prefetchAhead) {
     constexpr size_t kValueBytes = G * Bits / 8;
@@ -190,19 +188,13 @@ void tile8One(const MatmulArgs& a, const PreparedActs& px, int64_t r, bool prefe
     constexpr int kChunks = G / 32;
     const int64_t groups = a.cols / G;
     const uint8_t* unit = a.w + static_cast<size_t>(r) * a.rowBytes;
-    // The next line not yet prefetched; each line once, kTilePrefetchBytes ahead of the reads.
-    uintptr_t ahead =
-        (reinterpret_cast<uintptr_t>(unit) + kTilePrefetchBytes + 63) & ~uintptr_t{63};
+    LinePrefetch ahead(unit);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i eight = _mm256_set1_epi8(0x08);
     const __m256i flip8 = _mm256_set1_epi8(static_cast<char>(0x80));
     __m256 acc = _mm256_setzero_ps();
     for (int64_t gi = 0; gi < groups; ++gi, unit += kUnit) {
-        if (prefetchAhead)
-            for (const uintptr_t end =
-                     reinterpret_cast<uintptr_t>(unit) + kUnit + kTilePrefetchBytes;
-                 ahead < end; ahead += 64)
-                _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+        if (prefetchAhead) ahead.upTo(unit + kUnit);
         const int8_t* x = px.x + gi * G;
         __m256i xc[kChunks];
         for (int c = 0; c < kChunks; ++c)

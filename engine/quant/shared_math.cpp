@@ -174,10 +174,6 @@ bool guardBadAdd(float a, float b, float s) {
     return !(a == -b); // a zero sum that is not an exact cancellation: a flushed subnormal
 }
 
-} // namespace coli::quant
-
-namespace coli::quant {
-
 namespace {
 
 #if defined(__x86_64__)

@@ -172,15 +172,40 @@ template <int G> PreparedActs prepareActs(const MatmulArgs& a) {
     return {xbuf.data(), sbuf.data()};
 }
 
+// One row's int4 group as u = q + 8 bytes in the prepared activations' order: g64: lo = the 32
+// even values, hi = the 32 odd ones; g32: lo = (even 16 | odd 16), hi unused.
+template <int G> inline void loadGroupQ4(const uint8_t* p, __m256i& lo, __m256i& hi) {
+    if constexpr (G == 64) {
+        const __m256i v = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+                                           _mm256_set1_epi8(static_cast<char>(0x88)));
+        lo = _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+        hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
+    } else {
+        lo = loadWeights32Offset(p);
+        hi = lo;
+    }
+}
+
+// sum(u x) of that group and its prepared activations x, as eight int32 partial sums.
+// |u x + u' x'| <= 2 * 15 * 128 per maddubs lane (two added for g64: <= 7680): exact.
+template <int G> inline __m256i dotGroupQ4(__m256i lo, __m256i hi, const int8_t* x) {
+    const __m256i ones16 = _mm256_set1_epi16(1);
+    const __m256i xe = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+    if constexpr (G == 64) {
+        const __m256i xo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32));
+        return _mm256_madd_epi16(
+            _mm256_add_epi16(_mm256_maddubs_epi16(lo, xe), _mm256_maddubs_epi16(hi, xo)), ones16);
+    } else {
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xe), ones16);
+    }
+}
+
 // int4 rows r .. r+nValid-1 (as rows4Q8), with prepared activations.
 template <int G>
 void rows4Q4(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, bool hasNext) {
     constexpr size_t kBlockBytes = 4 + G / 2;
     const int64_t groups = a.cols / G;
     const RowPointers<4> rows(a, r, nValid);
-    const __m256i ones16 = _mm256_set1_epi16(1);
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x88));
     __m128 acc[kMaxBatch];
     for (int64_t t = 0; t < a.nTokens; ++t)
         acc[t] = _mm_setzero_ps();
@@ -192,19 +217,9 @@ void rows4Q4(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid,
             for (size_t b = 0; b < 4 * kBlockBytes; b += 64)
                 _mm_prefetch(next + b, _MM_HINT_T0);
         }
-        // g64: lo = even values, hi = odd values (32 each); g32: lo = (even 16 | odd 16).
         __m256i lo[4], hi[4];
-        for (int i = 0; i < 4; ++i) {
-            if constexpr (G == 64) {
-                const __m256i v = _mm256_xor_si256(
-                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows.values[i] + off)),
-                    flip);
-                lo[i] = _mm256_and_si256(v, low4);
-                hi[i] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-            } else {
-                lo[i] = loadWeights32Offset(rows.values[i] + off);
-            }
-        }
+        for (int i = 0; i < 4; ++i)
+            loadGroupQ4<G>(rows.values[i] + off, lo[i], hi[i]);
         const __m128 ws =
             rows.scalesSideBySide
                 ? _mm_loadu_ps(reinterpret_cast<const float*>(rows.scale[0] + off))
@@ -213,19 +228,8 @@ void rows4Q4(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid,
         for (int64_t t = 0; t < a.nTokens; ++t) {
             const int8_t* x = px.x + t * a.cols + gi * G;
             __m256i p[4];
-            // |u x + u' x'| <= 2 * 15 * 128 per maddubs lane (two added for g64: <= 7680): exact.
-            if constexpr (G == 64) {
-                const __m256i xe = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
-                const __m256i xo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32));
-                for (int i = 0; i < 4; ++i)
-                    p[i] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo[i], xe),
-                                                              _mm256_maddubs_epi16(hi[i], xo)),
-                                             ones16);
-            } else {
-                const __m256i xb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
-                for (int i = 0; i < 4; ++i)
-                    p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(lo[i], xb), ones16);
-            }
+            for (int i = 0; i < 4; ++i)
+                p[i] = dotGroupQ4<G>(lo[i], hi[i], x);
             const __m128i s = _mm_sub_epi32(rowSums4(p), _mm_set1_epi32(px.sum8[t * groups + gi]));
             const __m128 scale = _mm_mul_ps(ws, _mm_set1_ps(a.xs[t * groups + gi]));
             acc[t] = _mm_add_ps(acc[t], _mm_mul_ps(_mm_cvtepi32_ps(s), scale));
@@ -248,9 +252,6 @@ void tile8One(const MatmulArgs& a, const PreparedActs& px, int64_t r, bool prefe
     const int64_t groups = a.cols / G;
     const uint8_t* unit = a.w + static_cast<size_t>(r) * a.rowBytes;
     LinePrefetch ahead(unit);
-    const __m256i ones16 = _mm256_set1_epi16(1);
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x88));
     __m128 acc[2] = {_mm_setzero_ps(), _mm_setzero_ps()};
     for (int64_t gi = 0; gi < groups; ++gi, unit += kUnit) {
         if (prefetchAhead) ahead.upTo(unit + kUnit);
@@ -267,26 +268,10 @@ void tile8One(const MatmulArgs& a, const PreparedActs& px, int64_t r, bool prefe
                         loadActs32(a.xq + gi * G + 32 * c, xlo, xhi);
                         p[i] = _mm256_add_epi32(p[i], dot32(wlo, whi, xlo, xhi));
                     }
-                } else if constexpr (G == 64) {
-                    const int8_t* x = px.x + gi * G;
-                    const __m256i w = _mm256_xor_si256(
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v)), flip);
-                    p[i] = _mm256_madd_epi16(
-                        _mm256_add_epi16(
-                            _mm256_maddubs_epi16(
-                                _mm256_and_si256(w, low4),
-                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))),
-                            _mm256_maddubs_epi16(
-                                _mm256_and_si256(_mm256_srli_epi16(w, 4), low4),
-                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32)))),
-                        ones16);
                 } else {
-                    const int8_t* x = px.x + gi * G;
-                    p[i] = _mm256_madd_epi16(
-                        _mm256_maddubs_epi16(
-                            loadWeights32Offset(v),
-                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))),
-                        ones16);
+                    __m256i lo, hi;
+                    loadGroupQ4<G>(v, lo, hi);
+                    p[i] = dotGroupQ4<G>(lo, hi, px.x + gi * G);
                 }
             }
             __m128i s = rowSums4(p);

@@ -90,15 +90,35 @@ template <int Bits, int G> PreparedActs prepareActs(const MatmulArgs& a) {
     return {xbuf.data(), cbuf.data()};
 }
 
+// One row's group as unsigned bytes in the activations' order (u = q + 8 for int4, w + 128 for
+// int8): w[c] for 32-value chunk c.
+template <int Bits, int G> inline void loadGroupOffset(const uint8_t* p, __m256i w[G / 32]) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i eight = _mm256_set1_epi8(0x08);
+    if constexpr (Bits == 8) {
+        for (int c = 0; c < G / 32; ++c)
+            w[c] =
+                _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * c)),
+                                 _mm256_set1_epi8(static_cast<char>(0x80)));
+    } else if constexpr (G == 64) {
+        // u = (nibble & 15) ^ 8 in one ternary-logic op (0x6A: (a & b) ^ c).
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        w[0] = _mm256_ternarylogic_epi32(v, low4, eight, 0x6A);
+        w[1] = _mm256_ternarylogic_epi32(_mm256_srli_epi16(v, 4), low4, eight, 0x6A);
+    } else {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+        w[0] = _mm256_ternarylogic_epi32(
+            _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1), low4,
+            eight, 0x6A);
+    }
+}
+
 // Rows r .. r+nValid-1 (nValid 1..8; missing rows repeat the last one and are not stored).
 template <int Bits, int G>
 void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, bool prefetchAhead) {
     constexpr size_t kBlockBytes = 4 + G * Bits / 8;
     const int64_t groups = a.cols / G;
     const RowPointers<kRows> rows(a, r, nValid);
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m256i eight = _mm256_set1_epi8(0x08);
-    const __m256i flip8 = _mm256_set1_epi8(static_cast<char>(0x80));
     __m256 acc[kMaxBatch];
     for (int64_t t = 0; t < a.nTokens; ++t)
         acc[t] = _mm256_setzero_ps();
@@ -115,24 +135,8 @@ void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, b
         // Weights as unsigned bytes in the activations' order: w[i][c] for 32-value chunk c.
         constexpr int kChunks = G / 32;
         __m256i w[kRows][kChunks];
-        for (int i = 0; i < kRows; ++i) {
-            const uint8_t* p = rows.values[i] + off;
-            if constexpr (Bits == 8) {
-                for (int c = 0; c < kChunks; ++c)
-                    w[i][c] = _mm256_xor_si256(
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * c)), flip8);
-            } else if constexpr (G == 64) {
-                // u = (nibble & 15) ^ 8 in one ternary-logic op (0x6A: (a & b) ^ c).
-                const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-                w[i][0] = _mm256_ternarylogic_epi32(v, low4, eight, 0x6A);
-                w[i][1] = _mm256_ternarylogic_epi32(_mm256_srli_epi16(v, 4), low4, eight, 0x6A);
-            } else {
-                const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-                w[i][0] = _mm256_ternarylogic_epi32(
-                    _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1),
-                    low4, eight, 0x6A);
-            }
-        }
+        for (int i = 0; i < kRows; ++i)
+            loadGroupOffset<Bits, G>(rows.values[i] + off, w[i]);
         // A whole tile of an -r8 format: the eight scales side by side. Otherwise eight scalar
         // loads: faster than a gather on AMD Zen 4 (measured with `coli bench kernels`'
         // HotKernel rows).
@@ -189,9 +193,6 @@ void tile8One(const MatmulArgs& a, const PreparedActs& px, int64_t r, bool prefe
     const int64_t groups = a.cols / G;
     const uint8_t* unit = a.w + static_cast<size_t>(r) * a.rowBytes;
     LinePrefetch ahead(unit);
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m256i eight = _mm256_set1_epi8(0x08);
-    const __m256i flip8 = _mm256_set1_epi8(static_cast<char>(0x80));
     __m256 acc = _mm256_setzero_ps();
     for (int64_t gi = 0; gi < groups; ++gi, unit += kUnit) {
         if (prefetchAhead) ahead.upTo(unit + kUnit);
@@ -201,35 +202,10 @@ void tile8One(const MatmulArgs& a, const PreparedActs& px, int64_t r, bool prefe
             xc[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * c));
         __m256i p[kRows];
         for (int i = 0; i < kRows; ++i) {
-            const uint8_t* v = unit + 4 * kRows + i * kValueBytes;
-            if constexpr (Bits == 8) {
-                p[i] = _mm256_dpbusd_epi32(
-                    _mm256_setzero_si256(),
-                    _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v)),
-                                     flip8),
-                    xc[0]);
-                if constexpr (kChunks == 2)
-                    p[i] = _mm256_dpbusd_epi32(
-                        p[i],
-                        _mm256_xor_si256(
-                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 32)), flip8),
-                        xc[1]);
-            } else if constexpr (G == 64) {
-                const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v));
-                p[i] = _mm256_dpbusd_epi32(_mm256_setzero_si256(),
-                                           _mm256_ternarylogic_epi32(q, low4, eight, 0x6A), xc[0]);
-                p[i] = _mm256_dpbusd_epi32(
-                    p[i], _mm256_ternarylogic_epi32(_mm256_srli_epi16(q, 4), low4, eight, 0x6A),
-                    xc[1]);
-            } else {
-                const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v));
-                p[i] = _mm256_dpbusd_epi32(
-                    _mm256_setzero_si256(),
-                    _mm256_ternarylogic_epi32(
-                        _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
-                        low4, eight, 0x6A),
-                    xc[0]);
-            }
+            __m256i w[kChunks];
+            loadGroupOffset<Bits, G>(unit + 4 * kRows + i * kValueBytes, w);
+            p[i] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), w[0], xc[0]);
+            if constexpr (kChunks == 2) p[i] = _mm256_dpbusd_epi32(p[i], w[1], xc[1]);
         }
         const __m256i s = _mm256_sub_epi32(rowSums8(p), _mm256_set1_epi32(px.corr[gi]));
         const __m256 ws = _mm256_loadu_ps(reinterpret_cast<const float*>(unit));

@@ -28,20 +28,35 @@ inline __m256i deinterleaveActs32(const int8_t* x) {
     return _mm256_permute4x64_epi64(evenOdd, 0xD8); // 64-bit lanes 0, 2, 1, 3
 }
 
-// Software prefetch into L1 that runs kTilePrefetchBytes ahead of a sequential read, each 64-byte
-// line once: the whole-tile single-token loops of both x86 paths. Measured on the Intel Xeon VM
-// (docs/performance.md, 2026-12-04): 1 KiB into L1 beat 512 B and 2 KiB into L1, 1 KiB into L2,
-// two tiles ahead into L2, and none.
+// Software prefetch for a sequential read, each 64-byte line once per cursor: into L1
+// kTilePrefetchBytes ahead of the read and into L2 kTileFarPrefetchBytes ahead: the whole-tile
+// single-token loops of both x86 paths. Measured on the Intel Xeon VM (docs/performance.md,
+// 2026-12-04): 1 KiB into L1 alone beat 512 B and 2 KiB into L1, 1 KiB into L2, two tiles ahead
+// into L2, and none; adding the L2 cursor 3 KiB ahead took the int4-g64 decode from 0.70 to
+// 0.81 of the memory roofline (int8 0.76 -> 0.81); 2, 2.5, 4 and 5 KiB ahead gave less, and 8 KiB
+// less than none. The hardware's L2 streamer stops at each 4 KiB page; the far cursor keeps
+// misses in flight across page boundaries, the near one brings the lines to L1 just in time.
 constexpr uintptr_t kTilePrefetchBytes = 1024;
+constexpr uintptr_t kTileFarPrefetchBytes = 3072;
 struct LinePrefetch {
-    uintptr_t next; // the first line not yet prefetched
+    uintptr_t next;    // the first line not yet prefetched into L1
+    uintptr_t farNext; // the first line not yet prefetched into L2
     explicit LinePrefetch(const void* start)
-        : next((reinterpret_cast<uintptr_t>(start) + kTilePrefetchBytes + 63) & ~uintptr_t{63}) {}
-    // Prefetches every line below readEnd + kTilePrefetchBytes not yet fetched.
+        : next(firstLine(start, kTilePrefetchBytes)),
+          farNext(firstLine(start, kTileFarPrefetchBytes)) {}
+    // Prefetches every line below readEnd + kTilePrefetchBytes (L1) and below readEnd +
+    // kTileFarPrefetchBytes (L2) not yet fetched.
     void upTo(const void* readEnd) {
-        for (const uintptr_t end = reinterpret_cast<uintptr_t>(readEnd) + kTilePrefetchBytes;
-             next < end; next += 64)
+        const uintptr_t end = reinterpret_cast<uintptr_t>(readEnd);
+        for (; next < end + kTilePrefetchBytes; next += 64)
             _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T0);
+        for (; farNext < end + kTileFarPrefetchBytes; farNext += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(farNext), _MM_HINT_T1);
+    }
+
+private:
+    static uintptr_t firstLine(const void* start, uintptr_t distance) {
+        return (reinterpret_cast<uintptr_t>(start) + distance + 63) & ~uintptr_t{63};
     }
 };
 

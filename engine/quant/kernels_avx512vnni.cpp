@@ -183,8 +183,9 @@ void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, b
 // 1: in cache 82 against 63 GB/s (int4-g64) and 153 against 116 (int8-g64), `coli bench kernels`'
 // HotKernel rows, two threads, Intel Xeon VM.
 // Prefetch (LinePrefetch): from DRAM (the OLMoE shapes, two threads, a 1 GiB stream, alternated)
-// int4-g64 29.5-30.4 GB/s against 26.0-26.8 with rows8's prefetch (L2, two tiles ahead) and
-// 26.1-26.8 with none; int8-g64 31.6-31.9 against 29.1-30.1 and 31.5-31.8.
+// into L1 1 KiB ahead gave int4-g64 29.5-30.4 GB/s against 26.0-26.8 with rows8's prefetch (L2,
+// two tiles ahead) and 26.1-26.8 with none; int8-g64 31.6-31.9 against 29.1-30.1 and 31.5-31.8.
+// A second cursor into L2 3 KiB ahead added 4-5 % there and 10-15 % to the decode.
 template <int Bits, int G>
 void tile8One(const MatmulArgs& a, const PreparedActs& px, int64_t r, bool prefetchAhead) {
     constexpr size_t kValueBytes = G * Bits / 8;

@@ -33,9 +33,10 @@ inline __m256i deinterleaveActs32(const int8_t* x) {
 // single-token loops of both x86 paths. Measured on the Intel Xeon VM (docs/performance.md,
 // 2026-12-04): 1 KiB into L1 alone beat 512 B and 2 KiB into L1, 1 KiB into L2, two tiles ahead
 // into L2, and none; adding the L2 cursor 3 KiB ahead took the int4-g64 decode from 0.70 to
-// 0.81 of the memory roofline (int8 0.76 -> 0.81); 2, 2.5, 4 and 5 KiB ahead gave less, and 8 KiB
-// less than none. The hardware's L2 streamer stops at each 4 KiB page; the far cursor keeps
-// misses in flight across page boundaries, the near one brings the lines to L1 just in time.
+// 0.81 of the memory roofline (int8 0.76 -> 0.81); 2, 2.5 and 5 KiB ahead gave less, 3.5 and
+// 4 KiB about the same, 8 KiB less than none. The hardware's L2 streamer stops at each 4 KiB
+// page; the far cursor keeps misses in flight across page boundaries, the near one brings the
+// lines to L1 just in time.
 constexpr uintptr_t kTilePrefetchBytes = 1024;
 constexpr uintptr_t kTileFarPrefetchBytes = 3072;
 struct LinePrefetch {

@@ -185,7 +185,7 @@ void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, b
 // Prefetch (LinePrefetch): from DRAM (the OLMoE shapes, two threads, a 1 GiB stream, alternated)
 // into L1 1 KiB ahead gave int4-g64 29.5-30.4 GB/s against 26.0-26.8 with rows8's prefetch (L2,
 // two tiles ahead) and 26.1-26.8 with none; int8-g64 31.6-31.9 against 29.1-30.1 and 31.5-31.8.
-// A second cursor into L2 3 KiB ahead added 4-5 % there and 10-15 % to the decode.
+// A second cursor into L2 2-4 KiB ahead added 4-5 % there, and 3 KiB ahead 8-17 % to the decode.
 template <int Bits, int G>
 void tile8One(const MatmulArgs& a, const PreparedActs& px, int64_t r, bool prefetchAhead) {
     constexpr size_t kValueBytes = G * Bits / 8;

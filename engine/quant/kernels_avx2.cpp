@@ -312,29 +312,33 @@ void matmulRowsAvx2(const MatmulArgs& a, int64_t r0, int64_t r1) {
     });
 }
 
+// One row's group dots with the kernels' instructions: int8 as rows4Q8 (dot32 on the raw
+// activations), int4 as rows4Q4 / tile8One (loadGroupQ4 and dotGroupQ4 on the prepared
+// activations, minus 8 sum(x)).
 template <int Bits, int G>
 void groupDotsT(const RowBlocks& row, const int8_t* xq, int64_t cols, int32_t* dots) {
-    constexpr size_t kChunkBytes = 32 * Bits / 8;
-    for (int64_t gi = 0; gi < cols / G; ++gi) {
-        __m256i p = _mm256_setzero_si256();
-        for (int c = 0; c < G / 32; ++c) {
-            const uint8_t* w = row.values + gi * row.stride + c * kChunkBytes;
-            const int8_t* x = xq + gi * G + 32 * c;
-            if constexpr (Bits == 8) {
+    if constexpr (Bits == 8) {
+        for (int64_t gi = 0; gi < cols / G; ++gi) {
+            __m256i p = _mm256_setzero_si256();
+            for (int c = 0; c < G / 32; ++c) {
                 __m256i wlo, whi, xlo, xhi;
-                loadWeights32Int8(w, wlo, whi);
-                loadActs32(x, xlo, xhi);
+                loadWeights32Int8(row.values + gi * row.stride + 32 * c, wlo, whi);
+                loadActs32(xq + gi * G + 32 * c, xlo, xhi);
                 p = _mm256_add_epi32(p, dot32(wlo, whi, xlo, xhi));
-            } else { // the same instructions as rows4
-                const __m256i ones16 = _mm256_set1_epi16(1);
-                const __m256i xb = deinterleaveActs32(x);
-                p = _mm256_add_epi32(
-                    p, _mm256_madd_epi16(_mm256_maddubs_epi16(loadWeights32Offset(w), xb), ones16));
-                p = _mm256_sub_epi32(
-                    p, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), xb), ones16));
             }
+            dots[gi] = hsum(p);
         }
-        dots[gi] = hsum(p);
+    } else {
+        MatmulArgs a{};
+        a.cols = cols;
+        a.xq = xq;
+        a.nTokens = 1;
+        const PreparedActs px = prepareActs<G>(a);
+        for (int64_t gi = 0; gi < cols / G; ++gi) {
+            __m256i lo, hi;
+            loadGroupQ4<G>(row.values + gi * row.stride, lo, hi);
+            dots[gi] = hsum(dotGroupQ4<G>(lo, hi, px.x + gi * G)) - px.sum8[gi];
+        }
     }
 }
 

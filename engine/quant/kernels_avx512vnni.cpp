@@ -238,7 +238,8 @@ void matmulRowsVnni(const MatmulArgs& a, int64_t r0, int64_t r1) {
     });
 }
 
-// One row's group dots with the same instructions as rows8 (the offset trick and VPDPBUSD).
+// One row's group dots with the same instructions as rows8 and tile8One (loadGroupOffset and
+// VPDPBUSD on the prepared activations, minus the offset correction).
 template <int Bits, int G>
 void groupDotsT(const RowBlocks& row, const int8_t* xq, int64_t cols, int32_t* dots) {
     MatmulArgs a{};
@@ -246,34 +247,14 @@ void groupDotsT(const RowBlocks& row, const int8_t* xq, int64_t cols, int32_t* d
     a.xq = xq;
     a.nTokens = 1;
     const PreparedActs px = prepareActs<Bits, G>(a);
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
     for (int64_t gi = 0; gi < cols / G; ++gi) {
-        const uint8_t* p = row.values + gi * row.stride;
-        const int8_t* x = px.x + gi * G;
+        __m256i w[G / 32];
+        loadGroupOffset<Bits, G>(row.values + gi * row.stride, w);
         __m256i s = _mm256_setzero_si256();
-        if constexpr (Bits == 8) {
-            for (int c = 0; c < G / 32; ++c)
-                s = _mm256_dpbusd_epi32(
-                    s,
-                    _mm256_xor_si256(
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * c)),
-                        _mm256_set1_epi8(static_cast<char>(0x80))),
-                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * c)));
-        } else if constexpr (G == 64) {
-            const __m256i v =
-                _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
-                                 _mm256_set1_epi8(static_cast<char>(0x88)));
-            s = _mm256_dpbusd_epi32(s, _mm256_and_si256(v, low4),
-                                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
-            s = _mm256_dpbusd_epi32(s, _mm256_and_si256(_mm256_srli_epi16(v, 4), low4),
-                                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32)));
-        } else {
-            const __m128i v = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)),
-                                            _mm_set1_epi8(static_cast<char>(0x88)));
-            const __m256i u = _mm256_and_si256(
-                _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1), low4);
-            s = _mm256_dpbusd_epi32(s, u, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
-        }
+        for (int c = 0; c < G / 32; ++c)
+            s = _mm256_dpbusd_epi32(
+                s, w[c],
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(px.x + gi * G + 32 * c)));
         dots[gi] = hsum(s) - px.corr[gi];
     }
 }

@@ -51,6 +51,22 @@ void gateUpShare(const Team& team, std::span<const FfnItem> items) {
     }
 }
 
+bool evenWholeItems(const Team& team, std::span<const FfnItem> items) {
+    if (items.empty() || items.size() % size_t(team.size) != 0) return false;
+    return std::all_of(items.begin(), items.end(),
+                       [&](const FfnItem& it) { return it.cnt == items.front().cnt; });
+}
+
+void expertShare(const Team& team, std::span<const FfnItem> items, int dModel) {
+    const auto [i0, i1] = team.share(int64_t(items.size()));
+    for (int64_t i = i0; i < i1; ++i) {
+        const FfnItem& it = items[size_t(i)];
+        if (it.cnt == 0) continue;
+        gateUpRows(it, 0, it.w.gate.rows);
+        matmulRows(it.w.down, downInput(it), it.y, nullptr, 0, dModel);
+    }
+}
+
 void downShare(const Team& team, std::span<const FfnItem> items, int dModel) {
     const auto [r0, r1] = team.shareRows(dModel);
     for (const FfnItem& it : items)

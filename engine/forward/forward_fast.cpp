@@ -377,6 +377,13 @@ private:
                 team.sync();
                 downShare(team, redo, d);
             }
+        } else if (!m.cache && evenWholeItems(team, routed)) {
+            // Decode: whole routed experts per thread (fast_ffn.h); the shared expert's rows split.
+            const std::span<const FfnItem> sharedItem = all.subspan(size_t(ws.nItems));
+            expertShare(team, routed, d);
+            gateUpShare(team, sharedItem);
+            team.sync();
+            downShare(team, sharedItem, d);
         } else if (!m.cache) {
             gateUpShare(team, all);
             team.sync();

@@ -66,16 +66,33 @@ float dotReference(const float* a, const float* b, int n) {
     return static_cast<float>(s);
 }
 
-float dotFast(const float* a, const float* b, int n) {
+namespace {
+
+// dotFast's sums; with Ahead, also one prefetch (into L2) per 64-byte line of `ahead`'s first n
+// floats, at the pace a is read. The prefetches do not change the arithmetic.
+template <bool Ahead> float dotSums(const float* a, const float* b, int n, const float* ahead) {
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int i = 0;
-    for (; i + 8 <= n; i += 8)
+    for (; i + 8 <= n; i += 8) {
+        if constexpr (Ahead)
+            if (i % 16 == 0) __builtin_prefetch(ahead + i, 0, 2);
         for (int j = 0; j < 8; ++j)
             acc[j] += a[i + j] * b[i + j];
+    }
     float tail = 0.0f;
     for (; i < n; ++i)
         tail += a[i] * b[i];
     return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+}
+
+} // namespace
+
+float dotFast(const float* a, const float* b, int n) {
+    return dotSums<false>(a, b, n, nullptr);
+}
+
+float dotFastAhead(const float* a, const float* b, int n, const float* ahead) {
+    return dotSums<true>(a, b, n, ahead);
 }
 
 } // namespace coli

@@ -36,5 +36,8 @@ float dotReference(const float* a, const float* b, int n);
 // Dot product with 8 interleaved partial sums combined in a fixed order (the Fast path): the
 // order depends only on n, never on threads, so results are reproducible bit for bit.
 float dotFast(const float* a, const float* b, int n);
+// dotFast's result, bit for bit, while prefetching (into L2) the first n floats of `ahead` at the
+// pace a is read: the caller's next row ([n] floats; any address, never dereferenced).
+float dotFastAhead(const float* a, const float* b, int n, const float* ahead);
 
 } // namespace coli

@@ -2,7 +2,8 @@
 // forward_fast.cpp): RMSNorm from its factor (rmsNormFactor) on any column range, and activations
 // quantised in parts of whole groups (QuantisedRows::quantiseRowPart), must give the bytes of the
 // whole row computed at once. The expected values come from rmsNorm and quantiseRow on the whole
-// row; random rows with a few extreme values (zeros, large, tiny).
+// row; random rows with a few extreme values (zeros, large, tiny). Also dotFastAhead against
+// dotFast.
 #include "forward/fast_matmul.h"
 #include "forward/kernels.h"
 
@@ -62,6 +63,17 @@ TEST(RowParts, QuantisedInWholeGroupsEqualsTheWholeRow) {
                     << n << " g" << g << " pieces of " << piece;
             }
         }
+    }
+}
+
+// The router's f32 rows prefetch the next row while one is read (dotFastAhead): the same sums.
+TEST(RowParts, DotWithPrefetchEqualsDotFast) {
+    for (int n : {7, 64, 2048, 2051}) {
+        const std::vector<float> a = randomRow(n, uint32_t(5 * n)), b = randomRow(n, uint32_t(n));
+        const float plain = dotFast(a.data(), b.data(), n);
+        const float ahead = dotFastAhead(a.data(), b.data(), n, b.data() + n);
+        EXPECT_EQ(0, std::memcmp(&plain, &ahead, sizeof(float))) << n;
+        EXPECT_NE(0.0f, plain) << n;
     }
 }
 

@@ -32,10 +32,7 @@ bool KVCacheAccess::reserve(KVCache& kv, int nLayers, KvShape shape, int tokens,
         if (dim == 0) return;
         const size_t oldStride = size_t(kv.m_capacity) * dim, stride = size_t(cap) * dim;
         const size_t used = size_t(kv.m_nTokens) * dim;
-        // Zeroed, so every page is faulted in here (prompt time) rather than one page per head
-        // every 4 KiB of positions during decode: with 32 head blocks per layer the appends took
-        // about 20 us per layer on one thread, 9 us pre-faulted (OLMoE shape, docs/performance.md).
-        auto next = std::make_unique<float[]>(size_t(shape.heads) * stride);
+        auto next = std::make_unique_for_overwrite<float[]>(size_t(shape.heads) * stride);
         for (int h = 0; h < shape.heads && used > 0; ++h)
             std::copy_n(buf.get() + h * oldStride, used, next.get() + h * stride);
         buf = std::move(next);

@@ -12,7 +12,7 @@
 // thread (expertShare), gate, up and down in one phase, as every expert costs the same. One
 // thread's act is its own, so down needs no barrier after gate/up, and each thread reads whole
 // matrices one after another instead of half of each down projection. Measured on the OLMoE
-// shape (int4, two threads): the experts' phases 2.71 -> 2.64 s per 192 tokens, decode +2-3 %
+// shape (int4, two threads): the experts' phases 2.71 -> 2.64 s per 192 tokens, decode +1-3 %
 // (docs/performance.md). Same bits: a row's value does not depend on which rows a call covers.
 #include "forward/fast_matmul.h"
 

@@ -81,7 +81,7 @@ Item {
         width: bubble.editing ? bubble.maxBubbleWidth : Math.min(bubble.maxBubbleWidth,
                         Math.ceil(Math.max((bubble.hasBlocks ? Math.max(bubble.blocksWidth, cursor.implicitWidth)
                                                              : bodyMeasure.implicitWidth) + 2 * Theme.padding,
-                                           stats.visible ? stats.implicitWidth : 0,
+                                           stats.visible ? statsMeasure.advanceWidth : 0,
                                            errorLabel.visible ? errorLabel.implicitWidth : 0,
                                            roleLabel.implicitWidth)) + 1)
 
@@ -173,6 +173,17 @@ Item {
             text: bubble.isUser ? "" : bubble.statsLine()
             color: Theme.textMuted
             font.pixelSize: Theme.smallFontSize
+            // Wrapped inside the bubble's width: unwrapped, a long line (hit rate, MiB per token,
+            // "context full") widened the answer past the window's right edge. Its natural width
+            // is measured apart (statsMeasure): a wrapping label's own implicitWidth follows the
+            // width it is given, a binding loop through the column's width.
+            wrapMode: Text.Wrap
+            Layout.fillWidth: true
+        }
+        TextMetrics {
+            id: statsMeasure
+            font: stats.font
+            text: stats.text
         }
 
         // Edit and resend: the user message in a box; Send replaces it and what followed.

@@ -394,6 +394,18 @@ void TestAppSession::sendStreamAndStop() {
     QVERIFY(!lines.isEmpty());
     QTRY_VERIFY2(lines.first()->property("text").toString().endsWith(QStringLiteral("stopped")),
                  qPrintable(lines.first()->property("text").toString()));
+    // A long statistics line wraps inside the answer's width: unwrapped ("... · hit rate ·
+    // MiB/token · prompt MiB/token · stopped") it once widened the answer past the window.
+    const qreal maxWidth = stats->property("maxBubbleWidth").toReal();
+    QVERIFY(maxWidth > 0);
+    const QRectF line = lines.first()->mapRectToScene(
+        QRectF(0, 0, lines.first()->width(), lines.first()->height()));
+    QVERIFY2(line.width() <= maxWidth + 1 && line.right() <= w()->width(),
+             qPrintable(QStringLiteral("statistics line %1-%2 px, answer at most %3 px, window %4")
+                            .arg(line.left())
+                            .arg(line.right())
+                            .arg(maxWidth)
+                            .arg(w()->width())));
     QVERIFY(app().chat().data(app().chat().index(1), ChatModel::CanContinueRole).toBool());
     // The title comes from the first message.
     QTRY_COMPARE(app().sessions->currentTitle(), QStringLiteral("Tell me a fortune."));

@@ -51,6 +51,7 @@ struct BenchDecodeOptions {
     std::string reference = "auto";
     bool resident = false;    // --resident: the memory roofline rows (cmd_bench_resident.h)
     std::vector<int> prefill; // --prefill lengths (with --resident)
+    bool phases = false;      // --phases (with --resident)
     std::string gpu = "none"; // --gpu NAME|auto|none: the VRAM axis (bench_gpu_columns.h)
     // --vram-budgets; empty: {"0", "50%", "100%"} with a GPU, else {"0"}.
     std::vector<std::string> vramBudgets;
@@ -416,6 +417,9 @@ Command addBenchDecodeCommand(CLI::App& bench) {
         ->type_name("N,...")
         ->delimiter(',')
         ->check(integerIn(1, 32768));
+    cmd->add_flag("--phases", o->phases,
+                  "With --resident: each thread's time per phase of the forward pass (work and "
+                  "wait at the phase's barrier), per decode token and per prefill prompt");
     return {cmd, [o, cmd]() -> int {
                 if (o->gpu == "none" && !o->vramBudgets.empty()) {
                     fmt::print(stderr, "coli: error: --vram-budgets needs --gpu NAME|auto\n");
@@ -430,6 +434,10 @@ Command addBenchDecodeCommand(CLI::App& bench) {
                         fmt::print(stderr, "coli: error: --prefill needs --resident\n");
                         return kExitUsage;
                     }
+                    if (o->phases) {
+                        fmt::print(stderr, "coli: error: --phases needs --resident\n");
+                        return kExitUsage;
+                    }
                     return runBenchDecode(*o);
                 }
                 BenchResidentOptions r;
@@ -441,6 +449,7 @@ Command addBenchDecodeCommand(CLI::App& bench) {
                 r.prefill = o->prefill;
                 r.gpu = o->gpu;
                 r.vramBudgets = o->vramBudgets;
+                r.phases = o->phases;
                 return runBenchResident(r);
             }};
 }

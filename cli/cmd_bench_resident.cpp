@@ -7,11 +7,13 @@
 // every run must decode the same tokens.
 #include "cmd_bench_resident.h"
 #include "bench_gpu_columns.h"
+#include "bench_phase_table.h"
 #include "bench_stats.h"
 #include "exit_codes.h"
 #include "startup/omp_defaults.h"
 
 #include "forward/model.h"
+#include "forward/phase_times.h"
 #include "placement/memory_bandwidth.h"
 #include "tokenizer/tokenizer.h"
 
@@ -55,12 +57,15 @@ struct DecodeRun {
     GpuCounters gpuDecode, gpuRun; // the VRAM tier's: decode steps; prompt and decode
 };
 
-Result<DecodeRun> decodeOnce(const Model& m, const std::vector<int32_t>& prompt, int tokens) {
+// phases: when set, the decode steps' per-phase times are added to it.
+Result<DecodeRun> decodeOnce(const Model& m, const std::vector<int32_t>& prompt, int tokens,
+                             PhaseTimes* phases = nullptr) {
     KVCache kv;
     std::vector<float> logits;
     const GpuCounters g0 = m.gpuCounters();
     COLI_RETURN_IF_ERROR(m.forward(prompt, kv, logits));
     DecodeRun r;
+    r.times.phases = phases;
     const GpuCounters g1 = m.gpuCounters();
     const auto t0 = Clock::now();
     for (int i = 0; i < tokens; ++i) {
@@ -159,7 +164,8 @@ int runBenchResident(const BenchResidentOptions& o) {
             return fail({ErrorCode::Internal,
                          "the untimed run" + where + " decoded other tokens than the first run"});
         std::vector<double> tokps, bw, ratio, bwWeights, ratioWeights;
-        double weightMb = 0; // the bytes Rw reads, MB
+        PhaseTimes decodePhases; // the measured runs' decode steps (--phases)
+        double weightMb = 0;     // the bytes Rw reads, MB
         fmt::print("{:>4} {:>9} {:>9} {:>8} {:>9} {:>8} {:>13} {:>13} {:>13}{}\n", "run", "tok/s",
                    "R GB/s", "ratio", "Rw GB/s", "ratio_w", "attn ms/tok", "moe ms/tok",
                    "other ms/tok", axis ? fmt::format(" {}", gpuColumnsHeader()) : std::string());
@@ -172,7 +178,7 @@ int runBenchResident(const BenchResidentOptions& o) {
             // docs/performance.md, "Which memory").
             auto rw = m.residentWeightReadBandwidth(mo.repetitions);
             if (!rw) return fail(rw.status());
-            auto d = decodeOnce(m, prompt, o.tokens);
+            auto d = decodeOnce(m, prompt, o.tokens, o.phases ? &decodePhases : nullptr);
             if (!d) return fail(d.status());
             if (d->ids != refIds)
                 return fail({ErrorCode::Internal, "run " + std::to_string(run + 1) + where +
@@ -206,13 +212,20 @@ int runBenchResident(const BenchResidentOptions& o) {
                    "tok/s x B_tok / Rw {:.3f} ({})\n",
                    median(bwWeights), minMax(bwWeights, "{:.2f}"), weightMb, median(ratioWeights),
                    minMax(ratioWeights, "{:.3f}"));
+        if (o.phases)
+            fmt::print("phases:     decode steps of the {} runs, ms per token (work: a thread's "
+                       "share of the phase up to its barrier; wait: at the barrier)\n{}",
+                       o.runs, phaseTable(decodePhases, double(o.runs) * o.tokens, "token"));
         for (int len : o.prefill) {
             const std::vector<int32_t> ids = promptOfLength(**tok, o.prompt, len);
             std::vector<double> rate, attn, moe;
+            PhaseTimes prefillPhases; // the measured runs' (--phases)
+            prefillPhases.prefill = true;
             for (int run = -1; run < o.runs; ++run) {
                 KVCache kv;
                 std::vector<float> logits;
                 ForwardTimes t;
+                if (run >= 0 && o.phases) t.phases = &prefillPhases;
                 const auto t0 = Clock::now();
                 const Status s = m.forward(ids, kv, logits, false, nullptr, &t);
                 const double sec = since(t0);
@@ -226,6 +239,9 @@ int runBenchResident(const BenchResidentOptions& o) {
                        "%, other {:.0f} % of the time (medians)\n",
                        ids.size(), median(rate), minMax(rate, "{:.2f}"), 100 * median(attn),
                        100 * median(moe), 100 * (1 - median(attn) - median(moe)));
+            if (o.phases && !prefillPhases.threads.empty())
+                fmt::print("phases:     prefill of {} tokens, ms per prompt\n{}", ids.size(),
+                           phaseTable(prefillPhases, double(o.runs), "prompt"));
         }
     }
     if (axis) fmt::print("{}\n", gpuColumnsLegend());

@@ -33,10 +33,10 @@ void mlaAttentionShare(const ModelImpl& m, KVCache& kv, const Team& team, const 
 
     // RMSNorm of the residual stream, quantised for q (or q_a) and kv_a.
     normShare(team, ws, c, L.attnNorm.data(), n, groupMask(firstQ) | groupMask(L.kvA));
-    team.sync();
+    team.sync(Phase::AttentionNorm);
     const MatJob first[] = {{firstQ, qLora > 0 ? qa : ws.q.data(), nullptr}, {L.kvA, kva, nullptr}};
     matmulShare(team, first, ws.qin.input(ws.h.data(), 0, n, d));
-    team.sync();
+    team.sync(Phase::Projections);
     if (qLora > 0) {
         const int mask = groupMask(L.qB);
         const auto [t0, t1] = team.share(n);
@@ -45,10 +45,10 @@ void mlaAttentionShare(const ModelImpl& m, KVCache& kv, const Team& team, const 
             rmsNorm(r, L.qANorm.data(), qLora, kLoraEps, r);
             if (mask) ws.qin.quantiseRow(mask, r, qLora, int(t));
         }
-        team.sync();
+        team.sync(Phase::QLoraNorm);
         const MatJob second[] = {{L.qB, ws.q.data(), nullptr}};
         matmulShare(team, second, ws.qin.input(qa, 0, n, qLora));
-        team.sync();
+        team.sync(Phase::QbProjection);
     }
 
     // Per token: the latent's norm, RoPE on the rope key and every head's rope query, the cache
@@ -68,7 +68,7 @@ void mlaAttentionShare(const ModelImpl& m, KVCache& kv, const Team& team, const 
             std::memcpy(K + size_t(pos0 + t) * row, r, sizeof(float) * row);
         }
     }
-    team.sync();
+    team.sync(Phase::RopeKvAppend);
 
     // Per (token, head): the absorbed query, attention over the cached rows, the value rows.
     const float scale = m.attentionScale();
@@ -97,15 +97,15 @@ void mlaAttentionShare(const ModelImpl& m, KVCache& kv, const Team& team, const 
         for (int i = 0; i < vd; ++i)
             out[i] = dotFast(W.row(r0 + nope + i), latent, lora);
     }
-    team.sync();
+    team.sync(Phase::Attention);
     if (const int mask = groupMask(L.o)) {
         quantiseShare(team, mask, ws.att.data(), n, outDim, ws.qin);
-        team.sync();
+        team.sync(Phase::OQuantise);
     }
     const auto [r0, r1] = team.shareRows(d);
     matmulRows(L.o, ws.qin.input(ws.att.data(), 0, n, outDim), ws.o.data(), nullptr, r0, r1);
     addResidualRows(ws, c, ws.o.data(), n, r0, r1);
-    team.sync();
+    team.sync(Phase::OProjection);
 }
 
 } // namespace coli

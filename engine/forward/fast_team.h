@@ -4,9 +4,11 @@
 // its share of the work (tokens, output rows, heads, expert rows), with sync() between phases.
 // Each output element is computed by exactly one thread in a fixed order, so the team size never
 // changes a bit of the result.
+#include "forward/phase_times.h"
 #include "forward/spin_barrier.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <utility>
 
@@ -17,9 +19,26 @@ struct Team {
     int size = 1; // threads in the team
     SpinBarrier* barrier = nullptr;
 
+    // This thread's row of a PhaseTimes (phase_times.h) while the chunk is timed, else null;
+    // phaseStart: the end of this thread's previous barrier (or the chunk's start).
+    PhaseCell* phaseCells = nullptr;
+    mutable std::chrono::steady_clock::time_point phaseStart;
+
     bool master() const { return id == 0; }
-    void sync() const {
+    // The barrier that ends phase p (timed when phaseCells is set).
+    void sync(Phase p) const {
+        if (phaseCells) [[unlikely]] {
+            timedSync(p);
+            return;
+        }
         if (size > 1) barrier->wait();
+    }
+    // Ends the chunk's last phase, which no barrier follows (timed when phaseCells is set).
+    void endPhase(Phase p) const {
+        if (!phaseCells) return;
+        PhaseCell& cell = phaseCells[size_t(p)];
+        cell.workSeconds += secondsSince(phaseStart);
+        ++cell.count;
     }
     // This thread's contiguous share [first, second) of n units (static: the same split for the
     // same n and team size, so each thread streams one range of rows).
@@ -36,6 +55,20 @@ struct Team {
     // wrote without a barrier between them (e.g. the down projections, then the residual add).
     static constexpr int64_t kRowBlock = 8; // whole tiles of the -r8 formats (quant/formats.h)
     std::pair<int64_t, int64_t> shareRows(int64_t n) const { return shareBlocks(n, kRowBlock); }
+
+private:
+    static double secondsSince(std::chrono::steady_clock::time_point t) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    }
+    void timedSync(Phase p) const {
+        PhaseCell& cell = phaseCells[size_t(p)];
+        const auto arrived = std::chrono::steady_clock::now();
+        cell.workSeconds += std::chrono::duration<double>(arrived - phaseStart).count();
+        if (size > 1) barrier->wait();
+        phaseStart = std::chrono::steady_clock::now();
+        cell.waitSeconds += std::chrono::duration<double>(phaseStart - arrived).count();
+        ++cell.count;
+    }
 };
 
 } // namespace coli

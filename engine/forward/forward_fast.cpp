@@ -63,7 +63,7 @@ public:
                     x[i] *= c.embeddingMultiplier;
             }
         }
-        team.sync();
+        team.sync(Phase::Embedding);
         int moeIndex = 0; // index of the next MoE layer in routing->moeLayers
         for (int l = 0; l < c.nLayers; ++l) {
             const LayerWeights& L = m.w.layers[l];
@@ -103,12 +103,12 @@ private:
         const int d = c.dModel, hd = c.headDim;
         const int qDim = c.nHeads * hd;
         normShare(L.attnNorm.data(), n, groupMask(L.q) | groupMask(L.k) | groupMask(L.v));
-        team.sync();
+        team.sync(Phase::AttentionNorm);
         const MatJob qkv[] = {{L.q, ws.q.data(), ptr(L.qBias)},
                               {L.k, ws.k.data(), ptr(L.kBias)},
                               {L.v, ws.v.data(), ptr(L.vBias)}};
         matmulShare(team, qkv, ws.qin.input(ws.h.data(), 0, n, d));
-        team.sync();
+        team.sync(Phase::Projections);
 
         float* K = KVCacheAccess::keys(kv, layer);
         float* V = KVCacheAccess::values(kv, layer);
@@ -129,7 +129,7 @@ private:
                 prepareKv(L, int(t), pos0, cs, K, V);
             }
         }
-        team.sync();
+        team.sync(Phase::RopeKvAppend);
 
         const float scale = m.attentionScale();
         const int group = c.nHeads / c.nKvHeads;
@@ -158,15 +158,15 @@ private:
             if (quantiseUnits)
                 ws.qin.quantiseRowPart(oMask, att, qDim, t, h0 * hd, (h0 + unit) * hd);
         }
-        team.sync();
+        team.sync(Phase::Attention);
         if (oMask && !quantiseUnits) {
             quantiseShare(team, oMask, ws.att.data(), n, qDim, ws.qin);
-            team.sync();
+            team.sync(Phase::OQuantise);
         }
         const auto [r0, r1] = team.shareRows(d);
         matmulRows(L.o, ws.qin.input(ws.att.data(), 0, n, qDim), ws.o.data(), ptr(L.oBias), r0, r1);
         addResidualRows(ws.o.data(), n, r0, r1);
-        team.sync();
+        team.sync(Phase::OProjection);
     }
 
     // Token t's query: norm, clipping, RoPE with the cos/sin row `cs` ([head_dim]).
@@ -230,14 +230,14 @@ private:
     void dense(const LayerWeights& L, int n) {
         const SwiGluView w(L.dense);
         normShare(L.ffnNorm.data(), n, mlpMask(w));
-        team.sync();
+        team.sync(Phase::FfnNorm);
         const FfnItem item = wholeChunkItem(w, n, 0);
         gateUpShare(team, std::span<const FfnItem>(&item, 1));
-        team.sync();
+        team.sync(Phase::GateUp);
         downShare(team, std::span<const FfnItem>(&item, 1), c.dModel);
         const auto [r0, r1] = team.shareRows(c.dModel);
         addResidualRows(ws.y.data(), n, r0, r1);
-        team.sync();
+        team.sync(Phase::DownCombine);
     }
 
     // Copies the chunk's top-k (ws.sel, ws.gateW) into rows [row0, row0 + n) of MoE layer i.
@@ -319,12 +319,12 @@ private:
         const int mask = groupMask(L.router) | expertMask | (shared ? mlpMask(L.shared) : 0) |
                          (c.sharedExpertGate ? groupMask(L.sharedExpertGate) : 0);
         normShare(L.ffnNorm.data(), n, mask);
-        team.sync();
+        team.sync(Phase::FfnNorm);
         MatJob router[2] = {{L.router, ws.routerLogits.data(), nullptr}, {}};
         if (c.sharedExpertGate) router[1] = {L.sharedExpertGate, ws.sharedGate.data(), nullptr};
         matmulShare(team, std::span<const MatJob>(router, c.sharedExpertGate ? 2 : 1),
                     ws.qin.input(ws.h.data(), 0, n, d));
-        team.sync();
+        team.sync(Phase::Router);
         if (team.master()) {
             route(n, L.routerBias.empty() ? nullptr : L.routerBias.data());
             if (routing) recordRouting(*routing, row0, moeIndex, n);
@@ -354,11 +354,11 @@ private:
             if (m.vram && !m.cache)
                 gpuSubmit(m, layer, n, shared ? &ws.items[ws.nItems] : nullptr, false);
         }
-        team.sync();
+        team.sync(Phase::Routing);
         if (ws.routeFailed) return false;
         if (ws.needGather) {
             gatherShare(n, expertMask);
-            team.sync();
+            team.sync(Phase::Gather);
         }
         const std::span<const FfnItem> routed(ws.items.data(), size_t(ws.nItems));
         const std::span<const FfnItem> all(ws.items.data(), size_t(ws.nItems + (shared ? 1 : 0)));
@@ -367,14 +367,14 @@ private:
             // The device computes its jobs while the team computes the rest (fast_gpu_experts.h).
             const std::span<const FfnItem> cpu(ws.cpuItems.data(), size_t(ws.nCpuItems));
             gateUpShare(team, cpu);
-            team.sync();
+            team.sync(Phase::GateUp);
             downShare(team, cpu, d);
             if (team.master()) gpuCollect(m);
-            team.sync();
+            team.sync(Phase::Down);
             if (ws.nRedoItems > 0) {
                 const std::span<const FfnItem> redo(ws.redoItems.data(), size_t(ws.nRedoItems));
                 gateUpShare(team, redo);
-                team.sync();
+                team.sync(Phase::GateUp);
                 downShare(team, redo, d);
             }
         } else if (!m.cache && evenWholeItems(team, routed)) {
@@ -382,23 +382,23 @@ private:
             const std::span<const FfnItem> sharedItem = all.subspan(size_t(ws.nItems));
             expertShare(team, routed, d);
             gateUpShare(team, sharedItem);
-            team.sync();
+            team.sync(Phase::WholeExperts);
             downShare(team, sharedItem, d);
         } else if (!m.cache) {
             gateUpShare(team, all);
-            team.sync();
+            team.sync(Phase::GateUp);
             downShare(team, all, d);
         } else {
             if (shared) {
                 gateUpShare(team, all.subspan(size_t(ws.nItems)));
-                team.sync();
+                team.sync(Phase::GateUp);
                 downShare(team, all.subspan(size_t(ws.nItems)), d);
-                team.sync();
+                team.sync(Phase::Down);
             }
             if (!streamExperts(routed, layer)) return false;
         }
         combineRows(n, r0, r1);
-        team.sync();
+        team.sync(Phase::DownCombine);
         return true;
     }
 
@@ -430,14 +430,14 @@ private:
                     }
                 }
             }
-            team.sync();
+            team.sync(Phase::ExpertHandout);
             if (ws.streamFailed) return false;
             if (ws.streamPos < 0) return true;
             const auto one = routed.subspan(size_t(ws.streamPos), 1);
             gateUpShare(team, one);
-            team.sync();
+            team.sync(Phase::GateUp);
             downShare(team, one, c.dModel);
-            team.sync();
+            team.sync(Phase::Down);
             if (team.master()) {
                 // Admission as routed: a computed expert goes to VRAM from its RAM slot (a free
                 // VRAM slot or a colder expert's: VramPlacement), before the cache may reuse it.
@@ -526,7 +526,7 @@ private:
                 if (mask) ws.qin.quantiseRow(mask, h, d, int(t));
             }
         }
-        team.sync();
+        team.sync(Phase::FinalNorm);
         const auto [r0, r1] = team.shareRows(c.vocabSize);
         matmulRows(out, ws.qin.input(ws.h.data() + size_t(firstLogitRow) * d, 0, rows, d), logits,
                    nullptr, r0, r1);
@@ -534,6 +534,7 @@ private:
         for (int t = 0; t < rows; ++t)
             for (int64_t i = r0; i < r1; ++i)
                 logits[size_t(t) * c.vocabSize + i] /= inv;
+        team.endPhase(Phase::LmHead);
     }
 
     const ModelImpl& m;
@@ -630,6 +631,12 @@ Status forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache&
         ws.routeFailed = ws.streamFailed = false;
         ws.status = Status::ok();
         ws.barrier.reset(m.threads);
+        PhaseTimes* phases =
+            times.phases && (cn > 1) == times.phases->prefill ? times.phases : nullptr;
+        if (phases) {
+            if (phases->threads.size() < size_t(m.threads)) phases->threads.resize(m.threads);
+            ++phases->chunks;
+        }
 #pragma omp parallel num_threads(m.threads)
         {
             Team team;
@@ -643,6 +650,10 @@ Status forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache&
 #pragma omp barrier
             }
 #endif
+            if (phases) {
+                team.phaseCells = phases->threads[size_t(team.id)].data();
+                team.phaseStart = std::chrono::steady_clock::now();
+            }
             ChunkRunner(m, kv, times, team)
                 .run(tokens.data() + c0, cn, pos0, firstLogitRow, out, routing, c0);
         }

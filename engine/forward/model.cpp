@@ -355,6 +355,7 @@ Status Model::forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<
     }
     const int start = kv.size();
     ForwardTimes spent;
+    spent.phases = times ? times->phases : nullptr;
     const Status st = m_impl->path == ForwardPath::Reference
                           ? forwardReference(*m_impl, tokens, kv, logits, allLogits, routing, spent)
                           : forwardFast(*m_impl, tokens, kv, logits, allLogits, routing, spent);

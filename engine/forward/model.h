@@ -25,6 +25,7 @@
 namespace coli {
 
 class Checkpoint;
+struct PhaseTimes; // forward/phase_times.h
 namespace tiers {
 class ExpertCache;
 }
@@ -177,6 +178,9 @@ struct RoutingTrace {
 struct ForwardTimes {
     double attention = 0;
     double moe = 0;
+    // When set, the Fast path also adds each thread's time per phase (forward/phase_times.h:
+    // decode steps or prefill chunks, as phases->prefill says); the Reference path ignores it.
+    PhaseTimes* phases = nullptr;
 };
 
 // The bytes one decode step at batch 1 reads from memory: B_tok of `coli bench decode

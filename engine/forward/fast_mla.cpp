@@ -74,9 +74,7 @@ void mlaAttentionShare(const ModelImpl& m, KVCache& kv, const Team& team, const 
     const float scale = m.attentionScale();
     const Matrix& W = L.kvB; // [H * (nope + v), lora] f32 (weights.h)
     float* scores = ws.scores.data() + size_t(team.id) * ws.scoreTokens;
-    const auto [p0, p1] = team.share(int64_t(n) * H);
-    for (int64_t p = p0; p < p1; ++p) {
-        const int t = int(p / H), h = int(p % H);
+    const auto attendPair = [&](int t, int h) {
         const float* qh = ws.q.data() + size_t(t) * qDim + size_t(h) * qk;
         float* qAbs = ws.qAbs.data() + size_t(t * H + h) * row;
         float* latent = ws.latent.data() + size_t(t * H + h) * lora;
@@ -96,6 +94,18 @@ void mlaAttentionShare(const ModelImpl& m, KVCache& kv, const Team& team, const 
         float* out = ws.att.data() + size_t(t) * outDim + size_t(h) * vd;
         for (int i = 0; i < vd; ++i)
             out[i] = dotFast(W.row(r0 + nope + i), latent, lora);
+    };
+    // Prefill: whole tokens, every team.size-th one (as attention() in forward_fast.cpp);
+    // decode: the token's heads split.
+    if (n > 1) {
+        const Team::Stride tokens = team.interleaved(n);
+        for (int64_t t = tokens.first; t < tokens.end; t += tokens.step)
+            for (int h = 0; h < H; ++h)
+                attendPair(int(t), h);
+    } else {
+        const auto [h0, h1] = team.share(H);
+        for (int64_t h = h0; h < h1; ++h)
+            attendPair(0, int(h));
     }
     team.sync(Phase::Attention);
     if (const int mask = groupMask(L.o)) {

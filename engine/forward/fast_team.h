@@ -45,6 +45,13 @@ struct Team {
     std::pair<int64_t, int64_t> share(int64_t n) const {
         return {n * id / size, n * (id + 1) / size};
     }
+    // Every size-th unit from id, below n (u = first; u < end; u += step): for units whose cost
+    // grows with their index (attention at prefill: token t attends over pos0 + t + 1
+    // positions), which contiguous shares would leave the last thread with the longest.
+    struct Stride {
+        int64_t first, end, step;
+    };
+    Stride interleaved(int64_t n) const { return {id, n, size}; }
     // The share of n items counted in blocks of `block` (the last block may be short).
     std::pair<int64_t, int64_t> shareBlocks(int64_t n, int64_t block) const {
         const auto [b0, b1] = share((n + block - 1) / block);

@@ -18,6 +18,18 @@ ActInput downInput(const FfnItem& it) {
 
 namespace {
 
+// gateUpShare's cost of one unit of rows, in tokens' arithmetic: the tokens plus
+// kUnitCostTokens for reading the unit's weights (an int4-g64 row of 2048 columns streams in
+// about 64 ns per thread; one token's arithmetic on it takes about 20 ns at prefill). Units
+// shared by count instead left 8-12 ms of a 30-token prompt's ~210 waiting at the barrier on the
+// OLMoE shape; by this cost 1-4 ms (docs/performance.md, "gate/up shared by cost"). 4 was not
+// tuned further.
+constexpr int64_t kUnitCostTokens = 4;
+
+int64_t unitCost(const FfnItem& it) {
+    return it.cnt > 0 ? it.cnt + kUnitCostTokens : 0;
+}
+
 // Rows [r0, r1) of one item: gate, up, act, and act's quantised groups.
 void gateUpRows(const FfnItem& it, int r0, int r1) {
     const int ffn = it.w.gate.rows;
@@ -34,20 +46,26 @@ void gateUpRows(const FfnItem& it, int r0, int r1) {
 } // namespace
 
 void gateUpShare(const Team& team, std::span<const FfnItem> items) {
-    int64_t units = 0;
-    for (const FfnItem& it : items) {
-        const int ur = ffnUnitRows(it.w);
-        units += (it.w.gate.rows + ur - 1) / ur;
-    }
-    const auto [u0, u1] = team.share(units);
-    int64_t first = 0;
+    // A unit of item i costs (cnt_i + kUnitCostTokens): its weight bytes, read once whatever the
+    // tokens, count as that many tokens' arithmetic. The units are laid end to end by cost and
+    // thread t takes those starting in [C t / size, C (t + 1) / size) of the total C: the same
+    // formula on every thread, so the ranges partition the units.
+    int64_t total = 0;
+    for (const FfnItem& it : items)
+        total += unitCost(it) * ((it.w.gate.rows + ffnUnitRows(it.w) - 1) / ffnUnitRows(it.w));
+    const int64_t lo = total * team.id / team.size, hi = total * (team.id + 1) / team.size;
+    int64_t start = 0; // the cost before the item
     for (const FfnItem& it : items) {
         const int ur = ffnUnitRows(it.w), ffn = it.w.gate.rows;
-        const int64_t nu = (ffn + ur - 1) / ur;
-        const int64_t lo = std::max(u0, first), hi = std::min(u1, first + nu);
-        if (lo < hi && it.cnt > 0)
-            gateUpRows(it, int((lo - first) * ur), int(std::min<int64_t>(ffn, (hi - first) * ur)));
-        first += nu;
+        const int64_t nu = (ffn + ur - 1) / ur, cost = unitCost(it);
+        if (cost == 0) continue;
+        // Units j whose start, start + j * cost, lies in [lo, hi).
+        const auto firstAt = [&](int64_t bound) {
+            return std::clamp<int64_t>((bound - start + cost - 1) / cost, 0, nu);
+        };
+        const int64_t j0 = lo > start ? firstAt(lo) : 0, j1 = hi > start ? firstAt(hi) : 0;
+        if (j0 < j1) gateUpRows(it, int(j0 * ur), int(std::min<int64_t>(ffn, j1 * ur)));
+        start += nu * cost;
     }
 }
 

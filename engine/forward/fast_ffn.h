@@ -35,7 +35,9 @@ struct FfnItem {
 // whole groups of act), 16 for f32 down.
 int ffnUnitRows(const SwiGluView& w);
 
-// Gate/up phase over all items (no sync inside).
+// Gate/up phase over all items (no sync inside): units of rows shared by cost, the item's tokens
+// plus a constant for reading the unit's weights, so that at prefill an expert with many tokens
+// counts for more than one with few (any split gives the same bits: rows are independent).
 void gateUpShare(const Team& team, std::span<const FfnItem> items);
 // Down phase: this thread's share of the d_model rows (blocks of 4) of every item (no sync).
 void downShare(const Team& team, std::span<const FfnItem> items, int dModel);

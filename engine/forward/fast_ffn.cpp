@@ -50,20 +50,25 @@ void gateUpShare(const Team& team, std::span<const FfnItem> items) {
     // tokens, count as that many tokens' arithmetic. The units are laid end to end by cost and
     // thread t takes those starting in [C t / size, C (t + 1) / size) of the total C: the same
     // formula on every thread, so the ranges partition the units.
+    const auto unitsOf = [](const FfnItem& it) {
+        const int ur = ffnUnitRows(it.w);
+        return int64_t(it.w.gate.rows + ur - 1) / ur;
+    };
     int64_t total = 0;
     for (const FfnItem& it : items)
-        total += unitCost(it) * ((it.w.gate.rows + ffnUnitRows(it.w) - 1) / ffnUnitRows(it.w));
+        total += unitCost(it) * unitsOf(it);
     const int64_t lo = total * team.id / team.size, hi = total * (team.id + 1) / team.size;
     int64_t start = 0; // the cost before the item
     for (const FfnItem& it : items) {
         const int ur = ffnUnitRows(it.w), ffn = it.w.gate.rows;
-        const int64_t nu = (ffn + ur - 1) / ur, cost = unitCost(it);
+        const int64_t nu = unitsOf(it), cost = unitCost(it);
         if (cost == 0) continue;
-        // Units j whose start, start + j * cost, lies in [lo, hi).
+        // Units j whose start, start + j * cost, lies in [lo, hi): the first unit at or past a
+        // bound (0 for a bound at or before the item: the quotient is then <= 0).
         const auto firstAt = [&](int64_t bound) {
             return std::clamp<int64_t>((bound - start + cost - 1) / cost, 0, nu);
         };
-        const int64_t j0 = lo > start ? firstAt(lo) : 0, j1 = hi > start ? firstAt(hi) : 0;
+        const int64_t j0 = firstAt(lo), j1 = firstAt(hi);
         if (j0 < j1) gateUpRows(it, int(j0 * ur), int(std::min<int64_t>(ffn, j1 * ur)));
         start += nu * cost;
     }

@@ -95,18 +95,11 @@ void mlaAttentionShare(const ModelImpl& m, KVCache& kv, const Team& team, const 
         for (int i = 0; i < vd; ++i)
             out[i] = dotFast(W.row(r0 + nope + i), latent, lora);
     };
-    // Prefill: whole tokens, every team.size-th one (as attention() in forward_fast.cpp);
-    // decode: the token's heads split.
-    if (n > 1) {
-        const Team::Stride tokens = team.interleaved(n);
-        for (int64_t t = tokens.first; t < tokens.end; t += tokens.step)
-            for (int h = 0; h < H; ++h)
-                attendPair(int(t), h);
-    } else {
-        const auto [h0, h1] = team.share(H);
-        for (int64_t h = h0; h < h1; ++h)
-            attendPair(0, int(h));
-    }
+    // Prefill: whole tokens interleaved between the threads; decode: the heads split.
+    const Team::CausalShare cs = team.shareCausal(n, H);
+    for (int64_t t = cs.first; t < cs.end; t += cs.step)
+        for (int64_t h = cs.unit0; h < cs.unit1; ++h)
+            attendPair(int(t), int(h));
     team.sync(Phase::Attention);
     if (const int mask = groupMask(L.o)) {
         quantiseShare(team, mask, ws.att.data(), n, outDim, ws.qin);

@@ -22,7 +22,7 @@ struct Team {
     // This thread's row of a PhaseTimes (phase_times.h) while the chunk is timed, else null;
     // phaseStart: the end of this thread's previous barrier (or the chunk's start).
     PhaseCell* phaseCells = nullptr;
-    mutable std::chrono::steady_clock::time_point phaseStart;
+    mutable std::chrono::steady_clock::time_point phaseStart{};
 
     bool master() const { return id == 0; }
     // The barrier that ends phase p (timed when phaseCells is set).
@@ -45,13 +45,20 @@ struct Team {
     std::pair<int64_t, int64_t> share(int64_t n) const {
         return {n * id / size, n * (id + 1) / size};
     }
-    // Every size-th unit from id, below n (u = first; u < end; u += step): for units whose cost
-    // grows with their index (attention at prefill: token t attends over pos0 + t + 1
-    // positions), which contiguous shares would leave the last thread with the longest.
-    struct Stride {
+    // A causal phase's (token, unit) pairs, each unit of a token (a head, or heads) computed by
+    // one thread: at prefill (n > 1) every size-th token from id with all its units, since token
+    // t attends over pos0 + t + 1 positions and contiguous shares would leave the last thread
+    // the longest rows (and each thread then writes whole rows); at decode the one token's units
+    // split (share). Loop: t = first; t < end; t += step, then units [unit0, unit1).
+    struct CausalShare {
         int64_t first, end, step;
+        int64_t unit0, unit1;
     };
-    Stride interleaved(int64_t n) const { return {id, n, size}; }
+    CausalShare shareCausal(int64_t n, int64_t unitsPerToken) const {
+        if (n > 1) return {id, n, size, 0, unitsPerToken};
+        const auto [u0, u1] = share(unitsPerToken);
+        return {0, 1, 1, u0, u1};
+    }
     // The share of n items counted in blocks of `block` (the last block may be short).
     std::pair<int64_t, int64_t> shareBlocks(int64_t n, int64_t block) const {
         const auto [b0, b1] = share((n + block - 1) / block);

@@ -144,17 +144,13 @@ private:
         const bool quantiseUnits = oGroup && c.nHeads % unitHeads == 0;
         const int unit = quantiseUnits ? unitHeads : 1;
         const int unitsPerToken = c.nHeads / unit;
-        // Prefill: whole tokens, every team.size-th one (Team::interleaved), so that each thread
-        // gets short and long causal rows alike and writes (and quantises) whole rows of att;
-        // decode: the one token's units split.
-        const Team::Stride tokens = n > 1 ? team.interleaved(n) : Team::Stride{0, 1, 1};
-        const auto [v0, v1] =
-            n > 1 ? std::pair<int64_t, int64_t>{0, unitsPerToken} : team.share(unitsPerToken);
-        for (int64_t t = tokens.first; t < tokens.end; t += tokens.step) {
+        // Prefill: whole tokens interleaved between the threads; decode: the units split.
+        const Team::CausalShare cs = team.shareCausal(n, unitsPerToken);
+        for (int64_t t = cs.first; t < cs.end; t += cs.step) {
             const int pos = pos0 + int(t);
             const int first = c.slidingWindow > 0 ? std::max(0, pos - c.slidingWindow + 1) : 0;
             float* att = ws.att.data() + size_t(t) * qDim;
-            for (int64_t v = v0; v < v1; ++v) {
+            for (int64_t v = cs.unit0; v < cs.unit1; ++v) {
                 const int h0 = int(v) * unit;
                 for (int h = h0; h < h0 + unit; ++h) {
                     const int kvh = h / group;

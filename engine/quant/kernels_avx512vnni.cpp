@@ -14,6 +14,10 @@
 // Eight rows at once; their per-group int32 sums are reduced with hadd into one vector whose lane
 // i is row i, so the f32 part (convert, scale multiply, add) is the scalar definition of
 // quant/matmul.h evaluated lane-wise: bit-identical to the scalar and AVX2 paths.
+// GCC 12's 512-bit intrinsics start from _mm512_undefined_epi32() (a self-initialised variable),
+// which -Wmaybe-uninitialized reports at every use (GCC bug 105593, fixed in GCC 13): silenced
+// for this file only.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -114,6 +118,14 @@ template <int Bits, int G> inline void loadGroupOffset(const uint8_t* p, __m256i
     }
 }
 
+// The f32 part of one group for eight rows (lane i = row i), quant/matmul.h's definition
+// lane-wise: acc + float(sums - corr) * (scales * xs). Every loop below ends its group with it.
+inline __m256 addGroup(__m256 acc, __m256i sums, int32_t corr, __m256 scales, float xs) {
+    const __m256i s = _mm256_sub_epi32(sums, _mm256_set1_epi32(corr));
+    const __m256 scale = _mm256_mul_ps(scales, _mm256_set1_ps(xs));
+    return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(s), scale));
+}
+
 // Rows r .. r+nValid-1 (nValid 1..8; missing rows repeat the last one and are not stored).
 template <int Bits, int G>
 void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, bool prefetchAhead) {
@@ -158,10 +170,8 @@ void rows8(const MatmulArgs& a, const PreparedActs& px, int64_t r, int nValid, b
                 p[i] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), w[i][0], xc[0]);
                 if constexpr (kChunks == 2) p[i] = _mm256_dpbusd_epi32(p[i], w[i][1], xc[1]);
             }
-            const __m256i s =
-                _mm256_sub_epi32(rowSums8(p), _mm256_set1_epi32(px.corr[t * groups + gi]));
-            const __m256 scale = _mm256_mul_ps(ws, _mm256_set1_ps(a.xs[t * groups + gi]));
-            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_cvtepi32_ps(s), scale));
+            acc[t] =
+                addGroup(acc[t], rowSums8(p), px.corr[t * groups + gi], ws, a.xs[t * groups + gi]);
         }
     }
     for (int64_t t = 0; t < a.nTokens; ++t) {
@@ -209,10 +219,8 @@ void tile8One(const MatmulArgs& a, const PreparedActs& px, int64_t r, bool prefe
             p[i] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), w[0], xc[0]);
             if constexpr (kChunks == 2) p[i] = _mm256_dpbusd_epi32(p[i], w[1], xc[1]);
         }
-        const __m256i s = _mm256_sub_epi32(rowSums8(p), _mm256_set1_epi32(px.corr[gi]));
-        const __m256 ws = _mm256_loadu_ps(reinterpret_cast<const float*>(unit));
-        const __m256 scale = _mm256_mul_ps(ws, _mm256_set1_ps(a.xs[gi]));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(s), scale));
+        acc = addGroup(acc, rowSums8(p), px.corr[gi],
+                       _mm256_loadu_ps(reinterpret_cast<const float*>(unit)), a.xs[gi]);
     }
     _mm256_storeu_ps(a.y + r, acc);
 }
@@ -236,8 +244,8 @@ inline __m256i rowSums8Pairs(const __m512i p[4]) {
 // tile8One for int4-g64 with 512-bit vectors: one 64-byte load holds two rows' value bytes (rows
 // 2j and 2j + 1 follow each other in a tile), so each VPDPBUSD covers two rows and the row sums
 // take eight shuffles instead of fourteen: half the instructions of the 256-bit form per tile. The
-// integer sums are the same integers (exact in any order); the f32 part is tile8One's,
-// instruction for instruction. In cache (`coli bench kernels`' HotKernel rows, two threads,
+// integer sums are the same integers (exact in any order); the f32 part is tile8One's (addGroup).
+// In cache (`coli bench kernels`' HotKernel rows, two threads,
 // Intel Xeon VM, alternated): 82-85 -> 94-96 GB/s; from DRAM the same 0.93-0.95 of MemRead; in
 // the decode (OLMoE shape, the two forms switched every other step in one process) the experts'
 // phase 1-1.6 % shorter: there the kernel waits for memory (with its arithmetic removed, the
@@ -266,10 +274,8 @@ void tile8OneInt4G64(const MatmulArgs& a, const PreparedActs& px, int64_t r, boo
                 _mm512_ternarylogic_epi32(_mm512_srli_epi16(v, 4), low4, eight, 0x6A);
             p[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xe), hi, xo);
         }
-        const __m256i s = _mm256_sub_epi32(rowSums8Pairs(p), _mm256_set1_epi32(px.corr[gi]));
-        const __m256 ws = _mm256_loadu_ps(reinterpret_cast<const float*>(unit));
-        const __m256 scale = _mm256_mul_ps(ws, _mm256_set1_ps(a.xs[gi]));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(s), scale));
+        acc = addGroup(acc, rowSums8Pairs(p), px.corr[gi],
+                       _mm256_loadu_ps(reinterpret_cast<const float*>(unit)), a.xs[gi]);
     }
     _mm256_storeu_ps(a.y + r, acc);
 }

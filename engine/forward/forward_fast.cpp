@@ -114,19 +114,22 @@ private:
         float* V = KVCacheAccess::values(kv, layer);
         const size_t hs = KVCacheAccess::headStride(kv); // [n_kv_heads, capacity, head_dim]
         if (n == 1 && team.size > 1) {
-            // One token (decode): its queries on one thread, its keys and values on another,
-            // each with its own cos/sin row, instead of one thread doing all three.
+            // One token (decode): its queries on one thread, its keys on another, each with its
+            // own cos/sin row, and its values on a third (with two, the queries' thread, whose
+            // part is lighter: no cache rows to write).
             float* cs = ws.cosSin.data() + size_t(team.id) * hd;
             if (team.id < 2) m.rope.cosSin(pos0, cs, cs + hd / 2);
             if (team.id == 0) prepareQ(L, 0, cs);
-            if (team.id == 1) prepareKv(L, 0, pos0, cs, K, V);
+            if (team.id == 1) prepareK(L, 0, pos0, cs, K);
+            if (team.id == (team.size > 2 ? 2 : 0)) appendV(0, pos0, V);
         } else {
             const auto [t0, t1] = team.share(n);
             for (int64_t t = t0; t < t1; ++t) {
                 float* cs = ws.cosSin.data() + size_t(t) * hd;
                 m.rope.cosSin(pos0 + int(t), cs, cs + hd / 2);
                 prepareQ(L, int(t), cs);
-                prepareKv(L, int(t), pos0, cs, K, V);
+                prepareK(L, int(t), pos0, cs, K);
+                appendV(int(t), pos0, V);
             }
         }
         team.sync(Phase::RopeKvAppend);
@@ -187,29 +190,34 @@ private:
             Rope::apply(q + h * hd, hd, cs, cs + half);
     }
 
-    // Token t's key and value: norm, clipping, RoPE (keys) with `cs`; appended to the cache at
-    // position pos0 + t.
-    void prepareKv(const LayerWeights& L, int t, int pos0, const float* cs, float* K, float* V) {
+    // Token t's key: norm, clipping, RoPE with `cs`; appended to the cache at position pos0 + t.
+    void prepareK(const LayerWeights& L, int t, int pos0, const float* cs, float* K) {
         const int hd = c.headDim, half = hd / 2, kvDim = c.nKvHeads * hd;
         float* k = ws.k.data() + size_t(t) * kvDim;
-        float* v = ws.v.data() + size_t(t) * kvDim;
         if (c.qkNorm == QkNorm::WholeProjection) rmsNorm(k, L.kNorm.data(), kvDim, c.rmsNormEps, k);
-        if (c.clipQkv > 0) {
+        if (c.clipQkv > 0)
             for (int i = 0; i < kvDim; ++i)
                 k[i] = std::clamp(k[i], -c.clipQkv, c.clipQkv);
-            for (int i = 0; i < kvDim; ++i)
-                v[i] = std::clamp(v[i], -c.clipQkv, c.clipQkv);
-        }
         if (c.qkNorm == QkNorm::PerHead)
             for (int h = 0; h < c.nKvHeads; ++h)
                 rmsNorm(k + h * hd, L.kNorm.data(), hd, c.rmsNormEps, k + h * hd);
         for (int h = 0; h < c.nKvHeads; ++h)
             Rope::apply(k + h * hd, hd, cs, cs + half);
         const size_t hs = KVCacheAccess::headStride(kv);
-        for (int h = 0; h < c.nKvHeads; ++h) {
+        for (int h = 0; h < c.nKvHeads; ++h)
             std::memcpy(K + h * hs + size_t(pos0 + t) * hd, k + h * hd, sizeof(float) * hd);
+    }
+
+    // Token t's value: clipping; appended to the cache at position pos0 + t.
+    void appendV(int t, int pos0, float* V) {
+        const int hd = c.headDim, kvDim = c.nKvHeads * hd;
+        float* v = ws.v.data() + size_t(t) * kvDim;
+        if (c.clipQkv > 0)
+            for (int i = 0; i < kvDim; ++i)
+                v[i] = std::clamp(v[i], -c.clipQkv, c.clipQkv);
+        const size_t hs = KVCacheAccess::valueHeadStride(kv);
+        for (int h = 0; h < c.nKvHeads; ++h)
             std::memcpy(V + h * hs + size_t(pos0 + t) * hd, v + h * hd, sizeof(float) * hd);
-        }
     }
 
     // An MLP over all n tokens of the chunk (shared expert, dense layer): input h, act in

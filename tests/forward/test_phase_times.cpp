@@ -98,7 +98,9 @@ TEST_P(PhaseTimesTest, DecodeAndPrefillPhasesCountedWithoutChangingBits) {
                     sum += cell.workSeconds + cell.waitSeconds;
                 }
                 EXPECT_GT(sum, 0.0);
-                if (!p->prefill) EXPECT_LE(sum, wall);
+                if (!p->prefill) {
+                    EXPECT_LE(sum, wall);
+                }
             }
         }
     }

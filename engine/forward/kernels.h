@@ -36,8 +36,10 @@ float dotReference(const float* a, const float* b, int n);
 // Dot product with 8 interleaved partial sums combined in a fixed order (the Fast path): the
 // order depends only on n, never on threads, so results are reproducible bit for bit.
 float dotFast(const float* a, const float* b, int n);
-// dotFast's result, bit for bit, while prefetching (into L2) the first n floats of `ahead` at the
-// pace a is read: the caller's next row ([n] floats; any address, never dereferenced).
-float dotFastAhead(const float* a, const float* b, int n, const float* ahead);
+// dotFast's result, bit for bit, while prefetching what lies 1 KiB (into L1) and 3 KiB (into L2)
+// past each part of `a` it reads: for a matrix whose rows follow one another (the f32 router),
+// the rest of this row and the start of the next. Addresses past `a` are prefetched only, never
+// dereferenced (a prefetch does not fault).
+float dotFastAhead(const float* a, const float* b, int n);
 
 } // namespace coli

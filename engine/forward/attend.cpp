@@ -41,26 +41,35 @@ private:
     size_t m_near = 0, m_far = 0;
 };
 
-} // namespace
-
-void attendHead(const float* q, const float* K, const float* V, size_t stride, int first, int last,
+template <bool kPrefetch>
+void attendRows(const float* q, const float* K, const float* V, size_t stride, int first, int last,
                 int kDim, int vDim, float scale, float* scores, float* out) {
     const int n = last - first + 1;
     const size_t rowBytes = sizeof(float) * stride;
     KvPrefetch ahead(K + size_t(first) * stride, V + size_t(first) * stride, rowBytes * size_t(n));
     for (int j = first; j <= last; ++j) {
-        ahead.upTo(rowBytes * size_t(j - first + 1));
+        if constexpr (kPrefetch) ahead.upTo(rowBytes * size_t(j - first + 1));
         scores[j - first] = dotFast(q, K + size_t(j) * stride, kDim) * scale;
     }
     softmax(scores, n);
     std::fill(out, out + vDim, 0.0f);
     for (int j = first; j <= last; ++j) {
-        ahead.upTo(rowBytes * size_t(n + j - first + 1));
+        if constexpr (kPrefetch) ahead.upTo(rowBytes * size_t(n + j - first + 1));
         const float pj = scores[j - first];
         const float* vv = V + size_t(j) * stride;
         for (int i = 0; i < vDim; ++i)
             out[i] += pj * vv[i];
     }
+}
+
+} // namespace
+
+void attendHead(const float* q, const float* K, const float* V, size_t stride, int first, int last,
+                int kDim, int vDim, float scale, float* scores, float* out, bool prefetch) {
+    if (prefetch)
+        attendRows<true>(q, K, V, stride, first, last, kDim, vDim, scale, scores, out);
+    else
+        attendRows<false>(q, K, V, stride, first, last, kDim, vDim, scale, scores, out);
 }
 
 } // namespace coli

@@ -13,8 +13,12 @@ namespace coli {
 // out [vDim] = softmax over j of (q . K[j]) * scale, times V[j], summed in position order.
 // GQA: kDim = vDim = head_dim. MLA: K = V = the cached rows [latent, rope key], kDim = the whole
 // row, vDim = the latent (its first kv_lora_rank floats).
+// prefetch: fetch the rows ahead of the reads (into L1 and L2). For a decode step, whose one
+// query per head reads each row once from memory; not in prefill, where a chunk's tokens read
+// the same rows again from the caches and the prefetches only add instructions (the 512-token
+// prompt's attention phase took ~6 % longer with them, docs/performance.md, 2026-12-05 21:12 UTC).
 // Thread-safety: pure (writes only scores and out).
 void attendHead(const float* q, const float* K, const float* V, size_t stride, int first, int last,
-                int kDim, int vDim, float scale, float* scores, float* out);
+                int kDim, int vDim, float scale, float* scores, float* out, bool prefetch);
 
 } // namespace coli

@@ -90,7 +90,7 @@ void mlaAttentionShare(const ModelImpl& m, KVCache& kv, const Team& team, const 
             }
         }
         std::memcpy(qAbs + lora, qh + nope, sizeof(float) * rope);
-        attendHead(qAbs, K, K, size_t(row), 0, pos0 + t, row, lora, scale, scores, latent);
+        attendHead(qAbs, K, K, size_t(row), 0, pos0 + t, row, lora, scale, scores, latent, n == 1);
         float* out = ws.att.data() + size_t(t) * outDim + size_t(h) * vd;
         for (int i = 0; i < vd; ++i)
             out[i] = dotFast(W.row(r0 + nope + i), latent, lora);

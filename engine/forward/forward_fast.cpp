@@ -158,7 +158,7 @@ private:
                 for (int h = h0; h < h0 + unit; ++h) {
                     const int kvh = h / group;
                     attendHead(ws.q.data() + size_t(t) * qDim + h * hd, K + kvh * hs, V + kvh * hs,
-                               size_t(hd), first, pos, hd, hd, scale, scores, att + h * hd);
+                               size_t(hd), first, pos, hd, hd, scale, scores, att + h * hd, n == 1);
                 }
                 if (quantiseUnits)
                     ws.qin.quantiseRowPart(oMask, att, qDim, int(t), h0 * hd, (h0 + unit) * hd);

@@ -15,13 +15,6 @@ namespace coli {
 
 namespace {
 
-// Positions whose pages reserve() commits past the ones asked for: a decode step then writes
-// its keys and values into pages that are already there instead of taking a page fault per
-// 4 KiB (64 per token for OLMoE's 0.26 MB a position, 0.5-1.6 ms of a 25 ms step on a 2-core
-// VM; docs/performance.md, 2026-12-05 07:00 UTC). 64 positions bound the memory committed
-// ahead to 64 positions' worth.
-constexpr int kCommitAhead = 64;
-
 // Commits the pages under rows [from, to) of each of `heads` blocks of `stride` floats at base
 // (rows of `dim` floats). MADV_POPULATE_WRITE (Linux 5.14) faults them in without writing; on
 // a kernel without it the rows are zeroed instead (they are past the cached positions, never
@@ -53,7 +46,8 @@ void KVCache::truncate(int nTokens) {
     m_nTokens = std::clamp(nTokens, 0, m_nTokens);
 }
 
-bool KVCacheAccess::reserve(KVCache& kv, int nLayers, KvShape shape, int tokens, int maxTokens) {
+bool KVCacheAccess::reserve(KVCache& kv, int nLayers, KvShape shape, int tokens, int maxTokens,
+                            int commitAhead) {
     const KvShape& have = kv.m_shape;
     if (have.heads != shape.heads || have.kDim != shape.kDim || have.vDim != shape.vDim ||
         int(kv.m_k.size()) != nLayers) {
@@ -68,7 +62,13 @@ bool KVCacheAccess::reserve(KVCache& kv, int nLayers, KvShape shape, int tokens,
     }
     auto commit = [&] {
         if (tokens <= kv.m_committed) return;
-        const int to = std::min(kv.m_capacity, tokens + kCommitAhead);
+        if (commitAhead <= 0) {
+            // The caller writes these rows now (a prompt: every thread of the team faults in the
+            // pages of the heads it writes, in parallel); committing them here would be serial.
+            kv.m_committed = tokens;
+            return;
+        }
+        const int to = std::min<int64_t>(kv.m_capacity, int64_t(tokens) + commitAhead);
         for (int l = 0; l < nLayers; ++l) {
             commitRows(kv.m_k[l].get(), shape.heads, size_t(kv.m_capacity) * shape.kDim, shape.kDim,
                        kv.m_committed, to);
@@ -134,7 +134,7 @@ Status KVCache::assign(int nLayers, KvShape shape, int maxTokens, std::span<cons
         return {ErrorCode::InvalidArgument, "KV cache: " + std::to_string(rows.size()) +
                                                 " floats given for " + std::to_string(n) +
                                                 " positions of " + std::to_string(per)};
-    KVCacheAccess::reserve(*this, nLayers, shape, std::max(n, 1), maxTokens);
+    KVCacheAccess::reserve(*this, nLayers, shape, std::max(n, 1), maxTokens, 0);
     const size_t ks = size_t(m_capacity) * shape.kDim, vs = size_t(m_capacity) * shape.vDim;
     for (int pos = 0; pos < n; ++pos) {
         const float* in = rows.data() + per * size_t(pos);

@@ -339,7 +339,8 @@ Status Model::forward(std::span<const int32_t> tokens, KVCache& kv, std::vector<
                 "forward: context length exceeded: " + std::to_string(end) +
                     " positions > max_position_embeddings " + std::to_string(c.maxPositions)};
     std::lock_guard<std::mutex> lock(m_impl->mutex);
-    if (!KVCacheAccess::reserve(kv, c.nLayers, kvShape(c), int(end), c.maxPositions))
+    const int commitAhead = tokens.size() == 1 ? KVCacheAccess::kDecodeCommitAhead : 0;
+    if (!KVCacheAccess::reserve(kv, c.nLayers, kvShape(c), int(end), c.maxPositions, commitAhead))
         return {ErrorCode::InvalidArgument,
                 "forward: the KV cache holds tokens of a model with other dimensions"};
     m_impl->ws.reserveScores(int(end), c.maxPositions);

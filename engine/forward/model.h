@@ -130,8 +130,8 @@ private:
     // (KvShape, model/config.h: GQA n_kv_heads x head_dim each; MLA one row of the latent and the
     // rope key, no values): one head's positions are contiguous, so attention over the cached
     // positions reads each head as one stream. Left uninitialised past the cached positions (never
-    // read there). The pages of the room kept ahead are committed 64 positions ahead of the
-    // positions asked for (m_committed, forward/kv_cache.cpp), not all at once.
+    // read there). The room ahead's pages are committed by decode steps, 64 positions ahead
+    // (KVCacheAccess::kDecodeCommitAhead), not all at once; a prompt's writers fault in its own.
     std::vector<std::unique_ptr<float[]>> m_k, m_v;
     int m_capacity = 0;
     int m_committed = 0; // positions whose pages reserve() committed (<= m_capacity)

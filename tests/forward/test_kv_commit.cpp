@@ -1,9 +1,10 @@
-// The KV cache commits the pages of the positions a forward() call is about to write, and a
-// bounded room ahead of them, when it reserves them (forward/kv_cache.cpp): a decode step then
-// writes keys and values into pages that exist instead of taking a page fault each 4 KiB. Checked
-// with mincore(2) on buffers large enough (tens of MiB) to be fresh mappings: the rows asked for
-// and 64 positions ahead are resident, the far end of the room kept ahead is not, and rows
-// already cached keep their values across growth.
+// The KV cache commits the pages of the positions a forward() call is about to write when it
+// reserves them for a decode step, and 64 positions ahead (forward/kv_access.h): decode then writes
+// keys and values into pages that exist instead of taking a page fault each 4 KiB; a prompt's
+// reserve commits nothing (its writers fault its rows in, in parallel). Checked with mincore(2) on
+// buffers large enough (tens of MiB) to be fresh mappings: the rows a decode step writes and the
+// room ahead are resident, the far end of the capacity is not, and rows already cached keep their
+// values across growth.
 #include "forward/kv_access.h"
 
 #include <gtest/gtest.h>
@@ -11,13 +12,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 namespace coli {
 namespace {
 
-constexpr int kAhead = 64; // kv_cache.cpp's kCommitAhead
+constexpr int kAhead = KVCacheAccess::kDecodeCommitAhead;
 
 // Whether the page holding `p` is resident (mincore's bit 0).
 bool resident(const float* p) {
@@ -52,24 +54,40 @@ constexpr int kLayers = 2;
 
 TEST(KvCommit, ReservedRowsAndTheRoomAheadAreResidentNotTheWholeCapacity) {
     KVCache kv;
-    ASSERT_TRUE(KVCacheAccess::reserve(kv, kLayers, kShape, 3000, 100000));
+    // A prompt: reserve commits nothing; the forward pass's threads fault its rows in as they
+    // write them (here: this thread).
+    ASSERT_TRUE(KVCacheAccess::reserve(kv, kLayers, kShape, 3000, 100000, 0));
     ASSERT_EQ(kv.capacity(), 6000);
-    EXPECT_TRUE(rowsResident(kv, kLayers, kShape, 0, 3000 + kAhead));
+    // (Not the block's first page: malloc's header of a fresh mapping shares it.)
+    EXPECT_FALSE(resident(KVCacheAccess::keys(kv, 0) + KVCacheAccess::headStride(kv) +
+                          size_t(100) * kShape.kDim));
+    for (int l = 0; l < kLayers; ++l)
+        for (int h = 0; h < kShape.heads; ++h) {
+            std::fill_n(KVCacheAccess::keys(kv, l) + h * KVCacheAccess::headStride(kv),
+                        size_t(3000) * kShape.kDim, 1.f);
+            std::fill_n(KVCacheAccess::values(kv, l) + h * KVCacheAccess::valueHeadStride(kv),
+                        size_t(3000) * kShape.vDim, 1.f);
+        }
+    KVCacheAccess::setSize(kv, 3000);
     // The far end of each head's block was never asked for: still uncommitted.
     for (int h = 0; h < kShape.heads; ++h)
         EXPECT_FALSE(resident(KVCacheAccess::keys(kv, 0) + h * KVCacheAccess::headStride(kv) +
                               size_t(5999) * kShape.kDim))
             << "head " << h;
-    // Decode-sized steps: each reserve past the committed rows commits the next ones.
-    for (int tokens = 3001; tokens <= 3000 + 3 * kAhead; tokens += 7) {
-        ASSERT_TRUE(KVCacheAccess::reserve(kv, kLayers, kShape, tokens, 100000));
-        EXPECT_TRUE(rowsResident(kv, kLayers, kShape, tokens - 1, tokens)) << tokens;
+    // Decode steps: the first commits the next kAhead positions; each step past those commits
+    // the next kAhead again, so every position a step writes is resident.
+    ASSERT_TRUE(KVCacheAccess::reserve(kv, kLayers, kShape, 3001, 100000, kAhead));
+    EXPECT_TRUE(rowsResident(kv, kLayers, kShape, 3000, 3001 + kAhead));
+    for (int tokens = 3002; tokens <= 3000 + 3 * kAhead; ++tokens) {
+        ASSERT_TRUE(KVCacheAccess::reserve(kv, kLayers, kShape, tokens, 100000, kAhead));
+        ASSERT_TRUE(rowsResident(kv, kLayers, kShape, tokens - 1, tokens)) << tokens;
     }
+    EXPECT_FALSE(resident(KVCacheAccess::keys(kv, 0) + size_t(5999) * kShape.kDim));
 }
 
 TEST(KvCommit, GrowthKeepsTheCachedRowsAndCommitsAhead) {
     KVCache kv;
-    ASSERT_TRUE(KVCacheAccess::reserve(kv, kLayers, kShape, 100, 100000));
+    ASSERT_TRUE(KVCacheAccess::reserve(kv, kLayers, kShape, 100, 100000, 0));
     const int cap = kv.capacity();
     for (int l = 0; l < kLayers; ++l)
         for (int h = 0; h < kShape.heads; ++h)
@@ -81,7 +99,7 @@ TEST(KvCommit, GrowthKeepsTheCachedRowsAndCommitsAhead) {
                     float(-j);
             }
     KVCacheAccess::setSize(kv, 100);
-    ASSERT_TRUE(KVCacheAccess::reserve(kv, kLayers, kShape, cap + 10, 100000));
+    ASSERT_TRUE(KVCacheAccess::reserve(kv, kLayers, kShape, cap + 10, 100000, kAhead));
     ASSERT_GT(kv.capacity(), cap);
     EXPECT_TRUE(rowsResident(kv, kLayers, kShape, 0, cap + 10 + kAhead));
     for (int l = 0; l < kLayers; ++l)
@@ -98,10 +116,10 @@ TEST(KvCommit, GrowthKeepsTheCachedRowsAndCommitsAhead) {
 
 TEST(KvCommit, TheRoomAheadStopsAtTheContextLength) {
     KVCache kv;
-    ASSERT_TRUE(KVCacheAccess::reserve(kv, 1, kShape, 20, 40));
+    ASSERT_TRUE(KVCacheAccess::reserve(kv, 1, kShape, 20, 40, kAhead));
     ASSERT_EQ(kv.capacity(), 40);
     EXPECT_TRUE(rowsResident(kv, 1, kShape, 0, 40));
-    ASSERT_TRUE(KVCacheAccess::reserve(kv, 1, kShape, 40, 40));
+    ASSERT_TRUE(KVCacheAccess::reserve(kv, 1, kShape, 40, 40, kAhead));
     EXPECT_EQ(kv.capacity(), 40);
 }
 

@@ -79,8 +79,13 @@ void matmulRows(const MatrixView& W, const ActInput& in, float* Y, const float* 
         // f32 rows (the router, in every container), one after another in memory: the first
         // token's dot prefetches ahead of its reads (dotFastAhead), into the next row but not
         // past the thread's last. Without prefetch the router of the OLMoE shape (64 x 2048, 32
-        // rows per thread) took 50 us per layer, with the next row fetched into L2 28 us.
-        for (int64_t r = r0; r < r1; ++r) {
+        // rows per thread) took 50 us per layer, with the next row fetched into L2 28 us, four
+        // rows at a time at decode (dotFastRows4: four chains of adds instead of one) 19-21 us.
+        int64_t r = r0;
+        if (in.n == 1)
+            for (; r + 4 <= r1; r += 4)
+                dotFastRows4(W.row(int(r)), size_t(W.cols), in.x, W.cols, Y + r);
+        for (; r < r1; ++r) {
             const float* w = W.row(int(r));
             for (int t = 0; t < in.n; ++t) {
                 const float* x = in.x + size_t(t) * in.cols;

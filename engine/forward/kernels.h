@@ -1,6 +1,7 @@
 #pragma once
 // Small numeric kernels shared by the Reference and Fast forward paths. All f32.
 // Thread-safety: pure functions.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -41,5 +42,8 @@ float dotFast(const float* a, const float* b, int n);
 // the rest of this row and the start of the next. Addresses past `a` are prefetched only, never
 // dereferenced (a prefetch does not fault).
 float dotFastAhead(const float* a, const float* b, int n);
+// out[r] = dotFast(a + r * stride, b, n) for r = 0..3, bit for bit, the four rows read together
+// and prefetched as dotFastAhead prefetches one (stride in floats). out: [4].
+void dotFastRows4(const float* a, size_t stride, const float* b, int n, float* out);
 
 } // namespace coli

@@ -2,13 +2,14 @@
 // forward_fast.cpp): RMSNorm from its factor (rmsNormFactor) on any column range, and activations
 // quantised in parts of whole groups (QuantisedRows::quantiseRowPart), must give the bytes of the
 // whole row computed at once. The expected values come from rmsNorm and quantiseRow on the whole
-// row; random rows with a few extreme values (zeros, large, tiny). Also dotFastAhead against
-// dotFast.
+// row; random rows with a few extreme values (zeros, large, tiny). Also dotFastAhead and
+// dotFastRows4 against dotFast.
 #include "forward/fast_matmul.h"
 #include "forward/kernels.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -75,6 +76,29 @@ TEST(RowParts, DotWithPrefetchEqualsDotFast) {
         EXPECT_EQ(0, std::memcmp(&plain, &ahead, sizeof(float))) << n;
         EXPECT_NE(0.0f, plain) << n;
     }
+}
+
+// Decode's f32 rows four at a time (dotFastRows4): each row's sums are dotFast's, bit for bit,
+// for lengths with and without a tail past the last multiple of 8, rows in a matrix with padding
+// between them (stride > n).
+TEST(RowParts, FourRowsAtOnceEqualDotFast) {
+    for (int n : {3, 8, 13, 64, 2048, 2051})
+        for (uint32_t seed = 0; seed < 8; ++seed) {
+            const size_t stride = size_t(n) + 5;
+            const std::vector<float> b = randomRow(n, uint32_t(n) + 1 + seed);
+            std::vector<float> a(4 * stride);
+            for (int r = 0; r < 4; ++r) {
+                const std::vector<float> row = randomRow(n, uint32_t(7 * n + r) + 100 * seed);
+                std::copy(row.begin(), row.end(), a.begin() + ptrdiff_t(r * stride));
+            }
+            float four[4];
+            dotFastRows4(a.data(), stride, b.data(), n, four);
+            for (int r = 0; r < 4; ++r) {
+                const float one = dotFast(a.data() + r * stride, b.data(), n);
+                EXPECT_EQ(0, std::memcmp(&one, &four[r], sizeof(float))) << n << " row " << r;
+                EXPECT_NE(0.0f, one) << n << " row " << r;
+            }
+        }
 }
 
 } // namespace

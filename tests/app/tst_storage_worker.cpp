@@ -101,12 +101,12 @@ TEST(StorageWorker, JobsRunInOrderWithProvisionalKeys) {
     EXPECT_LT(key, 0);
     w.post("creating", createJob(key, "first"));
     for (int i = 0; i < 50; ++i)
-        w.post("appending", appendJob(key, i, "m" + std::to_string(i)));
+        w.post("appending", appendJob(key, i, std::string("m").append(std::to_string(i))));
     EXPECT_EQ(w.shutdown(), 0u);
     const auto got = texts(dir / "c.db");
     ASSERT_EQ(got.size(), 50u);
     for (int i = 0; i < 50; ++i)
-        EXPECT_EQ(got[size_t(i)], "m" + std::to_string(i));
+        EXPECT_EQ(got[size_t(i)], std::string("m").append(std::to_string(i)));
     const auto events = ev.take();
     ASSERT_FALSE(events.empty());
     EXPECT_EQ(events.front().kind, StorageEvent::Kind::Opened);

@@ -74,24 +74,39 @@ namespace {
 // next row into L2 at the pace of this one (docs/performance.md, 2026-12-05 07:00 UTC).
 constexpr int kNearFloats = 256, kFarFloats = 768;
 
-// dotFast's sums; with Ahead, also two prefetches per 64-byte line of `a`, kNearFloats and
-// kFarFloats past it. The prefetches do not change the arithmetic.
+// The two prefetches dotFastAhead issues for the 64-byte line of a row at p: kNearFloats and
+// kFarFloats past it.
+inline void prefetchAhead(const float* p) {
+    __builtin_prefetch(p + kNearFloats, 0, 3);
+    __builtin_prefetch(p + kFarFloats, 0, 2);
+}
+
+// The part of a . b past the last multiple of 8 (from i to n), summed in index order.
+inline float tailSum(const float* a, const float* b, int i, int n) {
+    float tail = 0.0f;
+    for (; i < n; ++i)
+        tail += a[i] * b[i];
+    return tail;
+}
+
+// dotFast's result from its eight partial sums and tail: the one combining order every variant
+// uses, so they agree bit for bit.
+inline float combineSums(const float* acc, float tail) {
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+}
+
+// dotFast's sums; with Ahead, also two prefetches per 64-byte line of `a` (prefetchAhead). The
+// prefetches do not change the arithmetic.
 template <bool Ahead> float dotSums(const float* a, const float* b, int n) {
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int i = 0;
     for (; i + 8 <= n; i += 8) {
         if constexpr (Ahead)
-            if (i % 16 == 0) {
-                __builtin_prefetch(a + i + kNearFloats, 0, 3);
-                __builtin_prefetch(a + i + kFarFloats, 0, 2);
-            }
+            if (i % 16 == 0) prefetchAhead(a + i);
         for (int j = 0; j < 8; ++j)
             acc[j] += a[i + j] * b[i + j];
     }
-    float tail = 0.0f;
-    for (; i < n; ++i)
-        tail += a[i] * b[i];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+    return combineSums(acc, tailSum(a, b, i, n));
 }
 
 // Four lanes of a row's eight partial sums (acc[0..3] or acc[4..7] of dotSums).
@@ -108,7 +123,7 @@ Lanes4 load4(const float* p) {
 void dotFastRows4(const float* a, size_t stride, const float* b, int n, float* out) {
     // Row r's partial sums acc[j] (j = 0..7) live in lo[r] (j < 4) and hi[r] (j >= 4): each
     // element is multiplied and added to the same partial sum as in dotSums, in the same order,
-    // and the eight are combined in dotSums' order. Four rows give the core four independent
+    // and the eight are combined by combineSums. Four rows give the core four independent
     // chains of adds instead of one (one row's adds wait for each other: about 4 cycles per 8
     // floats), and four read streams, each prefetched as dotFastAhead prefetches its row.
     Lanes4 lo[4] = {}, hi[4] = {};
@@ -117,21 +132,16 @@ void dotFastRows4(const float* a, size_t stride, const float* b, int n, float* o
         const Lanes4 b0 = load4(b + i), b1 = load4(b + i + 4);
         for (int r = 0; r < 4; ++r) {
             const float* ar = a + size_t(r) * stride + i;
-            if (i % 16 == 0) {
-                __builtin_prefetch(ar + kNearFloats, 0, 3);
-                __builtin_prefetch(ar + kFarFloats, 0, 2);
-            }
+            if (i % 16 == 0) prefetchAhead(ar);
             lo[r] += load4(ar) * b0;
             hi[r] += load4(ar + 4) * b1;
         }
     }
     for (int r = 0; r < 4; ++r) {
-        const float* ar = a + size_t(r) * stride;
-        float tail = 0.0f;
-        for (int k = i; k < n; ++k)
-            tail += ar[k] * b[k];
-        const Lanes4 l = lo[r], h = hi[r];
-        out[r] = ((l[0] + h[0]) + (l[1] + h[1])) + ((l[2] + h[2]) + (l[3] + h[3])) + tail;
+        float acc[8];
+        __builtin_memcpy(acc, &lo[r], sizeof lo[r]);
+        __builtin_memcpy(acc + 4, &hi[r], sizeof hi[r]);
+        out[r] = combineSums(acc, tailSum(a + size_t(r) * stride, b, i, n));
     }
 }
 

@@ -4,6 +4,7 @@
 #include "quant/shared_math.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace coli {
 
@@ -74,20 +75,103 @@ void gateUpShare(const Team& team, std::span<const FfnItem> items) {
     }
 }
 
-bool evenWholeItems(const Team& team, std::span<const FfnItem> items) {
-    if (items.empty() || items.size() % size_t(team.size) != 0) return false;
-    return std::all_of(items.begin(), items.end(),
-                       [&](const FfnItem& it) { return it.cnt == items.front().cnt; });
+namespace {
+
+int64_t mlpBytes(const SwiGluView& w) {
+    return matrixRowBytes(w.gate) * w.gate.rows + matrixRowBytes(w.up) * w.up.rows +
+           matrixRowBytes(w.down) * w.down.rows;
 }
 
-void expertShare(const Team& team, std::span<const FfnItem> items, int dModel) {
-    const auto [i0, i1] = team.share(int64_t(items.size()));
-    for (int64_t i = i0; i < i1; ++i) {
-        const FfnItem& it = items[size_t(i)];
-        if (it.cnt == 0) continue;
-        gateUpRows(it, 0, it.w.gate.rows);
-        matmulRows(it.w.down, downInput(it), it.y, nullptr, 0, dModel);
+// The first item of each thread in expertSteal, bounds [size + 1]: items laid end to end by
+// weight bytes, thread t owns those whose start lies in [C t / size, C (t + 1) / size) of the
+// total C.
+void ownedItems(std::span<const FfnItem> items, int size, std::vector<int>& bounds) {
+    int64_t total = 0;
+    for (const FfnItem& it : items)
+        total += mlpBytes(it.w);
+    bounds.assign(size_t(size) + 1, int(items.size()));
+    int64_t start = 0;
+    size_t i = 0;
+    for (int t = 0; t < size; ++t) {
+        const int64_t bound = total * t / size;
+        while (i < items.size() && start < bound)
+            start += mlpBytes(items[i++].w);
+        bounds[size_t(t)] = int(i);
     }
+}
+
+} // namespace
+
+int downChunkRows(const SwiGluView& w, int dModel) {
+    constexpr int64_t kDownChunkBytes = 64 * 1024;
+    const int64_t block = Team::kRowBlock;
+    const int64_t rows =
+        std::max<int64_t>(1, kDownChunkBytes / matrixRowBytes(w.down) / block) * block;
+    return int(std::min<int64_t>(rows, dModel));
+}
+
+void expertSteal(const Team& team, std::span<const FfnItem> items, int dModel,
+                 const ExpertTasks& tasks) {
+    if (items.empty()) return;
+    const int rows = tasks.downRows > 0 ? tasks.downRows : downChunkRows(items.front().w, dModel);
+    const int64_t perItem = 1 + (dModel + rows - 1) / rows; // gate/up, then the down chunks
+    // Task k of the range of the thread owning items [i0, i1): k - i0 * perItem < i1 - i0 is
+    // that item's gate/up, the rest its down chunks item by item.
+    struct Task {
+        int item;
+        int chunk; // -1: gate/up
+    };
+    // The same bounds on every thread (grown once per thread, not per call).
+    thread_local std::vector<int> bounds;
+    ownedItems(items, team.size, bounds);
+    const auto decode = [&](int64_t k) {
+        int owner = 0;
+        while (owner + 1 < team.size && bounds[size_t(owner) + 1] * perItem <= k)
+            ++owner;
+        const int i0 = bounds[size_t(owner)], i1 = bounds[size_t(owner) + 1];
+        const int64_t local = k - i0 * perItem;
+        if (local < i1 - i0) return Task{i0 + int(local), -1};
+        const int64_t j = local - (i1 - i0);
+        return Task{i0 + int(j / (perItem - 1)), int(j % (perItem - 1))};
+    };
+    const int64_t first = bounds[size_t(team.id)] * perItem;
+    const int64_t end = bounds[size_t(team.id) + 1] * perItem;
+    if (team.steal) team.steal->open(team.id, first, end);
+    const auto ready = [&](int64_t k) {
+        const Task t = decode(k);
+        return t.chunk < 0 || tasks.actDone[t.item].load(std::memory_order_acquire) == tasks.epoch;
+    };
+    // Tasks [k0, k1) in order; a run of one item's down chunks is one kernel call.
+    const auto compute = [&](int64_t k0, int64_t k1) {
+        for (int64_t k = k0; k < k1;) {
+            const Task t = decode(k);
+            const FfnItem& it = items[size_t(t.item)];
+            if (t.chunk < 0) {
+                gateUpRows(it, 0, it.w.gate.rows);
+                tasks.actDone[t.item].store(tasks.epoch, std::memory_order_release);
+                ++k;
+                continue;
+            }
+            // A run of this item's chunks within [k, k1).
+            int64_t last = k + 1;
+            while (last < k1 && decode(last).item == t.item && decode(last).chunk > 0)
+                ++last;
+            // The owner's own down chunks come after all its gate/up tasks, so this wait is
+            // empty for it; a thief took the chunk only when ready.
+            while (tasks.actDone[t.item].load(std::memory_order_acquire) != tasks.epoch) {
+            }
+            const int r0 = t.chunk * rows;
+            const int r1 = std::min<int64_t>(dModel, (t.chunk + (last - k)) * int64_t(rows));
+            matmulRows(it.w.down, downInput(it), it.y, nullptr, r0, r1);
+            k = last;
+        }
+    };
+    if (!team.steal) {
+        compute(first, end);
+        return;
+    }
+    for (StealRanges::Tasks t; !(t = team.steal->take(team.id, ready)).empty();)
+        compute(t.first, t.end);
 }
 
 void downShare(const Team& team, std::span<const FfnItem> items, int dModel) {

@@ -100,21 +100,34 @@ void matmulRows(const MatrixView& W, const ActInput& in, float* Y, const float* 
                 Y[size_t(t) * W.rows + r] += bias[r];
 }
 
+int64_t matrixRowBytes(const MatrixView& w) {
+    return w.quantised() ? int64_t(quant::rowBytes(w.qfmt, w.cols)) : int64_t(w.cols) * 4;
+}
+
+int64_t taskBlocks(int64_t rowBytes, int tokens) {
+    if (tokens > 1) return 0;
+    constexpr int64_t kTaskBytes = 64 * 1024;
+    return std::max<int64_t>(1, kTaskBytes / (rowBytes * Team::kRowBlock));
+}
+
 void matmulShare(const Team& team, std::span<const MatJob> jobs, const ActInput& in) {
     constexpr int64_t kBlock = Team::kRowBlock; // a thread's rows start at an -r8 tile
-    int64_t blocks = 0;
-    for (const MatJob& j : jobs)
-        blocks += (j.w.rows + kBlock - 1) / kBlock;
-    const auto [b0, b1] = team.share(blocks);
-    int64_t first = 0; // the first block of the current job
+    int64_t blocks = 0, bytes = 1;
     for (const MatJob& j : jobs) {
-        const int64_t nb = (j.w.rows + kBlock - 1) / kBlock;
-        const int64_t lo = std::max(b0, first), hi = std::min(b1, first + nb);
-        if (lo < hi)
-            matmulRows(j.w, in, j.y, j.bias, (lo - first) * kBlock,
-                       std::min<int64_t>(j.w.rows, (hi - first) * kBlock));
-        first += nb;
+        blocks += (j.w.rows + kBlock - 1) / kBlock;
+        bytes = std::max(bytes, matrixRowBytes(j.w));
     }
+    team.forBlockTasks(blocks, taskBlocks(bytes, in.n), [&](int64_t b0, int64_t b1) {
+        int64_t first = 0; // the first block of the current job
+        for (const MatJob& j : jobs) {
+            const int64_t nb = (j.w.rows + kBlock - 1) / kBlock;
+            const int64_t lo = std::max(b0, first), hi = std::min(b1, first + nb);
+            if (lo < hi)
+                matmulRows(j.w, in, j.y, j.bias, (lo - first) * kBlock,
+                           std::min<int64_t>(j.w.rows, (hi - first) * kBlock));
+            first += nb;
+        }
+    });
 }
 
 } // namespace coli

@@ -8,6 +8,7 @@
 #include "model/weights.h"
 #include "quant/formats.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -64,8 +65,28 @@ struct MatJob {
     const float* bias = nullptr; // [w.rows] or null
 };
 
+// Stored bytes of one row of w.
+int64_t matrixRowBytes(const MatrixView& w);
+// Blocks of Team::kRowBlock rows per stolen task (Team::forBlockTasks) for rows of rowBytes read
+// by `tokens` tokens: at decode about 64 KiB of weights, so that the tail a thief takes is short
+// next to a phase (a 2048-row int8 projection is 4.4 MB) while the thief's extra kernel calls stay
+// few; 0 (a static split) for several tokens, where the work is arithmetic, evenly split already,
+// and tasks made a 30-token prefill 2-4 % slower on the OLMoE shape (docs/performance.md).
+int64_t taskBlocks(int64_t rowBytes, int tokens);
+
+// Rows [0, rows) of a phase over a matrix with rows of rowBytes read by `tokens` tokens, f(r0, r1)
+// for each part this thread computes (Team::forBlockTasks in blocks of Team::kRowBlock rows).
+template <class F>
+void forRowTasks(const Team& team, int64_t rows, int64_t rowBytes, int tokens, F&& f) {
+    constexpr int64_t kBlock = Team::kRowBlock;
+    team.forBlockTasks(
+        (rows + kBlock - 1) / kBlock, taskBlocks(rowBytes, tokens),
+        [&](int64_t b0, int64_t b1) { f(b0 * kBlock, std::min(rows, b1 * kBlock)); });
+}
+
 // Rows phase: the jobs' output rows, concatenated, split over the team in blocks of 8 rows (whole
-// tiles of the -r8 formats); all read `in`. No sync inside.
+// tiles of the -r8 formats), balanced by stealing when team.steal is set (Team::forBlockTasks);
+// all read `in`. No sync inside; the phase must end with one.
 void matmulShare(const Team& team, std::span<const MatJob> jobs, const ActInput& in);
 
 } // namespace coli

@@ -105,9 +105,11 @@ void mlaAttentionShare(const ModelImpl& m, KVCache& kv, const Team& team, const 
         quantiseShare(team, mask, ws.att.data(), n, outDim, ws.qin);
         team.sync(Phase::OQuantise);
     }
-    const auto [r0, r1] = team.shareRows(d);
-    matmulRows(L.o, ws.qin.input(ws.att.data(), 0, n, outDim), ws.o.data(), nullptr, r0, r1);
-    addResidualRows(ws, c, ws.o.data(), n, r0, r1);
+    const ActInput oIn = ws.qin.input(ws.att.data(), 0, n, outDim);
+    forRowTasks(team, d, matrixRowBytes(L.o), n, [&](int64_t r0, int64_t r1) {
+        matmulRows(L.o, oIn, ws.o.data(), nullptr, r0, r1);
+        addResidualRows(ws, c, ws.o.data(), n, r0, r1);
+    });
     team.sync(Phase::OProjection);
 }
 

@@ -6,6 +6,7 @@
 // changes a bit of the result.
 #include "forward/phase_times.h"
 #include "forward/spin_barrier.h"
+#include "forward/steal_ranges.h"
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +19,9 @@ struct Team {
     int id = 0;   // 0 .. size-1; 0 is the master (the only one that calls the expert cache)
     int size = 1; // threads in the team
     SpinBarrier* barrier = nullptr;
+    // The team's task ranges (steal_ranges.h) for phases balanced by stealing; null: static
+    // shares only (a single thread, tests that run the threads' shares one after another).
+    StealRanges* steal = nullptr;
 
     // This thread's row of a PhaseTimes (phase_times.h) while the chunk is timed, else null;
     // phaseStart: the end of this thread's previous barrier (or the chunk's start).
@@ -69,6 +73,24 @@ struct Team {
     // wrote without a barrier between them (e.g. the down projections, then the residual add).
     static constexpr int64_t kRowBlock = 8; // whole tiles of the -r8 formats (quant/formats.h)
     std::pair<int64_t, int64_t> shareRows(int64_t n) const { return shareBlocks(n, kRowBlock); }
+
+    // Blocks [0, blocks) of a rows phase, f(b0, b1) for each part this thread computes: with
+    // `steal` set and perTask > 0, tasks of perTask blocks, its share of them, then what it can
+    // take of the others' (StealRanges); else its share of the blocks (share's split). Either way
+    // every block is computed once, so the phase's bits do not depend on the split. The phase
+    // must end with a barrier before anything reads the rows, and every thread must call it.
+    template <class F> void forBlockTasks(int64_t blocks, int64_t perTask, F&& f) const {
+        if (!steal || size == 1 || perTask <= 0) {
+            const auto [b0, b1] = share(blocks);
+            if (b0 < b1) f(b0, b1);
+            return;
+        }
+        const int64_t tasks = (blocks + perTask - 1) / perTask;
+        const auto [t0, t1] = share(tasks);
+        steal->open(id, t0, t1);
+        for (StealRanges::Tasks t; !(t = steal->take(id)).empty();)
+            f(t.first * perTask, std::min(blocks, t.end * perTask));
+    }
 
 private:
     static double secondsSince(std::chrono::steady_clock::time_point t) {

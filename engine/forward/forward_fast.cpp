@@ -169,9 +169,11 @@ private:
             quantiseShare(team, oMask, ws.att.data(), n, qDim, ws.qin);
             team.sync(Phase::OQuantise);
         }
-        const auto [r0, r1] = team.shareRows(d);
-        matmulRows(L.o, ws.qin.input(ws.att.data(), 0, n, qDim), ws.o.data(), ptr(L.oBias), r0, r1);
-        addResidualRows(ws.o.data(), n, r0, r1);
+        const ActInput oIn = ws.qin.input(ws.att.data(), 0, n, qDim);
+        forRowTasks(team, d, matrixRowBytes(L.o), n, [&](int64_t r0, int64_t r1) {
+            matmulRows(L.o, oIn, ws.o.data(), ptr(L.oBias), r0, r1);
+            addResidualRows(ws.o.data(), n, r0, r1);
+        });
         team.sync(Phase::OProjection);
     }
 
@@ -362,6 +364,7 @@ private:
             if (shared)
                 ws.items[ws.nItems] =
                     wholeChunkItem(L.shared, n, size_t(n) * K * size_t(c.expertFfn));
+            ++ws.expertEpoch;
             if (m.vram && !m.cache)
                 gpuSubmit(m, layer, n, shared ? &ws.items[ws.nItems] : nullptr, false);
         }
@@ -388,13 +391,10 @@ private:
                 team.sync(Phase::GateUp);
                 downShare(team, redo, d);
             }
-        } else if (!m.cache && evenWholeItems(team, routed)) {
-            // Decode: whole routed experts per thread (fast_ffn.h); the shared expert's rows split.
-            const std::span<const FfnItem> sharedItem = all.subspan(size_t(ws.nItems));
-            expertShare(team, routed, d);
-            gateUpShare(team, sharedItem);
+        } else if (!m.cache && n == 1) {
+            // Decode: routed and shared experts as tasks, balanced by stealing (fast_ffn.h).
+            expertSteal(team, all, d, {ws.actDone.get(), ws.expertEpoch});
             team.sync(Phase::WholeExperts);
-            downShare(team, sharedItem, d);
         } else if (!m.cache) {
             gateUpShare(team, all);
             team.sync(Phase::GateUp);
@@ -538,13 +538,14 @@ private:
             }
         }
         team.sync(Phase::FinalNorm);
-        const auto [r0, r1] = team.shareRows(c.vocabSize);
-        matmulRows(out, ws.qin.input(ws.h.data() + size_t(firstLogitRow) * d, 0, rows, d), logits,
-                   nullptr, r0, r1);
+        const ActInput in = ws.qin.input(ws.h.data() + size_t(firstLogitRow) * d, 0, rows, d);
         const float inv = c.logitsScaling;
-        for (int t = 0; t < rows; ++t)
-            for (int64_t i = r0; i < r1; ++i)
-                logits[size_t(t) * c.vocabSize + i] /= inv;
+        forRowTasks(team, c.vocabSize, matrixRowBytes(out), rows, [&](int64_t r0, int64_t r1) {
+            matmulRows(out, in, logits, nullptr, r0, r1);
+            for (int t = 0; t < rows; ++t)
+                for (int64_t i = r0; i < r1; ++i)
+                    logits[size_t(t) * c.vocabSize + i] /= inv;
+        });
         team.endPhase(Phase::LmHead);
     }
 
@@ -617,6 +618,9 @@ void FastWorkspace::allocate(const ModelConfig& c, int threads) {
     onGpu.assign(E, 0);
     redoPositions.assign(E, 0);
     scoreThreads = std::max(threads, 1);
+    stealRanges.resize(scoreThreads);
+    actDone = std::make_unique<std::atomic<uint32_t>[]>(E + 1);
+    expertEpoch = 0;
     scoreTokens = 0;
     reserveScores(std::min(c.maxPositions, 64), c.maxPositions);
 }
@@ -652,6 +656,7 @@ Status forwardFast(const ModelImpl& m, std::span<const int32_t> tokens, KVCache&
         {
             Team team;
             team.barrier = &ws.barrier;
+            team.steal = &ws.stealRanges;
 #ifdef _OPENMP
             team.id = omp_get_thread_num();
             team.size = omp_get_num_threads();

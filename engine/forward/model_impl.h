@@ -71,6 +71,12 @@ struct FastWorkspace {
                          // max_position_embeddings
     // Shared between the team's threads of one chunk, written by the master before a sync.
     SpinBarrier barrier;
+    // The phases balanced by stealing (Team::steal): one task range per thread. Decode's experts
+    // (fast_ffn.h, expertSteal): per item the epoch its act was completed in; the epoch is
+    // master-written in the routing phase.
+    StealRanges stealRanges;
+    std::unique_ptr<std::atomic<uint32_t>[]> actDone; // [n_experts + 1]
+    uint32_t expertEpoch = 0;
     // Each flag is written by the master in one phase only and read by all after the next sync;
     // two flags, not one, so that no thread can still be reading one the master is setting.
     Status status;             // the chunk's error (streamed expert reads)

@@ -1,25 +1,34 @@
-// The decode form of the routed experts (forward/fast_ffn.h): whole experts per thread
-// (expertShare) must give the bytes of the two-phase form (gateUpShare, then downShare), for every
-// share of the team, with quantised (int4 and int8, plain and -r8 tiles) and f32 weights. The
-// threads' shares are run one after another on this thread: neither form syncs inside.
+// The decode form of the routed experts (forward/fast_ffn.h): expertSteal, the experts as tasks
+// balanced by stealing, must give the bytes of the two-phase form (gateUpShare, then downShare)
+// for every team size, with quantised (int4 and int8, plain and -r8 tiles) and f32 weights, and
+// an item with a wider MLP (a shared expert). First without stealing, the threads' tasks run one
+// after another on this thread; then with real threads and stealing over many rounds (which
+// thread computes a down chunk, and when, changes from round to round): also under
+// ThreadSanitizer (label tsan).
 #include "forward/fast_ffn.h"
+#include "forward/spin_barrier.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 namespace coli {
 namespace {
 
 constexpr int kModel = 128, kFfn = 192;
+// Down tasks of 24 rows: five per item and a short last one (the test's matrices are too small
+// for downChunkRows' 64 KiB to split them).
+constexpr int kDownRows = 24;
 
 struct Experts {
     std::vector<SwiGluWeights> w;
-    std::vector<float> x;       // [1, d_model], the token
-    QuantisedRows qin, qact;    // its quantised copies; the acts
-    std::vector<float> g, u, y; // [items, ffn] x2, [items, d_model]
+    std::vector<float> x;           // [1, d_model], the token
+    QuantisedRows qin, qact, qwide; // its quantised copies; the acts (qwide: the wide item's)
+    std::vector<float> g, u, y;     // the items' [ffn] blocks x2, [items, d_model]
     std::vector<FfnItem> items;
 };
 
@@ -42,14 +51,18 @@ Matrix randomMatrix(int rows, int cols, bool quantised, quant::WeightFormat fmt,
     return m;
 }
 
-Experts makeExperts(int count, bool quantised, quant::WeightFormat fmt, uint32_t seed) {
+// `count` experts of kFfn, then (wideLast) one more of 2 * kFfn, as a shared expert would be.
+Experts makeExperts(int count, bool wideLast, bool quantised, quant::WeightFormat fmt,
+                    uint32_t seed) {
     std::mt19937 rng(seed);
     Experts e;
-    for (int i = 0; i < count; ++i) {
+    const int total = count + (wideLast ? 1 : 0);
+    for (int i = 0; i < total; ++i) {
+        const int ffn = i < count ? kFfn : 2 * kFfn;
         SwiGluWeights w;
-        w.gate = randomMatrix(kFfn, kModel, quantised, fmt, rng);
-        w.up = randomMatrix(kFfn, kModel, quantised, fmt, rng);
-        w.down = randomMatrix(kModel, kFfn, quantised, fmt, rng);
+        w.gate = randomMatrix(ffn, kModel, quantised, fmt, rng);
+        w.up = randomMatrix(ffn, kModel, quantised, fmt, rng);
+        w.down = randomMatrix(kModel, ffn, quantised, fmt, rng);
         e.w.push_back(std::move(w));
     }
     std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -59,64 +72,115 @@ Experts makeExperts(int count, bool quantised, quant::WeightFormat fmt, uint32_t
     e.qin.allocate(1, kModel);
     e.qin.quantiseRow(kGroup32 | kGroup64, e.x.data(), kModel, 0);
     e.qact.allocate(count, kFfn);
-    e.g.assign(size_t(count) * kFfn, 0.0f);
-    e.u.assign(size_t(count) * kFfn, 0.0f);
-    e.y.assign(size_t(count) * kModel, 0.0f);
-    for (int i = 0; i < count; ++i) {
+    e.qwide.allocate(1, 2 * kFfn);
+    e.g.assign(size_t(count + 2) * kFfn, 0.0f);
+    e.u.assign(size_t(count + 2) * kFfn, 0.0f);
+    e.y.assign(size_t(total) * kModel, 0.0f);
+    for (int i = 0; i < total; ++i) {
         FfnItem it;
         it.w = e.w[size_t(i)];
         it.in = e.qin.input(e.x.data(), 0, 1, kModel);
         it.cnt = 1;
         it.g = e.g.data() + size_t(i) * kFfn;
         it.u = e.u.data() + size_t(i) * kFfn;
-        it.act = &e.qact;
-        it.actRow = i;
+        it.act = i < count ? &e.qact : &e.qwide;
+        it.actRow = i < count ? i : 0;
         it.y = e.y.data() + size_t(i) * kModel;
         e.items.push_back(it);
     }
     return e;
 }
 
-TEST(ExpertShare, WholeExpertsPerThreadEqualTheTwoPhaseForm) {
-    using quant::WeightFormat;
-    struct Case {
-        bool quantised;
-        WeightFormat fmt;
-    };
-    const Case cases[] = {{true, WeightFormat::Q4_G64_R8},
-                          {true, WeightFormat::Q8_G64_R8},
-                          {true, WeightFormat::Q4_G32},
-                          {true, WeightFormat::Q8_G32},
-                          {false, WeightFormat::Q8_G32}};
-    for (const Case& c : cases)
-        for (int threads : {1, 2, 4}) {
-            const int count = 4;
-            Experts twoPhase = makeExperts(count, c.quantised, c.fmt, 7);
-            Experts whole = makeExperts(count, c.quantised, c.fmt, 7);
-            for (int id = 0; id < threads; ++id)
-                gateUpShare(Team{id, threads, nullptr}, twoPhase.items);
-            for (int id = 0; id < threads; ++id)
-                downShare(Team{id, threads, nullptr}, twoPhase.items, kModel);
-            ASSERT_TRUE(evenWholeItems(Team{0, threads, nullptr}, whole.items));
-            for (int id = threads - 1; id >= 0; --id) // any order: the shares are disjoint
-                expertShare(Team{id, threads, nullptr}, whole.items, kModel);
-            const std::string what = std::string(c.quantised ? "quantised " : "f32 ") +
-                                     std::to_string(int(c.fmt)) + ", " + std::to_string(threads) +
-                                     " threads";
-            EXPECT_EQ(0, std::memcmp(twoPhase.y.data(), whole.y.data(),
-                                     sizeof(float) * twoPhase.y.size()))
-                << what;
-            EXPECT_NE(0.0f, whole.y[0]) << what; // computed, not left at zero
-        }
+struct Case {
+    bool quantised;
+    quant::WeightFormat fmt;
+};
+const Case kCases[] = {{true, quant::WeightFormat::Q4_G64_R8},
+                       {true, quant::WeightFormat::Q8_G64_R8},
+                       {true, quant::WeightFormat::Q4_G32},
+                       {true, quant::WeightFormat::Q8_G32},
+                       {false, quant::WeightFormat::Q8_G32}};
+
+std::string describe(const Case& c, int count, bool wide, int threads) {
+    return std::string(c.quantised ? "quantised " : "f32 ") + std::to_string(int(c.fmt)) + ", " +
+           std::to_string(count) + (wide ? " + wide" : "") + " items, " + std::to_string(threads) +
+           " threads";
 }
 
-TEST(ExpertShare, EvenOnlyWhenTheTeamDividesEqualItems) {
-    Experts e = makeExperts(4, true, quant::WeightFormat::Q4_G64_R8, 3);
-    EXPECT_TRUE(evenWholeItems(Team{0, 2, nullptr}, e.items));
-    EXPECT_FALSE(evenWholeItems(Team{0, 3, nullptr}, e.items));
-    EXPECT_FALSE(evenWholeItems(Team{0, 2, nullptr}, std::span<const FfnItem>()));
-    e.items[1].cnt = 2; // a prefill chunk: experts take different numbers of tokens
-    EXPECT_FALSE(evenWholeItems(Team{0, 2, nullptr}, e.items));
+// The two-phase form's outputs, the reference.
+std::vector<float> twoPhase(const Case& c, int count, bool wide, int threads) {
+    Experts e = makeExperts(count, wide, c.quantised, c.fmt, 7);
+    for (int id = 0; id < threads; ++id)
+        gateUpShare(Team{id, threads, nullptr}, e.items);
+    for (int id = 0; id < threads; ++id)
+        downShare(Team{id, threads, nullptr}, e.items, kModel);
+    return e.y;
+}
+
+TEST(ExpertSteal, OwnTasksOnlyEqualTheTwoPhaseForm) {
+    for (const Case& c : kCases)
+        for (int threads : {1, 2, 3, 4})
+            for (const auto& [count, wide] : {std::pair{4, false}, {8, true}, {1, false}}) {
+                const std::vector<float> expected = twoPhase(c, count, wide, threads);
+                Experts e = makeExperts(count, wide, c.quantised, c.fmt, 7);
+                auto actDone = std::make_unique<std::atomic<uint32_t>[]>(e.items.size());
+                // Any order of the threads: without stealing each computes its own items, and
+                // its down chunks follow its own gate/up.
+                for (int id = threads - 1; id >= 0; --id)
+                    expertSteal(Team{id, threads, nullptr}, e.items, kModel,
+                                {actDone.get(), 1, kDownRows});
+                EXPECT_EQ(0, std::memcmp(expected.data(), e.y.data(), sizeof(float) * e.y.size()))
+                    << describe(c, count, wide, threads);
+                EXPECT_NE(0.0f, e.y[0]) << describe(c, count, wide, threads);
+            }
+}
+
+// Real threads, one phase per round as in the forward pass: the outputs cleared, a barrier,
+// expertSteal on every thread with a new epoch, a barrier, then the bytes checked.
+TEST(ExpertSteal, StolenDownChunksEqualTheTwoPhaseForm) {
+    int64_t stolen = 0;
+    for (const Case& c : kCases)
+        for (int threads : {2, 3, 4})
+            for (const auto& [count, wide] : {std::pair{4, false}, {8, true}, {1, false}}) {
+                const std::vector<float> expected = twoPhase(c, count, wide, 1);
+                Experts e = makeExperts(count, wide, c.quantised, c.fmt, 7);
+                auto actDone = std::make_unique<std::atomic<uint32_t>[]>(e.items.size());
+                StealRanges ranges(threads);
+                SpinBarrier barrier(threads);
+                std::atomic<int> mismatches{0};
+                constexpr int kRounds = 150;
+                std::vector<std::thread> team;
+                for (int id = 0; id < threads; ++id)
+                    team.emplace_back([&, id] {
+                        Team t{id, threads, &barrier};
+                        t.steal = &ranges;
+                        for (uint32_t round = 1; round <= kRounds; ++round) {
+                            if (id == 0) std::fill(e.y.begin(), e.y.end(), 0.0f);
+                            barrier.wait();
+                            expertSteal(t, e.items, kModel, {actDone.get(), round, kDownRows});
+                            barrier.wait();
+                            if (id == 0 && std::memcmp(expected.data(), e.y.data(),
+                                                       sizeof(float) * e.y.size()) != 0)
+                                mismatches.fetch_add(1);
+                        }
+                    });
+                for (std::thread& t : team)
+                    t.join();
+                EXPECT_EQ(mismatches.load(), 0) << describe(c, count, wide, threads);
+                stolen += ranges.stolen();
+            }
+    // Three threads with four equal items leave two threads one item each and one two: they
+    // steal in every round (thousands of tasks in all, measured); none would mean the test
+    // compared nothing but static splits.
+    EXPECT_GT(stolen, 100);
+}
+
+TEST(ExpertSteal, DownChunksAreWholeRowBlocksNearTheirByteSize) {
+    Experts e = makeExperts(1, false, true, quant::WeightFormat::Q4_G64_R8, 3);
+    const int rows = downChunkRows(e.items[0].w, kModel);
+    EXPECT_EQ(rows % Team::kRowBlock, 0);
+    EXPECT_EQ(rows, kModel); // 128 rows of 192 int4 values: 14 KiB in all, one chunk
+    EXPECT_EQ(downChunkRows(e.items[0].w, 16), 16);
 }
 
 } // namespace

@@ -148,7 +148,7 @@ TEST(ExpertSteal, StolenDownChunksEqualTheTwoPhaseForm) {
                 StealRanges ranges(threads);
                 SpinBarrier barrier(threads);
                 std::atomic<int> mismatches{0};
-                constexpr int kRounds = 150;
+                constexpr int kRounds = 80;
                 std::vector<std::thread> team;
                 for (int id = 0; id < threads; ++id)
                     team.emplace_back([&, id] {

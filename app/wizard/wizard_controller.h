@@ -260,7 +260,8 @@ public:
     // the conversions that use it. Default: the real one.
     void setFileSystem(convert::FileSystem* fs) { m_fs = fs; }
     // The free space (bytes) the place and download pages keep instead of wizard::spaceMargin of
-    // the disk's size (tests: 5 % of a big, full disk must not decide them). nullopt: the default.
+    // the disk's size, and the mirror page instead of the mirror plan's reserve (5 % of its file
+    // system) (tests: 5 % of a big, full disk must not decide them). nullopt: the defaults.
     void setSpaceMargin(std::optional<uint64_t> bytes) { m_spaceMargin = bytes; }
     convert::PlanOptions planOptions() const;
 

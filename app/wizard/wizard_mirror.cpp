@@ -17,6 +17,7 @@
 #include <QDir>
 
 #include <memory>
+#include <optional>
 
 namespace coli::app {
 
@@ -33,8 +34,9 @@ struct MirrorAnswer {
 
 // `coli mirror plan`'s steps: the model's expert files, its learned heat (none: ranked by expert
 // bytes), the plan for the folder. Runs on the worker thread.
-MirrorAnswer planFor(const std::string& model, const std::string& mirrorDir,
-                     const std::string& db) {
+// reserve: the free space to keep in the mirror's file system (unset: the plan's default).
+MirrorAnswer planFor(const std::string& model, const std::string& mirrorDir, const std::string& db,
+                     std::optional<uint64_t> reserve) {
     MirrorAnswer a;
     auto files = mirror::findExpertFiles(model);
     if (!files) {
@@ -52,7 +54,9 @@ MirrorAnswer planFor(const std::string& model, const std::string& mirrorDir,
         a.ranking = QObject::tr("by expert bytes per byte (no usage history yet: chat with the "
                                 "model and plan again to rank by learned heat)");
     }
-    a.plan = mirror::planMirrorFolder(files.value(), heat, mirrorDir, {});
+    mirror::MirrorPlanOptions options;
+    options.reserveBytes = reserve;
+    a.plan = mirror::planMirrorFolder(files.value(), heat, mirrorDir, options);
     return a;
 }
 
@@ -117,10 +121,10 @@ void WizardController::chooseMirrorFolder(const QString& dir) {
     const QString model = modelDir(), target = m_mirrorDir;
     ++m_jobs;
     emit stateChanged();
-    m_worker->post([this, generation, model, target,
-                    db = databasePath()](const std::atomic<bool>&) {
-        auto a =
-            std::make_shared<MirrorAnswer>(planFor(model.toStdString(), target.toStdString(), db));
+    m_worker->post([this, generation, model, target, db = databasePath(),
+                    reserve = m_spaceMargin](const std::atomic<bool>&) {
+        auto a = std::make_shared<MirrorAnswer>(
+            planFor(model.toStdString(), target.toStdString(), db, reserve));
         QMetaObject::invokeMethod(
             this,
             [this, a, generation, model, target] {
@@ -147,10 +151,10 @@ void WizardController::startMirror() {
     ++m_jobs;
     emit stateChanged();
     emit progressChanged();
-    m_mirrorCancel = m_worker->post([this, model, target, generation,
-                                     db = databasePath()](const std::atomic<bool>& cancel) {
+    m_mirrorCancel = m_worker->post([this, model, target, generation, db = databasePath(),
+                                     reserve = m_spaceMargin](const std::atomic<bool>& cancel) {
         // Planned again here, as `coli mirror stage` does: the disk may have changed meanwhile.
-        MirrorAnswer a = planFor(model.toStdString(), target.toStdString(), db);
+        MirrorAnswer a = planFor(model.toStdString(), target.toStdString(), db, reserve);
         auto r = std::make_shared<Result<mirror::StageReport>>(a.plan.status());
         if (a.plan) {
             mirror::StageOptions so;

@@ -5,10 +5,11 @@
 // left at a time, and once its range is empty takes the other threads' remaining tasks from the
 // back, one at a time. Taking half keeps the calls per phase logarithmic (each take is one kernel
 // call, which prepares its activations again) while what the owner holds never exceeds what is
-// left for a thief, so the two meet within about one task. A static split left the
-// faster thread waiting at the phase's barrier: at decode on the OLMoE shape (two threads, int4)
-// 1.2-1.7 ms per token at the routed experts' barrier and 0.5-0.8 ms at the q/k/v projections',
-// of ~38 ms (docs/performance.md, "Work stealing at decode").
+// left for a thief, so the two meet within about one task (a thief taking half as well measured
+// the same). A static split left the faster thread waiting at the phase's barrier: at decode on
+// the OLMoE shape (two threads) 0.7-2.3 ms per token at the routed experts' barrier and 0.2-0.7
+// ms at the q/k/v projections', of 25-40 ms (docs/performance.md, "the decode's phases balanced
+// by work stealing").
 // Which thread computes a task never changes its bits: every output element is still computed by
 // one thread with the kernels' fixed order.
 // Each range is one 64-bit word (front in the low half, end in the high half), changed by
@@ -33,7 +34,7 @@ public:
 
     // Thread `id` opens its range [first, end) of the phase's tasks (0 <= first <= end < 2^31)
     // before it takes any. Every range must be empty from the previous use (each use runs until
-    // take() returns -1 on every thread, then a barrier): a thief that reads a range before its
+    // take() returns empty on every thread, then a barrier): a thief that reads a range before its
     // owner opened it sees it empty and takes nothing from it, which is safe (the owner does it).
     void open(int id, int64_t first, int64_t end);
     // Tasks [first, end) for thread `id` to compute in order.

@@ -152,10 +152,9 @@ void expertSteal(const Team& team, std::span<const FfnItem> items, int dModel,
                 ++k;
                 continue;
             }
-            // A run of this item's chunks within [k, k1).
-            int64_t last = k + 1;
-            while (last < k1 && decode(last).item == t.item && decode(last).chunk > 0)
-                ++last;
+            // The run of this item's chunks within [k, k1): an item's chunks are consecutive
+            // tasks, the next item's chunk 0 follows its last.
+            const int64_t last = std::min<int64_t>(k1, k + (perItem - 1 - t.chunk));
             // The owner's own down chunks come after all its gate/up tasks, so this wait is
             // empty for it; a thief took the chunk only when ready.
             while (tasks.actDone[t.item].load(std::memory_order_acquire) != tasks.epoch) {

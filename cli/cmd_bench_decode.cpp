@@ -8,6 +8,7 @@
 // budget (--vram-budgets), and the rows get the GPU columns (bench_gpu_columns.h).
 #include "cmd_bench_decode.h"
 #include "bench_gpu_columns.h"
+#include "bench_phase_table.h"
 #include "bench_stats.h"
 #include "cmd_bench_resident.h"
 #include "diskbench/io_bench.h"
@@ -51,7 +52,7 @@ struct BenchDecodeOptions {
     std::string reference = "auto";
     bool resident = false;    // --resident: the memory roofline rows (cmd_bench_resident.h)
     std::vector<int> prefill; // --prefill lengths (with --resident)
-    bool phases = false;      // --phases (with --resident)
+    bool phases = false;      // --phases: per-phase times of the decode steps
     std::string gpu = "none"; // --gpu NAME|auto|none: the VRAM axis (bench_gpu_columns.h)
     // --vram-budgets; empty: {"0", "50%", "100%"} with a GPU, else {"0"}.
     std::vector<std::string> vramBudgets;
@@ -109,8 +110,10 @@ ModelLoadOptions loadOptions(const BenchDecodeOptions& o, bool stream, uint64_t 
 
 // One measured run: fresh model (empty caches), prompt, `tokens` greedy decode steps. On an error
 // *code is the exit code (kExitUsage for a budget, else kExitModel).
+// phases: when set, the decode steps' per-phase times are added to it.
 Result<RunResult> runOnce(const BenchDecodeOptions& o, const Tokenizer& tok, bool stream,
-                          const std::string& budget, uint64_t vramBytes, int* code) {
+                          const std::string& budget, uint64_t vramBytes, int* code,
+                          PhaseTimes* phases = nullptr) {
     *code = kExitModel;
     auto model = Model::load(o.model, loadOptions(o, stream, vramBytes));
     if (!model) return model.status();
@@ -137,12 +140,15 @@ Result<RunResult> runOnce(const BenchDecodeOptions& o, const Tokenizer& tok, boo
     COLI_RETURN_IF_ERROR(m.forward(ids, kv, logits));
     const tiers::TierCounters before = cache ? cache->telemetry().counters : tiers::TierCounters{};
     const GpuCounters g1 = m.gpuCounters();
+    ForwardTimes times;
+    times.phases = phases;
     const auto t0 = Clock::now();
     for (int i = 0; i < o.tokens; ++i) {
         const int32_t next =
             int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
         r.ids.push_back(next);
-        COLI_RETURN_IF_ERROR(m.forward(std::span<const int32_t>(&next, 1), kv, logits));
+        COLI_RETURN_IF_ERROR(
+            m.forward(std::span<const int32_t>(&next, 1), kv, logits, false, nullptr, &times));
     }
     r.decodeTokensPerSecond = o.tokens / seconds(t0, Clock::now());
     r.gpuDecode = gpuDelta(m.gpuCounters(), g1);
@@ -162,6 +168,8 @@ struct Row {
     std::vector<double> tokps, waitShare, poolMBps, diskMBps, ratio;
     tiers::TierCounters last; // decode counters of the last run (the runs read the same bytes)
     GpuRowFigures gpu;
+    PhaseTimes phases; // --phases: the measured runs' decode steps
+    int measured = 0;  // runs summed in phases
 };
 
 int fail(const Status& s, int code) {
@@ -266,7 +274,9 @@ int runBenchDecode(const BenchDecodeOptions& o) {
                     const Status dropped = diskbench::dropCaches(diskbench::shardFiles(*box));
                     if (!dropped.isOk()) return fail(dropped, kExitModel);
                 }
-                auto r = runOnce(o, **tok, true, budget, row.vramBytes, &code);
+                auto r = runOnce(o, **tok, true, budget, row.vramBytes, &code,
+                                 o.phases && run >= 0 ? &row.phases : nullptr);
+                if (o.phases && run >= 0) ++row.measured;
                 if (!r) return fail(r.status(), code);
                 if (!ref) ref = *r; // the first streamed run is the reference
                 if (r->ids != ref->ids)
@@ -340,6 +350,12 @@ int runBenchDecode(const BenchDecodeOptions& o) {
                    100 * median(r.waitShare), median(r.poolMBps), median(r.diskMBps),
                    median(r.ratio), axis ? fmt::format(" {}", gpuColumns(r.gpu)) : std::string());
     }
+    if (o.phases)
+        for (const Row& r : rows)
+            fmt::print("phases:     {} {}{}: decode steps of the {} runs, ms per token (work: a "
+                       "thread's share of the phase up to its barrier; wait: at the barrier)\n{}",
+                       r.state, r.budget, axis ? ", VRAM " + r.vram : std::string(), r.measured,
+                       phaseTable(r.phases, double(r.measured) * o.tokens, "token"));
     fmt::print("hit% = ready in RAM when routed (pin% of them pinned), fly% = being read by a "
                "prefetch, dem% = read on demand; wait% = compute thread waiting for reads; "
                "poolMB/s = expert bytes / time the I/O pool was busy; diskMB/s = O_DIRECT random "
@@ -418,8 +434,9 @@ Command addBenchDecodeCommand(CLI::App& bench) {
         ->delimiter(',')
         ->check(integerIn(1, 32768));
     cmd->add_flag("--phases", o->phases,
-                  "With --resident: each thread's time per phase of the forward pass (work and "
-                  "wait at the phase's barrier), per decode token and per prefill prompt");
+                  "Each thread's time per phase of the forward pass (work and wait at the "
+                  "phase's barrier), per decode token (per row of budgets when streamed) and, "
+                  "with --resident, per prefill prompt");
     return {cmd, [o, cmd]() -> int {
                 if (o->gpu == "none" && !o->vramBudgets.empty()) {
                     fmt::print(stderr, "coli: error: --vram-budgets needs --gpu NAME|auto\n");
@@ -432,10 +449,6 @@ Command addBenchDecodeCommand(CLI::App& bench) {
                 if (!o->resident) {
                     if (!o->prefill.empty()) {
                         fmt::print(stderr, "coli: error: --prefill needs --resident\n");
-                        return kExitUsage;
-                    }
-                    if (o->phases) {
-                        fmt::print(stderr, "coli: error: --phases needs --resident\n");
                         return kExitUsage;
                     }
                     return runBenchDecode(*o);

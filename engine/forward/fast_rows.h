@@ -12,24 +12,30 @@ namespace coli {
 // fewer tokens than threads (one at decode) every thread computes the token's factor (the same
 // serial sum, rmsNormFactor) and scales and quantises its own whole groups of 64 columns, so no
 // thread waits for one to do the whole row; the bytes are the same (groups are independent).
-inline void normShare(const Team& team, FastWorkspace& ws, const ModelConfig& c, const float* w,
-                      int n, int mask) {
+// The same into other buffers: h [n, d_model] and its quantised rows qr (the router lookahead's
+// lookH / qlook).
+inline void normShareInto(const Team& team, const FastWorkspace& ws, const ModelConfig& c,
+                          const float* w, int n, int mask, float* h, QuantisedRows& qr) {
     const int d = c.dModel;
+    const float* x = ws.x.data();
     if (n == 1 && team.size > 1 && d % 64 == 0) {
-        const float* x = ws.x.data();
-        float* h = ws.h.data();
         const float r = rmsNormFactor(x, d, c.rmsNormEps);
         const auto [c0, c1] = team.shareBlocks(d, 64);
         for (int64_t i = c0; i < c1; ++i)
             h[i] = w[i] * (x[i] * r);
-        if (mask && c1 > c0) ws.qin.quantiseRowPart(mask, h, d, 0, int(c0), int(c1));
+        if (mask && c1 > c0) qr.quantiseRowPart(mask, h, d, 0, int(c0), int(c1));
         return;
     }
     const auto [t0, t1] = team.share(n);
     for (int64_t t = t0; t < t1; ++t) {
-        rmsNorm(ws.x.data() + size_t(t) * d, w, d, c.rmsNormEps, ws.h.data() + size_t(t) * d);
-        if (mask) ws.qin.quantiseRow(mask, ws.h.data() + size_t(t) * d, d, int(t));
+        rmsNorm(x + size_t(t) * d, w, d, c.rmsNormEps, h + size_t(t) * d);
+        if (mask) qr.quantiseRow(mask, h + size_t(t) * d, d, int(t));
     }
+}
+
+inline void normShare(const Team& team, FastWorkspace& ws, const ModelConfig& c, const float* w,
+                      int n, int mask) {
+    normShareInto(team, ws, c, w, n, mask, ws.h.data(), ws.qin);
 }
 
 // x[t, r0..r1) += y[t, r0..r1) * residual_multiplier for every token (this thread's rows).

@@ -332,11 +332,25 @@ private:
         const int mask = groupMask(L.router) | expertMask | (shared ? mlpMask(L.shared) : 0) |
                          (c.sharedExpertGate ? groupMask(L.sharedExpertGate) : 0);
         normShare(L.ffnNorm.data(), n, mask);
+        // Streamed: the next MoE layer's router on this layer's residual stream (lookahead),
+        // computed by the team beside this layer's router.
+        const int lookLayer = m.cache ? lookaheadLayer(layer) : -1;
+        const LayerWeights* look = lookLayer >= 0 ? &m.w.layers[size_t(lookLayer)] : nullptr;
+        if (look)
+            normShareInto(team, ws, c, look->ffnNorm.data(), n, groupMask(look->router),
+                          ws.lookH.data(), ws.qlook);
         team.sync(Phase::FfnNorm);
         MatJob router[2] = {{L.router, ws.routerLogits.data(), nullptr}, {}};
         if (c.sharedExpertGate) router[1] = {L.sharedExpertGate, ws.sharedGate.data(), nullptr};
         matmulShare(team, std::span<const MatJob>(router, c.sharedExpertGate ? 2 : 1),
                     ws.qin.input(ws.h.data(), 0, n, d));
+        if (look) {
+            // A static split: a second stolen phase would need a barrier between the two.
+            const auto [e0, e1] = team.shareRows(c.nExperts);
+            if (e0 < e1)
+                matmulRows(look->router, ws.qlook.input(ws.lookH.data(), 0, n, d),
+                           ws.lookLogits.data(), nullptr, e0, e1);
+        }
         team.sync(Phase::Router);
         if (team.master()) {
             route(n, L.routerBias.empty() ? nullptr : L.routerBias.data());
@@ -357,8 +371,8 @@ private:
                 if (!begun.isOk()) {
                     ws.status = begun;
                     ws.routeFailed = true;
-                } else {
-                    lookahead(layer, n);
+                } else if (look) {
+                    lookahead(lookLayer, *look, n);
                 }
             }
             if (shared)
@@ -374,7 +388,6 @@ private:
             gatherShare(n, expertMask);
             team.sync(Phase::Gather);
         }
-        const std::span<const FfnItem> routed(ws.items.data(), size_t(ws.nItems));
         const std::span<const FfnItem> all(ws.items.data(), size_t(ws.nItems + (shared ? 1 : 0)));
         const auto [r0, r1] = team.shareRows(d);
         if (m.vram && !m.cache) {
@@ -406,59 +419,84 @@ private:
                 downShare(team, all.subspan(size_t(ws.nItems)), d);
                 team.sync(Phase::Down);
             }
-            if (!streamExperts(routed, layer)) return false;
+            if (!streamExperts(layer, n)) return false;
         }
         combineRows(n, r0, r1);
         team.sync(Phase::DownCombine);
         return true;
     }
 
-    // Streamed routed experts, one at a time as the cache hands them out (master), each computed
-    // by the whole team. False (on every thread) when the cache failed.
-    // The master rewrites ws.streamPos / ws.streamFailed only after the sync that ends the
-    // previous expert, so every thread has read them by then; a flag shared with an earlier
+    // Streamed routed experts as the cache hands them out (master), computed by the whole team:
+    // at decode every expert that is ready when the team is free, as one batch balanced by
+    // stealing (expertSteal, as resident experts are), at prefill one at a time (each expert
+    // split by rows). False (on every thread) when the cache failed.
+    // Why batches: one expert at a time cost three barriers per expert and left the team
+    // computing 3.5 MB between them; at a 100 % budget (99.5 % hits) the streamed decode ran
+    // 15-25 % below the resident one (docs/performance.md).
+    // The master rewrites ws.streamBatch / ws.streamFailed only after the sync that ends the
+    // previous batch, so every thread has read them by then; a flag shared with an earlier
     // phase (one thread still reading it while the master sets it) would let the threads part.
-    bool streamExperts(std::span<const FfnItem> routed, int layer) {
+    bool streamExperts(int layer, int n) {
         for (;;) {
-            if (team.master()) {
-                // Every CPU expert handed out: the device's results are due, and an expert with a
-                // flagged token goes back to the cache to be computed here after all.
-                if (m.vram && ws.gpuToCollect && ws.handedCpu == ws.nItems - ws.nGpuItems) {
-                    gpuCollect(m);
-                    for (int k = 0; k < ws.nRedoItems; ++k)
-                        m.cache->wantOnCpu(ws.redoPositions[size_t(k)]);
-                }
-                SwiGluView view;
-                Result<int> pos = m.cache->next(&view);
-                if (!pos) {
-                    ws.status = pos.status();
-                    ws.streamFailed = true;
-                } else {
-                    ws.streamPos = *pos;
-                    if (*pos >= 0) {
-                        ws.items[size_t(*pos)].w = view;
-                        ++ws.handedCpu;
-                    }
-                }
-            }
+            if (team.master()) handOut(n == 1);
             team.sync(Phase::ExpertHandout);
             if (ws.streamFailed) return false;
-            if (ws.streamPos < 0) return true;
-            const auto one = routed.subspan(size_t(ws.streamPos), 1);
-            gateUpShare(team, one);
-            team.sync(Phase::GateUp);
-            downShare(team, one, c.dModel);
-            team.sync(Phase::Down);
+            if (ws.streamBatch == 0) return true;
+            const std::span<const FfnItem> batch(ws.batchItems.data(), size_t(ws.streamBatch));
+            if (batch.size() > 1) {
+                expertSteal(team, batch, c.dModel, {ws.actDone.get(), ws.expertEpoch});
+                team.sync(Phase::WholeExperts);
+            } else {
+                gateUpShare(team, batch);
+                team.sync(Phase::GateUp);
+                downShare(team, batch, c.dModel);
+                team.sync(Phase::Down);
+            }
             if (team.master()) {
-                // Admission as routed: a computed expert goes to VRAM from its RAM slot (a free
-                // VRAM slot or a colder expert's: VramPlacement), before the cache may reuse it.
-                const int e = ws.unionExperts[size_t(ws.streamPos)];
-                tiers::ExpertId evicted{-1, -1};
-                if (m.vram && m.vram->admit(layer, e, ws.items[size_t(ws.streamPos)].w, &evicted))
-                    m.cache->markVram({layer, e}, evicted);
-                m.cache->finished(ws.streamPos);
+                for (int k = 0; k < ws.streamBatch; ++k) {
+                    // Admission as routed: a computed expert goes to VRAM from its RAM slot (a
+                    // free VRAM slot or a colder expert's: VramPlacement), before the cache may
+                    // reuse it.
+                    const int pos = ws.batchPos[size_t(k)];
+                    const int e = ws.unionExperts[size_t(pos)];
+                    tiers::ExpertId evicted{-1, -1};
+                    if (m.vram && m.vram->admit(layer, e, ws.items[size_t(pos)].w, &evicted))
+                        m.cache->markVram({layer, e}, evicted);
+                    m.cache->finished(pos);
+                }
             }
         }
+    }
+
+    // Master: the next batch of streamed experts into ws.batchItems / ws.batchPos / streamBatch
+    // (0: the layer is done), or ws.streamFailed with ws.status. Waits for one expert (next());
+    // when `many` and nothing the layer wants is still being read, adds every other one
+    // (tryNext()). While reads are pending, one at a time as before: a batch releases its slots
+    // only when it ends, which at a small budget would hold back the next reads.
+    void handOut(bool many) {
+        ws.streamBatch = 0;
+        // Every CPU expert handed out: the device's results are due, and an expert with a flagged
+        // token goes back to the cache to be computed here after all.
+        if (m.vram && ws.gpuToCollect && ws.handedCpu == ws.nItems - ws.nGpuItems) {
+            gpuCollect(m);
+            for (int k = 0; k < ws.nRedoItems; ++k)
+                m.cache->wantOnCpu(ws.redoPositions[size_t(k)]);
+        }
+        SwiGluView view;
+        Result<int> pos = m.cache->next(&view);
+        if (!pos) {
+            ws.status = pos.status();
+            ws.streamFailed = true;
+            return;
+        }
+        const bool batch = many && *pos >= 0 && m.cache->openLayerReady();
+        for (int p = *pos; p >= 0; p = batch ? m.cache->tryNext(&view) : -1) {
+            ws.items[size_t(p)].w = view;
+            ++ws.handedCpu;
+            ws.batchItems[size_t(ws.streamBatch)] = ws.items[size_t(p)];
+            ws.batchPos[size_t(ws.streamBatch++)] = p;
+        }
+        ++ws.expertEpoch;
     }
 
     // This thread's rows of the MoE output: sum over the router's top-k in order of gate *
@@ -486,26 +524,24 @@ private:
         addResidualRows(ws.mlpOut.data(), n, r0, r1);
     }
 
-    // Master, streamed only. Router lookahead: the next MoE layer's router applied to this
-    // layer's residual stream (after attention, normed with that layer's ffn norm) predicts its
-    // experts; they are requested now so their reads overlap this layer's expert compute. Only
-    // the cache's reads change: nothing computed here reaches the outputs.
-    void lookahead(int layer, int n) {
-        if (!m.cache->prefetchEnabled()) return;
+    // The MoE layer after `layer` whose experts the router lookahead predicts, or -1 (none, or
+    // the cache's prefetch is off).
+    int lookaheadLayer(int layer) const {
+        if (!m.cache->prefetchEnabled()) return -1;
         int next = layer + 1;
-        while (next < c.nLayers && !m.w.layers[next].sparse)
+        while (next < c.nLayers && !m.w.layers[size_t(next)].sparse)
             ++next;
-        if (next >= c.nLayers) return;
-        const LayerWeights& N = m.w.layers[next];
-        const int d = c.dModel, E = c.nExperts, K = c.topK;
-        const int mask = groupMask(N.router);
-        for (int t = 0; t < n; ++t) {
-            rmsNorm(ws.x.data() + size_t(t) * d, N.ffnNorm.data(), d, c.rmsNormEps,
-                    ws.lookH.data() + size_t(t) * d);
-            if (mask) ws.qlook.quantiseRow(mask, ws.lookH.data() + size_t(t) * d, d, t);
-        }
-        matmulRows(N.router, ws.qlook.input(ws.lookH.data(), 0, n, d), ws.lookLogits.data(),
-                   nullptr, 0, E);
+        return next < c.nLayers ? next : -1;
+    }
+
+    // Master, streamed only. Router lookahead: the next MoE layer's router applied to this
+    // layer's residual stream (after attention, normed with that layer's ffn norm: ws.lookLogits,
+    // computed by the team in the router phase) predicts its experts; they are requested now so
+    // their reads overlap this layer's expert compute. Only the cache's reads change: nothing
+    // computed here reaches the outputs. (Computed by the master alone after the routing, it
+    // cost ~100 us a layer while the team waited: docs/performance.md.)
+    void lookahead(int next, const LayerWeights& N, int n) {
+        const int E = c.nExperts, K = c.topK;
         std::fill(ws.lookUnion.begin(), ws.lookUnion.end(), 0);
         const float* bias = N.routerBias.empty() ? nullptr : N.routerBias.data();
         for (int t = 0; t < n; ++t) {
@@ -604,6 +640,8 @@ void FastWorkspace::allocate(const ModelConfig& c, int threads) {
     unionExperts.assign(E, 0);
     unionCounts.assign(E, 0);
     items.assign(E + 1, FfnItem{});
+    batchItems.assign(E, FfnItem{});
+    batchPos.assign(E, 0);
     lookH.assign(C * d, 0);
     lookLogits.assign(C * E, 0);
     lookSel.assign(std::max(C * K, E), 0);

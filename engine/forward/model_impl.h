@@ -82,7 +82,9 @@ struct FastWorkspace {
     Status status;             // the chunk's error (streamed expert reads)
     bool routeFailed = false;  // ExpertCache::beginLayer failed
     bool streamFailed = false; // ExpertCache::next failed
-    int streamPos = -1;        // the streamed expert the team computes next (ExpertCache::next)
+    int streamBatch = 0;       // streamed experts the team computes next (0: the layer is done)
+    std::vector<FfnItem> batchItems; // [n_experts] those experts' items (copies of items[pos])
+    std::vector<int> batchPos;       // [n_experts] their positions in items (ExpertCache::next)
     void allocate(const ModelConfig& c, int threads);
     // Makes the score rows hold `tokens` keys (called by forward() before computing).
     void reserveScores(int tokens, int maxTokens);

@@ -1,11 +1,12 @@
 #include "tiers/expert_cache.h"
+
 #include "core/strings.h"
+#include "tiers/slot_arena.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
-#include <sys/mman.h>
 
 namespace coli::tiers {
 
@@ -24,17 +25,6 @@ struct Slot {
                              // or a pin): only its failure is the layer's error
 };
 
-// Slot memory is its own anonymous mapping (page-aligned, so O_DIRECT-aligned): freeing it
-// returns it to the system at once. Slots from malloc would stay in glibc's heap after free (the
-// mmap threshold grows with freed chunks), so a lowered budget would not lower the RSS.
-void* allocSlot(uint64_t bytes) {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? nullptr : p;
-}
-void freeSlot(uint8_t* p, uint64_t bytes) {
-    if (p) ::munmap(p, bytes);
-}
-
 // What pinned[] holds per expert.
 constexpr char kNotPinned = 0, kLearnedPin = 1, kUserPin = 2;
 
@@ -49,13 +39,15 @@ struct Want {
 } // namespace
 
 struct ExpertCache::Impl {
-    // Destruction order: slots are freed in ~ExpertCache after reads drained; then the source,
-    // then the pool (which the source reads through).
+    // Destruction order: ~ExpertCache drains the reads; then the slots' memory (arena, declared
+    // after these two), then the source, then the pool (which the source reads through).
     std::unique_ptr<aio::IoPool> pool;
     std::unique_ptr<ExpertSource> source;
     ModelConfig cfg;
     CacheOptions opt;
     uint64_t slotBytes = 0;
+    // Every slot's memory, slot i at index i (slot_arena.h); made in create().
+    std::unique_ptr<SlotArena> arena;
     int working = 0;  // working-set slots
     int maxSlots = 0; // budget / slotBytes
     mutable std::mutex mutex;
@@ -182,15 +174,12 @@ struct ExpertCache::Impl {
             if (!slots[i].mem && unallocated < 0) unallocated = int(i);
         }
         if (allocated() < maxSlots) {
-            void* p = allocSlot(slotBytes);
-            if (p) {
-                if (unallocated < 0) {
-                    slots.emplace_back();
-                    unallocated = int(slots.size()) - 1;
-                }
-                slots[size_t(unallocated)].mem = static_cast<uint8_t*>(p);
-                slots[size_t(unallocated)].state = SlotState::Empty;
-                return unallocated;
+            const size_t i = unallocated >= 0 ? size_t(unallocated) : slots.size();
+            if (uint8_t* p = arena->take(i)) {
+                if (unallocated < 0) slots.emplace_back();
+                slots[i].mem = p;
+                slots[i].state = SlotState::Empty;
+                return int(i);
             }
         }
         const int victim = coldestEvictable();
@@ -265,10 +254,10 @@ struct ExpertCache::Impl {
     // Frees slot memory beyond the budget: empty slots first, then the coldest evictable.
     void trim() {
         int n = allocated();
-        for (Slot& s : slots)
-            if (n > maxSlots && s.mem && s.state == SlotState::Empty) {
-                freeSlot(s.mem, slotBytes);
-                s.mem = nullptr;
+        for (size_t i = 0; i < slots.size(); ++i)
+            if (n > maxSlots && slots[i].mem && slots[i].state == SlotState::Empty) {
+                arena->release(i);
+                slots[i].mem = nullptr;
                 --n;
             }
         while (n > maxSlots) {
@@ -276,7 +265,7 @@ struct ExpertCache::Impl {
             if (victim < 0) return; // busy slots: freed when released
             Slot& v = slots[size_t(victim)];
             evict(v);
-            freeSlot(v.mem, slotBytes);
+            arena->release(size_t(victim));
             v = Slot{};
             --n;
         }
@@ -336,9 +325,7 @@ struct ExpertCache::Impl {
 
 ExpertCache::~ExpertCache() {
     if (!m) return;
-    waitIdle();
-    for (Slot& s : m->slots)
-        freeSlot(s.mem, m->slotBytes);
+    waitIdle(); // then the arena frees every slot (Impl's destructor)
 }
 
 Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::unique_ptr<aio::IoPool> pool,
@@ -366,6 +353,7 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::unique_ptr<aio::Io
     // The slot table never grows past every expert + the working set (setBudget's cap): reserve it
     // so a Slot& taken under the lock is never moved by takeSlot's emplace_back.
     m.slots.reserve(m.slotOf.size() + size_t(m.working));
+    m.arena = std::make_unique<SlotArena>(m.slotOf.size() + size_t(m.working), m.slotBytes);
     COLI_RETURN_IF_ERROR(c->setBudget(options.budgetBytes));
     return c;
 }
@@ -555,6 +543,40 @@ Result<int> ExpertCache::next(SwiGluView* view) {
         m->counters.ioWaitSeconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
+}
+
+int ExpertCache::tryNext(SwiGluView* view) {
+    std::vector<Impl::Load> loads;
+    int found = -1;
+    {
+        std::lock_guard<std::mutex> lock(m->mutex);
+        if (m->openLayer < 0) return -1;
+        m->issueWants(loads);
+        for (size_t i = 0; i < m->wants.size() && found < 0; ++i) {
+            Want& w = m->wants[i];
+            if (w.handed) continue;
+            const int s = m->slotOf[m->key({m->openLayer, w.expert})];
+            if (s < 0 || m->slots[size_t(s)].state != SlotState::Ready) continue;
+            Slot& sl = m->slots[size_t(s)];
+            ++sl.refs;
+            w.handed = true;
+            *view = m->source->view({m->openLayer, w.expert}, sl.mem);
+            found = int(i);
+        }
+    }
+    m->submit(loads);
+    return found;
+}
+
+bool ExpertCache::openLayerReady() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    if (m->openLayer < 0) return false;
+    for (const Want& w : m->wants) {
+        if (w.handed) continue;
+        const int s = m->slotOf[m->key({m->openLayer, w.expert})];
+        if (s < 0 || m->slots[size_t(s)].state != SlotState::Ready) return false;
+    }
+    return true;
 }
 
 void ExpertCache::wantOnCpu(int position) {

@@ -111,6 +111,17 @@ public:
     // handed out (the layer is then closed). Errors: Io when a wanted expert's read failed (the
     // layer is closed, its slots released: the cache stays consistent and usable).
     Result<int> next(SwiGluView* view);
+    // next() without waiting: a wanted expert not yet handed out that is ready now (its position,
+    // its matrices in *view, valid until finished(position)), or -1 when none is ready at this
+    // moment. It never closes the layer and never reports a failed read (the next next() does),
+    // so experts handed out and not yet finished stay held; it starts reads as next() does. Lets
+    // the caller compute every resident expert of a layer together (forward/forward_fast.cpp).
+    int tryNext(SwiGluView* view);
+    // Whether every wanted expert of the open layer that next() has not handed out yet is ready
+    // (nothing left to read or being read); false when no layer is open. The engine takes a
+    // batch only then: the slots of a batch are released together after it, and while reads
+    // are pending that would hold back the next reads at a small budget (docs/performance.md).
+    bool openLayerReady() const;
     // The expert at `position` is computed; its slot may be evicted again.
     void finished(int position);
     // Closes an open layer early (after an error elsewhere): releases what it held.

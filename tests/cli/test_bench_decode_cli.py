@@ -67,20 +67,11 @@ class BenchDecode(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("--reference", r.stderr)
 
-    def test_resident_phases(self):
-        # --phases: a per-phase table after the decode rows and after each prefill row, each
-        # phase's runs per token (per layer: once per layer) and every thread's work and wait.
-        import json
-        with open(os.path.join(self.container, "config.json")) as f:
-            layers = json.load(f)["num_hidden_layers"]
-        r = subprocess.run([ARGS.coli, "bench", "decode", self.container, "--resident", "--phases",
-                            "--prefill", "8", "--runs", "1", "-n", "4", "-t", "2"],
-                           capture_output=True, text=True, timeout=600)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("phases:     decode steps of the 1 runs, ms per token", r.stdout)
-        self.assertIn("phases:     prefill of 8 tokens, ms per prompt", r.stdout)
+    def phase_tables(self, stdout):
+        # The per-phase tables of a --phases run: {phase: [runs per unit, t0 work, t0 wait, ...]}
+        # each, with its "total" row checked against the columns' sums and then removed.
         tables, current = [], None
-        for line in r.stdout.splitlines():
+        for line in stdout.splitlines():
             if line.startswith("phase "):
                 current = {}
                 tables.append(current)
@@ -93,23 +84,59 @@ class BenchDecode(unittest.TestCase):
             elif current is not None:
                 name, fields = line[:26].strip(), line[26:].split()
                 current[name] = [float(v) for v in fields]
-        self.assertEqual(len(tables), 2, r.stdout)
         for table in tables:
-            for name in ("attention norm", "q/k/v projections", "attention over KV",
-                         "o projection", "router", "LM head", "total"):
-                self.assertIn(name, table, r.stdout)
-            self.assertEqual(table["q/k/v projections"][0], layers)
-            self.assertEqual(table["LM head"][0], 1)
+            self.assertIn("total", table, stdout)
             total = table.pop("total")
             self.assertEqual(len(total), 4)
             self.assertGreater(total[0], 0)
             for t in range(4):  # the total is the column's sum (each printed to 3 decimals)
                 self.assertAlmostEqual(sum(row[1 + t] for row in table.values()), total[t],
                                        delta=0.001 * len(table) + 1e-9)
-        r = subprocess.run([ARGS.coli, "bench", "decode", self.container, "--phases"],
-                           capture_output=True, text=True, timeout=300)
-        self.assertEqual(r.returncode, 2, r.stderr)
-        self.assertIn("--phases needs --resident", r.stderr)
+        return tables
+
+    def layers(self):
+        import json
+        with open(os.path.join(self.container, "config.json")) as f:
+            return json.load(f)["num_hidden_layers"]
+
+    def test_resident_phases(self):
+        # --phases: a per-phase table after the decode rows and after each prefill row, each
+        # phase's runs per token (per layer: once per layer) and every thread's work and wait.
+        r = subprocess.run([ARGS.coli, "bench", "decode", self.container, "--resident", "--phases",
+                            "--prefill", "8", "--runs", "1", "-n", "4", "-t", "2"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("phases:     decode steps of the 1 runs, ms per token", r.stdout)
+        self.assertIn("phases:     prefill of 8 tokens, ms per prompt", r.stdout)
+        tables = self.phase_tables(r.stdout)
+        self.assertEqual(len(tables), 2, r.stdout)
+        for table in tables:
+            for name in ("attention norm", "q/k/v projections", "attention over KV",
+                         "o projection", "router", "LM head"):
+                self.assertIn(name, table, r.stdout)
+            self.assertEqual(table["q/k/v projections"][0], self.layers())
+            self.assertEqual(table["LM head"][0], 1)
+
+    def test_streamed_phases(self):
+        # Streamed rows: one table per budget, with the handout of streamed experts (the master
+        # asks the cache, the team waits) as a phase of its own.
+        r = subprocess.run([ARGS.coli, "bench", "decode", self.container, "--phases",
+                            "--budgets", "0,100%", "--cache", "warm", "--runs", "1", "-n", "4",
+                            "-t", "2"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("phases:     warm 0: decode steps of the 1 runs, ms per token", r.stdout)
+        self.assertIn("phases:     warm 100%: decode steps of the 1 runs, ms per token", r.stdout)
+        tables = self.phase_tables(r.stdout)
+        self.assertEqual(len(tables), 2, r.stdout)
+        for table in tables:
+            for name in ("q/k/v projections", "top-k, expert cache", "streamed expert handout",
+                         "LM head"):
+                self.assertIn(name, table, r.stdout)
+            self.assertEqual(table["q/k/v projections"][0], self.layers())
+            # At least one handout per MoE layer and token: the one that says the layer is done.
+            self.assertGreater(table["streamed expert handout"][0],
+                               table["top-k, expert cache"][0])
 
     def test_bad_budget(self):
         for budget, message in (("250%", "bad percentage '250%'"),

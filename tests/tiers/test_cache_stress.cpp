@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
@@ -192,18 +193,26 @@ TEST_P(CacheStress, RandomBatchesKeepBytesAndConsistency) {
         }
         std::set<int> handed;
         const bool abortEarly = pick(0, 49) == 0;
+        const bool batches = pick(0, 1) == 0;
         for (;;) {
             SwiGluView view;
             Result<int> pos = cache.next(&view);
             ASSERT_TRUE(pos.isOk()) << pos.status().toString();
             if (*pos < 0) break;
-            ASSERT_LT(*pos, k);
-            ASSERT_TRUE(handed.insert(*pos).second) << "position " << *pos << " handed twice";
-            const tiers::ExpertId id{layer, experts[size_t(*pos)]};
-            ASSERT_EQ(fx.checkView(id, view), "");
-            ++viewsChecked;
-            // While the view is held: shrink/grow the budget, prefetch the next layer; the held
-            // slot must not be freed or reused.
+            // As the decode takes them (forward_fast.cpp): with the one it waited for, every
+            // other expert ready now (tryNext), all held together.
+            std::vector<std::pair<int, SwiGluView>> held{{*pos, view}};
+            if (batches)
+                for (int p; (p = cache.tryNext(&view)) >= 0;)
+                    held.emplace_back(p, view);
+            for (const auto& [p, v] : held) {
+                ASSERT_LT(p, k);
+                ASSERT_TRUE(handed.insert(p).second) << "position " << p << " handed twice";
+                ASSERT_EQ(fx.checkView({layer, experts[size_t(p)]}, v), "");
+                ++viewsChecked;
+            }
+            // While the views are held: shrink/grow the budget, prefetch the next layer; the held
+            // slots must not be freed or reused.
             // Also a prefetch or pins naming the open layer's own experts, some not issued yet.
             const int act = pick(0, 19);
             if (act == 0) {
@@ -219,9 +228,13 @@ TEST_P(CacheStress, RandomBatchesKeepBytesAndConsistency) {
                 cache.setPins(pins);
             }
             if (act <= 4) {
-                ASSERT_EQ(fx.checkView(id, view), "") << "after a change while held";
+                for (const auto& [p, v] : held) {
+                    ASSERT_EQ(fx.checkView({layer, experts[size_t(p)]}, v), "")
+                        << "after a change while held";
+                }
             }
-            cache.finished(*pos);
+            for (const auto& [p, v] : held)
+                cache.finished(p);
             if (abortEarly && pick(0, 1) == 0) {
                 cache.abortLayer();
                 ++aborted;
@@ -469,6 +482,77 @@ void expectOneReadPerExpert(bool viaPins) {
     ASSERT_TRUE(cache.checkConsistency().isOk()) << cache_test::state(cache);
     const tiers::TierCounters c = cache.telemetry().counters;
     EXPECT_EQ(c.readsIssued, uint64_t(E)) << "an expert was read twice for one layer";
+}
+
+// tryNext hands out only experts that are ready, each once, never waits, never closes the layer
+// (experts it handed out stay held until finished), and a read it could not give yet is given by
+// a later call once it completed.
+TEST(CacheReuse, TryNextHandsOutReadyExpertsWithoutClosingTheLayer) {
+    const CacheFixture& fx = CacheFixture::get("qwen3moe");
+    ASSERT_TRUE(fx.error.empty()) << fx.error;
+    auto made = cache_test::makeCache(fx, aio::IoBackend::PreadThreads, 2, false);
+    ASSERT_TRUE(made.isOk()) << made.status().toString();
+    tiers::ExpertCache& cache = **made;
+    const int E = fx.cfg.nExperts, K = fx.cfg.topK, layer = fx.sparseLayers[0];
+    ASSERT_GT(E, K);
+    ASSERT_TRUE(cache.setBudget(uint64_t(E) * cache.slotBytes() * 4).isOk()); // all fit
+    std::vector<int> first, all;
+    for (int e = 0; e < E; ++e)
+        (e < K ? first : all).push_back(e);
+    all.insert(all.begin(), first.begin(), first.end());
+    SwiGluView view;
+    ASSERT_EQ(cache.tryNext(&view), -1) << "no layer open";
+    EXPECT_FALSE(cache.openLayerReady()) << "no layer open";
+    // Layer 1: K experts read, then computed together.
+    ASSERT_TRUE(cache.beginLayer(layer, first).isOk());
+    cache.waitIdle();
+    EXPECT_TRUE(cache.openLayerReady()) << "every read completed";
+    std::map<int, SwiGluView> held;
+    for (int p; (p = cache.tryNext(&view)) >= 0;) {
+        ASSERT_TRUE(held.emplace(p, view).second) << "position " << p << " handed twice";
+        ASSERT_EQ(fx.checkView({layer, first[size_t(p)]}, view), "");
+    }
+    ASSERT_EQ(held.size(), size_t(K)) << "every read had completed";
+    ASSERT_EQ(cache.tryNext(&view), -1);
+    // Still open: the held slots survive a prefetch of every expert of another layer.
+    cache.prefetch(fx.sparseLayers[1], std::vector<int>(all));
+    cache.waitIdle();
+    for (const auto& [p, v] : held)
+        ASSERT_EQ(fx.checkView({layer, first[size_t(p)]}, v), "") << "a held slot was reused";
+    for (const auto& [p, v] : held)
+        cache.finished(p);
+    Result<int> end = cache.next(&view);
+    ASSERT_TRUE(end.isOk());
+    ASSERT_EQ(*end, -1) << "all handed out and finished: next() closes the layer";
+    ASSERT_TRUE(cache.checkConsistency().isOk()) << cache_test::state(cache);
+    // Layer again with every expert: K resident, the rest read. tryNext gives the resident ones
+    // at once (without waiting), the others once read.
+    ASSERT_TRUE(cache.beginLayer(layer, all).isOk());
+    EXPECT_FALSE(cache.openLayerReady()) << "E - K reads were just started";
+    held.clear();
+    for (int p; (p = cache.tryNext(&view)) >= 0;) {
+        ASSERT_TRUE(held.emplace(p, view).second);
+        ASSERT_EQ(fx.checkView({layer, all[size_t(p)]}, view), "");
+    }
+    for (int p = 0; p < K; ++p)
+        ASSERT_TRUE(held.count(p)) << "resident expert at position " << p << " not handed out";
+    // The rest as their reads complete (a read starts when tryNext or a completion frees room).
+    for (int round = 0; round < E && held.size() < size_t(E); ++round) {
+        cache.waitIdle();
+        for (int p; (p = cache.tryNext(&view)) >= 0;) {
+            ASSERT_TRUE(held.emplace(p, view).second);
+            ASSERT_EQ(fx.checkView({layer, all[size_t(p)]}, view), "");
+        }
+    }
+    ASSERT_EQ(held.size(), size_t(E));
+    EXPECT_TRUE(cache.openLayerReady()) << "nothing left to hand out";
+    for (const auto& [p, v] : held)
+        cache.finished(p);
+    end = cache.next(&view);
+    ASSERT_TRUE(end.isOk());
+    ASSERT_EQ(*end, -1);
+    ASSERT_TRUE(cache.checkConsistency().isOk()) << cache_test::state(cache);
+    cache_test::expectCoherent(cache.telemetry().counters);
 }
 
 TEST(CacheReuse, PrefetchOfTheOpenLayerReadsEachExpertOnce) {

@@ -99,6 +99,15 @@ class BenchDecode(unittest.TestCase):
         with open(os.path.join(self.container, "config.json")) as f:
             return json.load(f)["num_hidden_layers"]
 
+    def check_rows(self, tables, names, stdout):
+        # Two tables, each with `names`, q/k/v once per layer and the LM head once per token.
+        self.assertEqual(len(tables), 2, stdout)
+        for table in tables:
+            for name in names + ("q/k/v projections", "LM head"):
+                self.assertIn(name, table, stdout)
+            self.assertEqual(table["q/k/v projections"][0], self.layers())
+            self.assertEqual(table["LM head"][0], 1)
+
     def test_resident_phases(self):
         # --phases: a per-phase table after the decode rows and after each prefill row, each
         # phase's runs per token (per layer: once per layer) and every thread's work and wait.
@@ -109,13 +118,8 @@ class BenchDecode(unittest.TestCase):
         self.assertIn("phases:     decode steps of the 1 runs, ms per token", r.stdout)
         self.assertIn("phases:     prefill of 8 tokens, ms per prompt", r.stdout)
         tables = self.phase_tables(r.stdout)
-        self.assertEqual(len(tables), 2, r.stdout)
-        for table in tables:
-            for name in ("attention norm", "q/k/v projections", "attention over KV",
-                         "o projection", "router", "LM head"):
-                self.assertIn(name, table, r.stdout)
-            self.assertEqual(table["q/k/v projections"][0], self.layers())
-            self.assertEqual(table["LM head"][0], 1)
+        self.check_rows(tables, ("attention norm", "attention over KV", "o projection", "router"),
+                        r.stdout)
 
     def test_streamed_phases(self):
         # Streamed rows: one table per budget, with the handout of streamed experts (the master
@@ -128,12 +132,8 @@ class BenchDecode(unittest.TestCase):
         self.assertIn("phases:     warm 0: decode steps of the 1 runs, ms per token", r.stdout)
         self.assertIn("phases:     warm 100%: decode steps of the 1 runs, ms per token", r.stdout)
         tables = self.phase_tables(r.stdout)
-        self.assertEqual(len(tables), 2, r.stdout)
+        self.check_rows(tables, ("top-k, expert cache", "streamed expert handout"), r.stdout)
         for table in tables:
-            for name in ("q/k/v projections", "top-k, expert cache", "streamed expert handout",
-                         "LM head"):
-                self.assertIn(name, table, r.stdout)
-            self.assertEqual(table["q/k/v projections"][0], self.layers())
             # At least one handout per MoE layer and token: the one that says the layer is done.
             self.assertGreater(table["streamed expert handout"][0],
                                table["top-k, expert cache"][0])

@@ -271,6 +271,21 @@ struct ExpertCache::Impl {
         }
     }
 
+    // The slot holding the open layer's wanted expert w when it is ready, else -1 (not read yet,
+    // or being read).
+    int readySlot(const Want& w) const {
+        const int s = slotOf[key({openLayer, w.expert})];
+        return s >= 0 && slots[size_t(s)].state == SlotState::Ready ? s : -1;
+    }
+    // Hands want i, ready in slot s, out: held (referenced) until finished(i); its view in *view.
+    void handOut(size_t i, int s, SwiGluView* view) {
+        Want& w = wants[i];
+        Slot& sl = slots[size_t(s)];
+        ++sl.refs;
+        w.handed = true;
+        *view = source->view({openLayer, w.expert}, sl.mem);
+    }
+
     void closeLayer() {
         for (const Want& w : wants) {
             const int s = slotOf[key({openLayer, w.expert})];
@@ -519,12 +534,8 @@ Result<int> ExpertCache::next(SwiGluView* view) {
                 m->closeLayer();
                 return err;
             }
-            const int s = m->slotOf[m->key(id)];
-            if (s >= 0 && m->slots[size_t(s)].state == SlotState::Ready) {
-                Slot& sl = m->slots[size_t(s)];
-                ++sl.refs;
-                w.handed = true;
-                *view = m->source->view(id, sl.mem);
+            if (const int s = m->readySlot(w); s >= 0) {
+                m->handOut(i, s, view);
                 return int(i);
             }
             pending = true;
@@ -553,15 +564,11 @@ int ExpertCache::tryNext(SwiGluView* view) {
         if (m->openLayer < 0) return -1;
         m->issueWants(loads);
         for (size_t i = 0; i < m->wants.size() && found < 0; ++i) {
-            Want& w = m->wants[i];
-            if (w.handed) continue;
-            const int s = m->slotOf[m->key({m->openLayer, w.expert})];
-            if (s < 0 || m->slots[size_t(s)].state != SlotState::Ready) continue;
-            Slot& sl = m->slots[size_t(s)];
-            ++sl.refs;
-            w.handed = true;
-            *view = m->source->view({m->openLayer, w.expert}, sl.mem);
-            found = int(i);
+            if (m->wants[i].handed) continue;
+            if (const int s = m->readySlot(m->wants[i]); s >= 0) {
+                m->handOut(i, s, view);
+                found = int(i);
+            }
         }
     }
     m->submit(loads);
@@ -571,12 +578,8 @@ int ExpertCache::tryNext(SwiGluView* view) {
 bool ExpertCache::openLayerReady() const {
     std::lock_guard<std::mutex> lock(m->mutex);
     if (m->openLayer < 0) return false;
-    for (const Want& w : m->wants) {
-        if (w.handed) continue;
-        const int s = m->slotOf[m->key({m->openLayer, w.expert})];
-        if (s < 0 || m->slots[size_t(s)].state != SlotState::Ready) return false;
-    }
-    return true;
+    return std::all_of(m->wants.begin(), m->wants.end(),
+                       [&](const Want& w) { return w.handed || m->readySlot(w) >= 0; });
 }
 
 void ExpertCache::wantOnCpu(int position) {

@@ -9,7 +9,7 @@ namespace {
 constexpr uint64_t kHugePage = 2u << 20;
 } // namespace
 
-SlotArena::SlotArena(size_t slots, uint64_t bytes, bool reserve) : m_bytes(bytes), m_slots(slots) {
+SlotArena::SlotArena(size_t slots, uint64_t bytes, bool reserve) : m_slots(slots) {
     const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE) > 0 ? ::sysconf(_SC_PAGESIZE) : 4096);
     m_stride = (bytes + page - 1) / page * page;
     const uint64_t want = m_stride * slots;

@@ -37,8 +37,7 @@ public:
     bool reserved() const { return m_base != nullptr; }
 
 private:
-    uint64_t m_bytes;  // a slot's bytes
-    uint64_t m_stride; // m_bytes rounded up to the page size
+    uint64_t m_stride; // a slot's bytes rounded up to the page size
     size_t m_slots;
     uint8_t* m_base = nullptr;        // the reserved range, 2 MiB-aligned; null: fallback
     uint64_t m_mapped = 0;            // bytes of the mapping behind m_base (alignment included)

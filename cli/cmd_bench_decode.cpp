@@ -108,30 +108,49 @@ ModelLoadOptions loadOptions(const BenchDecodeOptions& o, bool stream, uint64_t 
     return lo;
 }
 
-// One measured run: fresh model (empty caches), prompt, `tokens` greedy decode steps. On an error
-// *code is the exit code (kExitUsage for a budget, else kExitModel).
-// phases: when set, the decode steps' per-phase times are added to it.
-Result<RunResult> runOnce(const BenchDecodeOptions& o, const Tokenizer& tok, bool stream,
-                          const std::string& budget, uint64_t vramBytes, int* code,
-                          PhaseTimes* phases = nullptr) {
+// The model of a run (or of a whole row with --cache hot): loaded with empty caches, its expert
+// cache set to `budget`. On an error *code is the exit code (kExitUsage for a budget, else
+// kExitModel).
+Result<std::unique_ptr<Model>> loadForRun(const BenchDecodeOptions& o, bool stream,
+                                          const std::string& budget, uint64_t vramBytes,
+                                          int* code) {
     *code = kExitModel;
     auto model = Model::load(o.model, loadOptions(o, stream, vramBytes));
     if (!model) return model.status();
     Model& m = **model;
-    RunResult r;
-    r.gpu = m.gpuActive();
-    if (vramBytes && !r.gpu) // the device refused (its self-test, memory): no tier to measure
+    if (vramBytes && !m.gpuActive()) // the device refused (its self-test, memory): no tier
         return Status(ErrorCode::Unsupported, "--gpu " + o.gpu + ": " + m.gpuNote());
-    tiers::ExpertCache* cache = m.expertCache();
-    if (cache) {
+    if (tiers::ExpertCache* cache = m.expertCache()) {
         Result<uint64_t> b = budgetBytes(budget, *cache);
         if (!b) {
             *code = kExitUsage;
             return b.status();
         }
         COLI_RETURN_IF_ERROR(cache->setBudget(*b));
-        r.budgetBytes = cache->budget();
     }
+    return std::move(*model);
+}
+
+// I/O pool figures of one run: `b` minus `a` (maxInFlight: the most so far).
+aio::IoStats ioDelta(const aio::IoStats& b, const aio::IoStats& a) {
+    aio::IoStats d = b;
+    d.reads -= a.reads;
+    d.bytes -= a.bytes;
+    d.failed -= a.failed;
+    d.busySeconds -= a.busySeconds;
+    return d;
+}
+
+// One measured run on `m`: a new KV cache, the prompt, `tokens` greedy decode steps; the model's
+// caches are as earlier runs left them (empty for a fresh model).
+// phases: when set, the decode steps' per-phase times are added to it.
+Result<RunResult> decodeOnce(const BenchDecodeOptions& o, const Tokenizer& tok, Model& m,
+                             PhaseTimes* phases = nullptr) {
+    RunResult r;
+    r.gpu = m.gpuActive();
+    tiers::ExpertCache* cache = m.expertCache();
+    if (cache) r.budgetBytes = cache->budget();
+    const aio::IoStats io0 = cache ? cache->pool().stats() : aio::IoStats{};
     const GpuCounters g0 = m.gpuCounters();
     std::vector<int32_t> ids = tok.encode(o.prompt, true);
     if (ids.empty()) return Status(ErrorCode::InvalidArgument, "the prompt gives no tokens");
@@ -156,10 +175,19 @@ Result<RunResult> runOnce(const BenchDecodeOptions& o, const Tokenizer& tok, boo
     if (cache) {
         cache->waitIdle();
         r.decode = cache->telemetry().counters - before;
-        r.io = cache->pool().stats();
+        r.io = ioDelta(cache->pool().stats(), io0);
         r.readMode = cache->pool().readModeText();
     }
     return r;
+}
+
+// One run on a fresh model (empty caches): loadForRun, then decodeOnce.
+Result<RunResult> runOnce(const BenchDecodeOptions& o, const Tokenizer& tok, bool stream,
+                          const std::string& budget, uint64_t vramBytes, int* code,
+                          PhaseTimes* phases = nullptr) {
+    auto m = loadForRun(o, stream, budget, vramBytes, code);
+    if (!m) return m.status();
+    return decodeOnce(o, tok, **m, phases);
 }
 
 struct Row {
@@ -269,13 +297,21 @@ int runBenchDecode(const BenchDecodeOptions& o) {
             row.budget = budget;
             row.vram = o.vramBudgets[v];
             row.vramBytes = vramBytes[v];
+            // hot: one model for the row's warm-up and runs, so its expert cache keeps its slots.
+            std::unique_ptr<Model> held;
+            if (state == "hot") {
+                auto m = loadForRun(o, true, budget, row.vramBytes, &code);
+                if (!m) return fail(m.status(), code);
+                held = std::move(*m);
+            }
             for (int run = -1; run < o.runs; ++run) {
                 if (cold && box) {
                     const Status dropped = diskbench::dropCaches(diskbench::shardFiles(*box));
                     if (!dropped.isOk()) return fail(dropped, kExitModel);
                 }
-                auto r = runOnce(o, **tok, true, budget, row.vramBytes, &code,
-                                 o.phases && run >= 0 ? &row.phases : nullptr);
+                PhaseTimes* phases = o.phases && run >= 0 ? &row.phases : nullptr;
+                auto r = held ? decodeOnce(o, **tok, *held, phases)
+                              : runOnce(o, **tok, true, budget, row.vramBytes, &code, phases);
                 if (o.phases && run >= 0) ++row.measured;
                 if (!r) return fail(r.status(), code);
                 if (!ref) ref = *r; // the first streamed run is the reference
@@ -325,7 +361,8 @@ int runBenchDecode(const BenchDecodeOptions& o) {
     }
     fmt::print("reads:      {} (streamed experts)\n", readMode);
     fmt::print("cache:      cold = POSIX_FADV_DONTNEED on every shard before each run; warm = "
-               "the page cache keeps what earlier runs read; the expert cache starts empty\n");
+               "the page cache keeps what earlier runs read, the expert cache starts empty; hot = "
+               "both keep what the row's earlier runs read (one model per row)\n");
     // With --gpu: the VRAM budget after the RAM budget, the GPU columns last.
     const auto vramCells = [&](const std::string& a, const std::string& b) {
         return axis ? fmt::format(" {:>6} {:>8}", a, b) : std::string();
@@ -339,16 +376,20 @@ int runBenchDecode(const BenchDecodeOptions& o) {
         const tiers::TierCounters& c = r.last;
         const double routed = c.routed ? double(c.routed) : 1;
         const double hits = double(c.hitsPinned + c.hitsCache - c.inFlightHits);
+        // A row whose runs read nothing (hot, everything in its slots): no pool speed, no ratio.
+        const bool read = !r.ratio.empty();
         fmt::print("{:<5} {:>7} {:>10.1f}{} {:>9.2f} {:>13} {:>10.2f} {:>6.1f} {:>6.1f} {:>6.1f} "
-                   "{:>6.1f} {:>6.1f} {:>9.1f} {:>9.1f} {:>7.3f}{}\n",
+                   "{:>6.1f} {:>6.1f} {:>9} {:>9.1f} {:>7}{}\n",
                    r.state, r.budget, double(r.budgetBytes) / (1 << 20),
                    vramCells(r.vram, fmt::format("{:.1f}", double(r.vramBytes) / (1 << 20))),
                    median(r.tokps), range(r.tokps, "{:.2f}"),
                    c.tokens ? double(c.bytesRead) / double(c.tokens) / (1 << 20) : 0.0,
                    100 * hits / routed, 100 * double(c.hitsPinned) / routed,
                    100 * double(c.inFlightHits) / routed, 100 * double(c.misses) / routed,
-                   100 * median(r.waitShare), median(r.poolMBps), median(r.diskMBps),
-                   median(r.ratio), axis ? fmt::format(" {}", gpuColumns(r.gpu)) : std::string());
+                   100 * median(r.waitShare),
+                   read ? fmt::format("{:.1f}", median(r.poolMBps)) : "-", median(r.diskMBps),
+                   read ? fmt::format("{:.3f}", median(r.ratio)) : "-",
+                   axis ? fmt::format(" {}", gpuColumns(r.gpu)) : std::string());
     }
     if (o.phases)
         for (const Row& r : rows)
@@ -402,10 +443,12 @@ Command addBenchDecodeCommand(CLI::App& bench) {
         ->type_name("BUDGET,...")
         ->check(budgetText)
         ->delimiter(',');
-    cmd->add_option("--cache", o->states, "Page-cache states: cold, warm")
+    cmd->add_option("--cache", o->states,
+                    "Cache states: cold, warm (page cache; the expert cache starts empty each "
+                    "run), hot (the expert cache too keeps the row's earlier runs)")
         ->type_name("STATE,...")
         ->delimiter(',')
-        ->check(CLI::IsMember({"cold", "warm"}));
+        ->check(CLI::IsMember({"cold", "warm", "hot"}));
     cmd->add_option("--runs", o->runs, "Measured runs per row after one warm-up")
         ->type_name("N")
         ->check(integerIn(1, 100));

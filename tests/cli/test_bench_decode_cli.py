@@ -49,6 +49,30 @@ class BenchDecode(unittest.TestCase):
             self.assertGreater(float(small[5]), float(half[5]))  # MiB read per token
             self.assertLess(float(small[6]), float(half[6]))   # hit rate
 
+    def test_hot_keeps_the_expert_cache(self):
+        # --cache hot: one model per row, so after the warm-up run a budget holding every expert
+        # serves the same tokens without a read (no pool speed, no ratio: "-"), while the working
+        # set still reads; warm rows start each run with an empty expert cache.
+        r = subprocess.run([ARGS.coli, "bench", "decode", self.container, "--runs", "2", "-n", "6",
+                            "--budgets", "0,100%", "--cache", "warm,hot", "-t", "2"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("hot = both keep what the row's earlier runs read", r.stdout)
+        rows = {(l.split()[0], l.split()[1]): l.split() for l in r.stdout.splitlines()
+                if len(l.split()) == 14 and l.split()[0] in ("warm", "hot")}
+        self.assertEqual(set(rows), {("warm", "0"), ("warm", "100%"), ("hot", "0"),
+                                     ("hot", "100%")}, r.stdout)
+        full = rows[("hot", "100%")]
+        self.assertEqual(float(full[5]), 0.0, r.stdout)    # MiB read per token
+        self.assertEqual(float(full[6]), 100.0, r.stdout)  # hit%
+        self.assertEqual(full[11], "-", r.stdout)          # pool MB/s
+        self.assertEqual(full[13], "-", r.stdout)          # io/disk
+        small = rows[("hot", "0")]
+        self.assertGreater(float(small[5]), 0, r.stdout)
+        self.assertGreater(float(small[11]), 0, r.stdout)
+        self.assertGreater(float(small[13]), 0, r.stdout)
+        self.assertGreaterEqual(float(rows[("warm", "100%")][5]), float(full[5]))
+
     def test_streamed_reference(self):
         # A model bigger than memory is never loaded whole: the first streamed run is the
         # reference every other run must reproduce (forced here; auto picks it when the experts

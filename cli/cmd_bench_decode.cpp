@@ -376,8 +376,10 @@ int runBenchDecode(const BenchDecodeOptions& o) {
         const tiers::TierCounters& c = r.last;
         const double routed = c.routed ? double(c.routed) : 1;
         const double hits = double(c.hitsPinned + c.hitsCache - c.inFlightHits);
-        // A row whose runs read nothing (hot, everything in its slots): no pool speed, no ratio.
-        const bool read = !r.ratio.empty();
+        // Runs that read nothing (hot, everything in its slots) have no pool speed; a row without
+        // a disk measurement (a checkpoint, or nothing read) no ratio.
+        const bool read =
+            std::any_of(r.poolMBps.begin(), r.poolMBps.end(), [](double v) { return v > 0; });
         fmt::print("{:<5} {:>7} {:>10.1f}{} {:>9.2f} {:>13} {:>10.2f} {:>6.1f} {:>6.1f} {:>6.1f} "
                    "{:>6.1f} {:>6.1f} {:>9} {:>9.1f} {:>7}{}\n",
                    r.state, r.budget, double(r.budgetBytes) / (1 << 20),
@@ -388,7 +390,7 @@ int runBenchDecode(const BenchDecodeOptions& o) {
                    100 * double(c.inFlightHits) / routed, 100 * double(c.misses) / routed,
                    100 * median(r.waitShare),
                    read ? fmt::format("{:.1f}", median(r.poolMBps)) : "-", median(r.diskMBps),
-                   read ? fmt::format("{:.3f}", median(r.ratio)) : "-",
+                   r.ratio.empty() ? "-" : fmt::format("{:.3f}", median(r.ratio)),
                    axis ? fmt::format(" {}", gpuColumns(r.gpu)) : std::string());
     }
     if (o.phases)

@@ -8,8 +8,8 @@
 // beginLayer and prefetch on the OLMoE shape (docs/performance.md). Committing and releasing pages
 // within one mapping (a fault, madvise MADV_DONTNEED) only reads that lock.
 // Not advised MADV_HUGEPAGE (the resident weights are: model/weight_arena.h): measured twice on
-// a VM, slots that are reused decode 8-25 % faster with huge pages, but a fresh model at a 100 %
-// budget 13-20 % slower, since there every read fills a fresh slot and faults 2 MiB pages that
+// a VM, slots that are reused decode 8-27 % faster with huge pages, but a fresh model at a 100 %
+// budget 14 % slower, since there every read fills a fresh slot and faults 2 MiB pages that
 // the host must back again; and khugepaged would fill the holes that release() leaves, so the
 // budget would no longer bound the memory held (docs/performance.md, 2026-12-06).
 // Where the reservation cannot be made (a strict overcommit policy refuses MAP_NORESERVE ranges

@@ -14,6 +14,12 @@ import unittest
 ARGS = None
 
 
+def table_rows(stdout):
+    # The fields of the table's rows (state, budget, MiB, ... io/disk), in order.
+    return [l.split() for l in stdout.splitlines()
+            if len(l.split()) == 14 and l.split()[0] in ("cold", "warm", "hot")]
+
+
 class BenchDecode(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -29,11 +35,7 @@ class BenchDecode(unittest.TestCase):
                            capture_output=True, text=True, timeout=600)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"resident:\s+[\d.]+ tok/s")
-        rows = {}
-        for line in r.stdout.splitlines():
-            f = line.split()
-            if len(f) == 14 and f[0] in ("cold", "warm"):
-                rows[(f[0], f[1])] = f
+        rows = {(f[0], f[1]): f for f in table_rows(r.stdout)}
         self.assertEqual(set(rows), {("cold", "0"), ("cold", "50%"), ("warm", "0"), ("warm", "50%")},
                          r.stdout)
         for (state, budget), f in rows.items():
@@ -58,8 +60,7 @@ class BenchDecode(unittest.TestCase):
                            capture_output=True, text=True, timeout=600)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("hot = both keep what the row's earlier runs read", r.stdout)
-        rows = {(l.split()[0], l.split()[1]): l.split() for l in r.stdout.splitlines()
-                if len(l.split()) == 14 and l.split()[0] in ("warm", "hot")}
+        rows = {(f[0], f[1]): f for f in table_rows(r.stdout)}
         self.assertEqual(set(rows), {("warm", "0"), ("warm", "100%"), ("hot", "0"),
                                      ("hot", "100%")}, r.stdout)
         full = rows[("hot", "100%")]
@@ -83,8 +84,7 @@ class BenchDecode(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"resident:\s+not run \(--reference streamed\); every run must "
                                    r"decode the first streamed run's tokens")
-        rows = [l.split()[1] for l in r.stdout.splitlines()
-                if len(l.split()) == 14 and l.split()[0] == "warm"]
+        rows = [f[1] for f in table_rows(r.stdout)]
         self.assertEqual(rows, ["0", "100%"], r.stdout)
         r = subprocess.run([ARGS.coli, "bench", "decode", self.container, "--reference", "disk"],
                            capture_output=True, text=True, timeout=300)

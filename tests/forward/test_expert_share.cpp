@@ -177,9 +177,9 @@ TEST(ExpertSteal, StolenDownChunksEqualTheTwoPhaseForm) {
     // Three threads with four equal items leave two threads one item each and one two: on a
     // quiet machine they steal in every round (thousands of tasks in one sweep); none would mean
     // the test compared nothing but static splits. A thread steals only while another is still
-    // busy, so on a loaded machine a sweep can run with its threads one after another and steal
-    // little (once seen inside `ctest -j2`): sweeps repeat, every round checking the bytes, until
-    // enough was stolen.
+    // busy, so on a loaded machine a sweep could run with its threads one after another and
+    // steal little (suspected, not shown, for one failure inside `ctest -j2`): sweeps repeat,
+    // every round checking the bytes, until enough was stolen.
     constexpr int kMaxSweeps = 20;
     constexpr int64_t kEnough = 100;
     int64_t stolen = 0;

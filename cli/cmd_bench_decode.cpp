@@ -131,16 +131,6 @@ Result<std::unique_ptr<Model>> loadForRun(const BenchDecodeOptions& o, bool stre
     return std::move(*model);
 }
 
-// I/O pool figures of one run: `b` minus `a` (maxInFlight: the most so far).
-aio::IoStats ioDelta(const aio::IoStats& b, const aio::IoStats& a) {
-    aio::IoStats d = b;
-    d.reads -= a.reads;
-    d.bytes -= a.bytes;
-    d.failed -= a.failed;
-    d.busySeconds -= a.busySeconds;
-    return d;
-}
-
 // One measured run on `m`: a new KV cache, the prompt, `tokens` greedy decode steps; the model's
 // caches are as earlier runs left them (empty for a fresh model).
 // phases: when set, the decode steps' per-phase times are added to it.
@@ -175,7 +165,7 @@ Result<RunResult> decodeOnce(const BenchDecodeOptions& o, const Tokenizer& tok, 
     if (cache) {
         cache->waitIdle();
         r.decode = cache->telemetry().counters - before;
-        r.io = ioDelta(cache->pool().stats(), io0);
+        r.io = cache->pool().stats() - io0;
         r.readMode = cache->pool().readModeText();
     }
     return r;

@@ -75,6 +75,18 @@ struct IoStats {
     int maxInFlight = 0;    // the most reads in flight at once so far
 };
 
+// What a pool did between two snapshots of its stats() (earlier taken first): the counts and busy
+// seconds subtracted; maxInFlight is later's (a high-water mark since the pool's creation, not a
+// count of the interval). Pure; no checks (an earlier snapshot of another pool gives nonsense).
+inline IoStats operator-(const IoStats& later, const IoStats& earlier) {
+    IoStats d = later;
+    d.reads -= earlier.reads;
+    d.bytes -= earlier.bytes;
+    d.failed -= earlier.failed;
+    d.busySeconds -= earlier.busySeconds;
+    return d;
+}
+
 class IoPool {
 public:
     // Errors: InvalidArgument (queueDepth outside 1..64); Unsupported when backend is Uring and

@@ -274,6 +274,17 @@ INSTANTIATE_TEST_SUITE_P(Backends, IoPoolBackend,
                          ::testing::Values(IoBackend::PreadThreads, IoBackend::Uring),
                          backendTestName);
 
+TEST(IoStats, DifferenceOfTwoSnapshots) {
+    const IoStats earlier{10, 4096, 1, 0.25, 3};
+    const IoStats later{25, 12288, 2, 1.0, 5};
+    const IoStats d = later - earlier;
+    EXPECT_EQ(d.reads, 15u);
+    EXPECT_EQ(d.bytes, 8192u);
+    EXPECT_EQ(d.failed, 1u);
+    EXPECT_DOUBLE_EQ(d.busySeconds, 0.75);
+    EXPECT_EQ(d.maxInFlight, 5); // the later high-water mark, not a difference
+}
+
 TEST(IoPool, CreateRejectsBadQueueDepth) {
     for (const int depth : {0, -1, 65}) {
         auto pool = IoPool::create({IoBackend::PreadThreads, depth, DirectIo::Off, {}});

@@ -1,6 +1,6 @@
 // IoPool (engine/aio/io_pool.h) on both backends: the bytes read are the file's bytes, the queue
 // depth bounds the reads in flight, O_DIRECT rules, errors through the callback, failure
-// injection, and the destructor draining the queue.
+// injection, the destructor draining the queue, and the difference of two stats snapshots.
 #include "aio_test_util.h"
 
 #include <atomic>

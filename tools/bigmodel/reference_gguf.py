@@ -25,7 +25,8 @@ import numpy as np
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        description="The synthetic OLMoE-shape checkpoint as GGUF for llama-bench (a reference).")
     ap.add_argument("--gguf-py", required=True)
     ap.add_argument("--src", required=True)
     ap.add_argument("--out", required=True)

@@ -10,9 +10,10 @@
 #include <QDir>
 #include <QMetaObject>
 #include <QPointer>
+#include <QSaveFile>
+#include <QStandardPaths>
 
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <utility>
 
@@ -790,12 +791,40 @@ void SessionManager::exportSession(qint64 id, const QUrl& file, const QString& f
         }
         const std::string text = json ? storage::exportJson(*info, *messages, *runs)
                                       : storage::exportMarkdown(*info, *messages);
-        std::ofstream out(path.toStdString(), std::ios::binary | std::ios::trunc);
-        out << text;
-        out.close();
-        report(out ? QString() : tr("could not write %1").arg(path));
+        // QSaveFile: the old file stays whole if the write fails half way, and the failure has
+        // a reason to show (a missing folder, no permission, a full disk).
+        QSaveFile out(path);
+        const bool written = out.open(QIODevice::WriteOnly) &&
+                             out.write(text.data(), qint64(text.size())) == qint64(text.size()) &&
+                             out.commit();
+        report(written ? QString() : tr("could not write %1: %2").arg(path, out.errorString()));
         return Status::ok();
     });
+}
+
+QUrl SessionManager::exportFolder() const {
+    const QString docs = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
+    return QUrl::fromLocalFile(!docs.isEmpty() && QDir(docs).exists() ? docs : QDir::homePath());
+}
+
+QUrl SessionManager::exportFile(const QString& title, const QString& format) const {
+    return QUrl::fromLocalFile(
+        QDir(exportFolder().toLocalFile()).filePath(exportFileName(title, format)));
+}
+
+QString SessionManager::exportFileName(const QString& title, const QString& format) const {
+    QString name;
+    for (const QChar c : title) {
+        if (c.category() == QChar::Other_Control || QStringLiteral("/\\:*?\"<>|").contains(c))
+            continue;
+        name += c.isSpace() ? QChar(u' ') : c;
+    }
+    name = name.simplified();
+    while (name.startsWith(u'.')) // not a hidden file
+        name.remove(0, 1);
+    if (name.isEmpty()) name = QStringLiteral("chat");
+    const bool json = format.compare(QLatin1String("json"), Qt::CaseInsensitive) == 0;
+    return name + (json ? QStringLiteral(".json") : QStringLiteral(".md"));
 }
 
 size_t SessionManager::shutdown() {

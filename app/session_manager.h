@@ -79,6 +79,18 @@ public:
     // Writes the session to `file` as "markdown" or "json" (storage/session_export.h); the result
     // arrives as exported(path, error).
     Q_INVOKABLE void exportSession(qint64 id, const QUrl& file, const QString& format);
+    // Where the export dialog starts: the user's documents folder when it exists, else the home
+    // folder (a fresh account may have no Documents; the dialog showed it as an empty folder and
+    // the export then failed). Thread-safety: GUI thread (QStandardPaths).
+    Q_INVOKABLE QUrl exportFolder() const;
+    // A file name for the chat `title` with the extension of `format` ("markdown" or "json"): the
+    // title without the characters file systems refuse or shells trip on (/ \ : * ? " < > | and
+    // control characters), spaces collapsed, letters of every script kept; "chat" when nothing
+    // is left. Pure (a member for QML).
+    Q_INVOKABLE QString exportFileName(const QString& title, const QString& format) const;
+    // exportFolder()/exportFileName(title, format) as a file URL (a '#' or '%' in a title stays
+    // part of the name, not of the URL's syntax).
+    Q_INVOKABLE QUrl exportFile(const QString& title, const QString& format) const;
     Q_INVOKABLE void loadSessionModel();
     Q_INVOKABLE void dismissStorageProblem();
     QVariantMap chatSettings() const;

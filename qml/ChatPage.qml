@@ -52,8 +52,16 @@ Item {
                     font.bold: true
                     elide: Text.ElideRight
                     Layout.fillWidth: true
+                    // Keeps a few words when the row is tight: the meter and the KV size shorten
+                    // first. Every item of this row can shrink, so the row never makes the
+                    // conversation wider than the window.
+                    Layout.minimumWidth: Math.min(implicitWidth, 90)
                 }
-                ContextMeter { controller: page.controller }
+                ContextMeter {
+                    controller: page.controller
+                    Layout.fillWidth: true
+                    Layout.maximumWidth: implicitWidth
+                }
                 // The chat's KV cache on disk: what lets its next answer skip the prompt.
                 Label {
                     objectName: "chatKvSize"
@@ -61,6 +69,9 @@ Item {
                     text: page.sessions ? page.sessions.currentKvText : ""
                     color: Theme.textMuted
                     font.pixelSize: Theme.smallFontSize
+                    elide: Text.ElideRight
+                    Layout.fillWidth: true
+                    Layout.maximumWidth: implicitWidth
                     HoverHandler { id: kvHover }
                     ToolTip.visible: kvHover.hovered
                     ToolTip.text: qsTr("Saved after every answer: after a restart this chat goes on without reading the conversation again.")

@@ -40,7 +40,16 @@ RowLayout {
         objectName: "contextText"
         color: Theme.textMuted
         font.pixelSize: Theme.smallFontSize
+        // Shortens (the whole text in the tooltip) rather than widening the toolbar.
+        elide: Text.ElideRight
+        Layout.fillWidth: true
+        Layout.maximumWidth: implicitWidth
         text: qsTr("%1 / %2 tokens").arg(meter.used).arg(meter.length)
-              + (meter.dropped > 0 ? qsTr(" · %n older message(s) left out", "", meter.dropped) : "")
+              + (meter.dropped === 1 ? qsTr(" · 1 older message left out")
+                 : meter.dropped > 1 ? qsTr(" · %1 older messages left out").arg(meter.dropped)
+                 : "")
+        HoverHandler { id: textHover }
+        ToolTip.visible: textHover.hovered && truncated
+        ToolTip.text: text
     }
 }

@@ -2,7 +2,6 @@ import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
 import QtQuick.Dialogs
-import QtCore
 import Colibri
 
 // The saved chats beside the conversation (SessionManager + SessionListModel): search, new chat,
@@ -33,15 +32,14 @@ Rectangle {
         deleteDialog.chatTitle = title
         deleteDialog.open()
     }
-    // The dialog starts in the user's documents folder with a file named after the chat (it
-    // started at "/", where a user cannot write, with the name alone).
+    // The dialog starts in the user's documents folder (home where there is none) with a file
+    // named after the chat (it started at "/", where a user cannot write, with the name alone).
     function askExport(id, title, format) {
         exportDialog.sessionId = id
         exportDialog.format = format
-        const folder = StandardPaths.writableLocation(StandardPaths.DocumentsLocation)
+        const folder = panel.sessions.exportFolder()
         exportDialog.currentFolder = folder
-        exportDialog.selectedFile = folder + "/" + (title.replace(/[^\w\- ]+/g, "").trim() || "chat")
-                                    + (format === "json" ? ".json" : ".md")
+        exportDialog.selectedFile = panel.sessions.exportFile(title, format)
         exportDialog.open()
     }
 

@@ -762,6 +762,32 @@ void TestAppSession::quitAndRestart() {
     QVERIFY(!detail.isEmpty());
     QVERIFY2(detail.first()->property("text").toString().contains(QStringLiteral("KV")),
              qPrintable(detail.first()->property("text").toString()));
+    // The toolbar's title, context meter and KV size shorten rather than widening the chat: at
+    // the window's minimum size the toolbar and the Send button stay inside the window (the
+    // toolbar once pushed the Send button and the answers off its right edge).
+    const QSize size = w()->size();
+    for (const QSize& s : {QSize(640, 420), QSize(960, 600)}) {
+        w()->resize(s);
+        QTRY_COMPARE(w()->width(), s.width());
+        QTest::qWait(100);
+        for (const char* name : {"chatToolbar", "sendButton", "chatKvSize"}) {
+            QQuickItem* item = visibleItem(w(), QString::fromLatin1(name));
+            QVERIFY2(item, name);
+            const qreal right = item->mapToScene(QPointF(item->width(), 0)).x();
+            QVERIFY2(right <= w()->width() + 0.5,
+                     qPrintable(QStringLiteral("%1 ends at x %2 in a window %3 wide")
+                                    .arg(QLatin1String(name))
+                                    .arg(right)
+                                    .arg(w()->width())));
+        }
+        // ... and the title keeps a few words (it was the one item that shrank, to nothing).
+        QQuickItem* title = visibleItem(w(), QStringLiteral("chatTitle"));
+        QVERIFY(title);
+        QVERIFY2(title->width() >= std::min<qreal>(title->implicitWidth(), 80),
+                 qPrintable(QStringLiteral("the title is %1 px wide").arg(title->width())));
+        QVERIFY(w()->grabWindow().save(kShots + QStringLiteral("/chat-%1.png").arg(s.width())));
+    }
+    w()->resize(size);
     QTRY_VERIFY_WITH_TIMEOUT(app().sessions->learning(), 10000); // the model's identity is known
     setAnswerLength(kShortAnswer);
     std::optional<storage::RunRecord> run;

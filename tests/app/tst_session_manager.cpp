@@ -213,6 +213,15 @@ private slots:
         QVERIFY(j.open(QIODevice::ReadOnly));
         const QJsonObject o = QJsonDocument::fromJson(j.readAll()).object();
         QCOMPARE(o.value("format").toString(), QString("colibri-session"));
+        // A folder that does not exist: the error says which file and why.
+        const QString missing = dir.filePath("no-such-folder/coast.md");
+        r.sessions->exportSession(coast, QUrl::fromLocalFile(missing), "markdown");
+        QTRY_COMPARE_WITH_TIMEOUT(exported.count(), 3, 10000);
+        const QString error = exported[2][1].toString();
+        QVERIFY2(error.startsWith(QStringLiteral("could not write %1: ").arg(missing)) &&
+                     error.size() > QStringLiteral("could not write %1: ").arg(missing).size(),
+                 qPrintable(error));
+        QVERIFY(!QFileInfo::exists(missing));
 
         r.sessions->deleteSession(lentils); // the one on screen
         QCOMPARE(r.controller->chatModel()->rowCount(), 0);
@@ -221,6 +230,49 @@ private slots:
         Peek p(db);
         QCOMPARE(int(p.ss->listSessions().value().size()), 1);
         QCOMPARE(p.ss->listSessions().value()[0].title, std::string("Coast notes"));
+    }
+
+    // The export dialog's file name keeps every script's letters and drops what file systems
+    // refuse; it starts in the documents folder, or home when a fresh account has none.
+    void exportNameAndFolder() {
+        QTemporaryDir dir;
+        EngineController controller(WorkerOptions{.threads = 1}); // no model: names only
+        SessionManager sessions(&controller,
+                                StorageWorkerOptions{.path = dir.filePath("c.db").toStdString()});
+        QCOMPARE(sessions.exportFileName(QStringLiteral("Erzähl mir was"), "markdown"),
+                 QStringLiteral("Erzähl mir was.md"));
+        QCOMPARE(sessions.exportFileName(QStringLiteral("你好 🙂"), "json"),
+                 QStringLiteral("你好 🙂.json"));
+        QCOMPARE(
+            sessions.exportFileName(QStringLiteral("a/b\\c: *why?* <\"x\"> |\t tab"), "markdown"),
+            QStringLiteral("abc why x tab.md"));
+        QCOMPARE(sessions.exportFileName(QStringLiteral("..hidden"), "markdown"),
+                 QStringLiteral("hidden.md"));
+        QCOMPARE(sessions.exportFileName(QStringLiteral(" /:? "), "json"),
+                 QStringLiteral("chat.json"));
+        // '#' and '%' stay in the name, not in the URL's syntax.
+        const QUrl url = sessions.exportFile(QStringLiteral("C# at 100%"), "markdown");
+        QVERIFY(url.isLocalFile());
+        QCOMPARE(QFileInfo(url.toLocalFile()).fileName(), QStringLiteral("C# at 100%.md"));
+
+        const QByteArray oldConfig = qgetenv("XDG_CONFIG_HOME");
+        QVERIFY(qputenv("XDG_CONFIG_HOME", dir.path().toLocal8Bit()));
+        const QString docs = dir.filePath("Dokumente");
+        QFile dirs(dir.filePath("user-dirs.dirs"));
+        QVERIFY(dirs.open(QIODevice::WriteOnly));
+        dirs.write("XDG_DOCUMENTS_DIR=\"" + docs.toUtf8() + "\"\n");
+        dirs.close();
+        QCOMPARE(sessions.exportFolder(), QUrl::fromLocalFile(QDir::homePath())); // not made yet
+        QVERIFY(QDir().mkpath(docs));
+        QCOMPARE(sessions.exportFolder(), QUrl::fromLocalFile(docs));
+        QCOMPARE(sessions.exportFile(QStringLiteral("Notes"), "json"),
+                 QUrl::fromLocalFile(docs + "/Notes.json"));
+        if (oldConfig.isNull())
+            qunsetenv("XDG_CONFIG_HOME");
+        else
+            qputenv("XDG_CONFIG_HOME", oldConfig);
+        sessions.shutdown();
+        controller.shutdown();
     }
 
     void regenerateContinueEditAndChatSettings() {

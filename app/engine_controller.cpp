@@ -10,6 +10,7 @@
 #include <QMetaObject>
 #include <QRandomGenerator>
 #include <algorithm>
+#include <vector>
 
 #include <utility>
 
@@ -263,18 +264,43 @@ void EngineController::newChat() {
 }
 
 void EngineController::estimateContextMeter() {
-    // A reopened chat: what its next prompt will hold, counted with the tokenizer (the template's
-    // wrapping estimated per message), so the meter does not read 0 over a full conversation.
-    int used = 0;
-    for (int row = 0; row < m_chat.rowCount(); ++row) {
+    // A reopened chat: what its last turn held, counted with the tokenizer (the template's
+    // wrapping estimated per message), so the meter does not read 0 over a full conversation;
+    // with the rolling window's rule (runtime/context_fit.h: while the prompt and the answer's
+    // reserve exceed the context, the oldest user turn after a system message is left out with
+    // the replies that follow it, never the last message), so a chat past its context reads as
+    // the live meter read after that turn, not as the whole conversation capped at the context.
+    const int rows = m_chat.rowCount();
+    std::vector<int> cost(size_t(std::max(rows, 0)));
+    for (int row = 0; row < rows; ++row) {
         const int n = countTokens(m_chat.at(row).text);
         if (n < 0) return resetContextMeter(); // no model loaded: nothing to count with
-        used += n + m_promptOverhead;
+        cost[size_t(row)] = n;
     }
+    const auto role = [&](int row) { return m_chat.at(row).role; };
+    // The last turn's prompt: every message before its answer (the last row, if it is one).
+    const bool answered = rows > 0 && role(rows - 1) == QLatin1String("assistant");
+    const int promptEnd = answered ? rows - 1 : rows;
+    int prompt = 0;
+    for (int row = 0; row < promptEnd; ++row)
+        prompt += cost[size_t(row)] + m_promptOverhead;
+    const int reserve = std::clamp(m_params.maxNewTokens, 0, std::max(m_contextLength / 2, 0));
+    int first = promptEnd > 0 && role(0) == QLatin1String("system") ? 1 : 0;
+    int dropped = 0;
+    while (m_contextLength > 0 && prompt + reserve > m_contextLength && first < promptEnd - 1) {
+        int end = first + 1; // the user turn at `first` and the replies after it
+        while (end < promptEnd - 1 && role(end) != QLatin1String("user"))
+            ++end;
+        for (int row = first; row < end; ++row)
+            prompt -= cost[size_t(row)] + m_promptOverhead;
+        dropped += end - first;
+        first = end;
+    }
+    const int used = prompt + (answered ? cost[size_t(rows - 1)] : 0);
     const int capped = m_contextLength > 0 ? std::min(used, m_contextLength) : used;
-    if (capped == m_contextUsed && m_contextDropped == 0) return;
+    if (capped == m_contextUsed && dropped == m_contextDropped) return;
     m_contextUsed = capped;
-    m_contextDropped = 0;
+    m_contextDropped = dropped;
     emit contextChanged();
 }
 

@@ -31,13 +31,14 @@ using namespace coli::app;
 
 namespace {
 const QString kModel = QStringLiteral(COLI_FIXTURE_DIR "/qwen3moe");
+const QString kShippedModel = QStringLiteral(COLI_SHIPPED_MODEL_DIR); // 512 tokens of context
 
 struct Rig {
     std::unique_ptr<EngineController> controller;
     std::unique_ptr<SessionManager> sessions;
     std::unique_ptr<QAbstractItemModelTester> tester;
 
-    explicit Rig(const QString& db, int maxTokens = 12) {
+    explicit Rig(const QString& db, int maxTokens = 12, const QString& model = kModel) {
         controller = std::make_unique<EngineController>(WorkerOptions{.threads = 1});
         GenerateParams p;
         p.maxNewTokens = maxTokens;
@@ -48,7 +49,7 @@ struct Rig {
                                                     StorageWorkerOptions{.path = db.toStdString()});
         tester = std::make_unique<QAbstractItemModelTester>(
             sessions->sessions(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-        controller->loadModel(kModel);
+        controller->loadModel(model);
     }
     ~Rig() {
         sessions->shutdown();
@@ -175,6 +176,40 @@ private slots:
         // The conversation goes on from the restored messages.
         QVERIFY(r.ask("Tell me more"));
         QCOMPARE(r.controller->chatModel()->rowCount(), 6);
+    }
+
+    // A chat past its model's context, reopened after a restart: the meter estimates what its
+    // last turn held with the rolling window's rule, close to what the live meter read, instead
+    // of the whole conversation capped at the context (it read 512 / 512, in red).
+    void reopenedChatPastItsContextMetersLikeTheLiveOne() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("colibri.db");
+        int liveUsed = 0, liveDropped = 0, rows = 0;
+        {
+            Rig r(db, 24, kShippedModel);
+            QVERIFY(r.ready());
+            QString request;
+            for (int i = 0; i < 8; ++i)
+                request += QStringLiteral("Tell me about the sea, the wind and the stars. ");
+            for (int turn = 0; turn < 14 && r.controller->contextDropped() == 0; ++turn)
+                QVERIFY(r.ask(request + QString::number(turn)));
+            liveUsed = r.controller->contextUsed();
+            liveDropped = r.controller->contextDropped();
+            QVERIFY2(liveDropped > 0, "the chat never outgrew the context");
+            rows = r.controller->chatModel()->rowCount();
+            QVERIFY(r.settle());
+        }
+        Rig r(db, 24, kShippedModel);
+        QVERIFY(r.ready());
+        QTRY_COMPARE_WITH_TIMEOUT(r.controller->chatModel()->rowCount(), rows, 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(r.controller->contextUsed() > 0, 10000);
+        const int used = r.controller->contextUsed(), dropped = r.controller->contextDropped();
+        qInfo("live: %d tokens, %d messages left out; reopened: %d, %d (context %d)", liveUsed,
+              liveDropped, used, dropped, r.controller->contextLength());
+        QVERIFY(used < r.controller->contextLength());
+        QVERIFY(dropped > 0);
+        QVERIFY2(std::abs(used - liveUsed) <= liveUsed / 5, "the estimate is off by over 20 %");
+        QVERIFY2(std::abs(dropped - liveDropped) <= 2, "more than one exchange apart");
     }
 
     void renameSearchDeleteExport() {

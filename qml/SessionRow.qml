@@ -68,6 +68,20 @@ ItemDelegate {
             Menu {
                 id: menu
                 objectName: "sessionMenu"
+                // Bound here: a popup keeps the palette it was made with when the window's
+                // changes (Qt 6.4), so a theme switch left it in the old theme's colours.
+                palette.window: Theme.surface
+                palette.windowText: Theme.text
+                palette.base: Theme.field
+                palette.text: Theme.text
+                palette.button: Theme.field
+                palette.buttonText: Theme.text
+                palette.highlight: Theme.accent
+                palette.highlightedText: Theme.accentText
+                palette.light: Theme.surface
+                palette.midlight: Theme.border
+                palette.mid: Theme.border
+                palette.dark: Theme.textMuted
                 MenuItem { objectName: "menuRename"; text: qsTr("Rename…"); onTriggered: row.renameRequested() }
                 MenuItem { objectName: "menuExportMarkdown"; text: qsTr("Export as Markdown…"); onTriggered: row.exportRequested("markdown") }
                 MenuItem { objectName: "menuExportJson"; text: qsTr("Export as JSON…"); onTriggered: row.exportRequested("json") }

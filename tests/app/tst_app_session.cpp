@@ -307,8 +307,15 @@ class TestAppSession : public QObject {
 
     // Opens the ⋯ menu of the chat titled `title` and triggers its item `item` by a click.
     bool sessionMenu(const QString& title, const QString& item) {
+        QQuickItem* entry = openSessionMenu(title, item);
+        if (!entry) return false;
+        click(w(), entry);
+        return true;
+    }
+    // Opens the ⋯ menu of the chat titled `title`; its item `item` once the menu is in place.
+    QQuickItem* openSessionMenu(const QString& title, const QString& item) {
         QQuickItem* row = sessionRow(w(), title);
-        if (!row) return false;
+        if (!row) return nullptr;
         QTest::mouseMove(w(), centre(row)); // the ⋯ button shows on hover
         QQuickItem* more = nullptr;
         (void)QTest::qWaitFor([&] {
@@ -317,14 +324,13 @@ class TestAppSession : public QObject {
             more = buttons.isEmpty() || !buttons.first()->isVisible() ? nullptr : buttons.first();
             return more != nullptr;
         });
-        if (!more) return false;
+        if (!more) return nullptr;
         click(w(), more);
         QQuickItem* entry = nullptr;
         if (!QTest::qWaitFor([&] { return (entry = visibleItem(w(), item)) != nullptr; }, 3000))
-            return false;
+            return nullptr;
         QTest::qWait(100); // the menu's open transition: a click lands once it is in place
-        click(w(), entry);
-        return true;
+        return entry;
     }
 
     // Exports the chat `title` through its menu and the file dialog into `file`.
@@ -708,6 +714,27 @@ void TestAppSession::screenshotsOfEveryViewInBothThemes() {
                 QVERIFY2(failed.isEmpty(), qPrintable(failed));
             }
         }
+    }
+    // The ⋯ menu follows a theme changed while the app runs (it kept the palette it was made
+    // with: dark items in the light theme).
+    shortcut(Qt::Key_1);
+    QTRY_COMPARE(app().currentView(), QStringLiteral("chat"));
+    for (const QString& theme : {QStringLiteral("dark"), QStringLiteral("light")}) {
+        app().settings->setTheme(theme);
+        QTest::qWait(100);
+        QQuickItem* entry = openSessionMenu(app().sessions->currentTitle(), "menuRename");
+        QVERIFY2(entry, qPrintable(theme));
+        QQuickItem* last = visibleItem(w(), QStringLiteral("menuDelete")); // not highlighted
+        QVERIFY(last);
+        const QImage img = w()->grabWindow();
+        QVERIFY(img.save(QStringLiteral("%1/session-menu-%2.png").arg(kShots, theme)));
+        // An item's background, right of its text.
+        const QPointF at = last->mapToScene(QPointF(last->width() - 6, last->height() / 2));
+        const QColor bg = img.pixelColor((at * w()->devicePixelRatio()).toPoint());
+        QVERIFY2(theme == "dark" ? bg.lightnessF() < 0.3 : bg.lightnessF() > 0.7,
+                 qPrintable(QStringLiteral("%1 theme, menu at %2").arg(theme, bg.name())));
+        QTest::keyClick(w(), Qt::Key_Escape);
+        QTRY_VERIFY(visibleItem(w(), QStringLiteral("menuRename")) == nullptr);
     }
     app().settings->setTheme(QStringLiteral("light"));
     shortcut(Qt::Key_1);

@@ -267,6 +267,7 @@ Status SessionKvFile::save(std::span<const int32_t> tokens, const KVCache& kv) {
     if (!tokens.empty() && (kv.layers() != m_key.layers || s.heads != m_key.shape.heads ||
                             s.kDim != m_key.shape.kDim || s.vDim != m_key.shape.vDim))
         return {ErrorCode::InvalidArgument, m_path + ": the KV cache's layout is not the file's"};
+    const size_t before = m_tokens.size();
     size_t common = 0;
     while (common < m_tokens.size() && common < tokens.size() && m_tokens[common] == tokens[common])
         ++common;
@@ -298,7 +299,15 @@ Status SessionKvFile::save(std::span<const int32_t> tokens, const KVCache& kv) {
         [[maybe_unused]] const int ignored = ::ftruncate(m_fd, off_t(fileBytes()));
         return st;
     }
+    const bool shorter = tokens.size() < before;
     m_tokens.assign(tokens.begin(), tokens.end());
+    // A rolling-window turn shares little and holds fewer tokens: the old records past the new
+    // count are no part of the file any more (the count is durable), so their space goes back
+    // now rather than at the next open (the size the app shows, the cap over all files). Best
+    // effort: the save itself has succeeded, and open() trims what this leaves.
+    if (shorter) {
+        [[maybe_unused]] const int ignored = ::ftruncate(m_fd, off_t(fileBytes()));
+    }
     return {};
 }
 

@@ -70,12 +70,13 @@ public:
          std::vector<std::string>* notes, const SessionKvOptions& opt = {});
     ~SessionKvFile();
 
-    // Makes the file hold exactly `tokens` with their KV rows from kv (positions 0..n-1): keeps
-    // the stored records that are a prefix of `tokens`, cuts back the rest and appends the new
-    // ones. Durable when it returns OK. Requires tokens.size() == kv.size() and kv of this key's
-    // layout (InvalidArgument otherwise). Errors: NoSpace ("disk full writing <path>") and Io;
-    // the file then still holds the conversation it held before the call, or the part of it the
-    // new tokens share, with every record complete.
+    // Makes the file hold exactly `tokens` with their KV rows from kv (positions 0..n-1): keeps the
+    // stored records that are a prefix of `tokens`, cuts back the rest and appends the new ones; a
+    // file left with fewer records than it had shrinks to them. Durable when it returns OK.
+    // Requires tokens.size() == kv.size() and kv of this key's layout (InvalidArgument otherwise).
+    // Errors: NoSpace ("disk full writing <path>") and Io; the file then still holds the
+    // conversation it held before the call, or the part of it the new tokens share, with every
+    // record complete.
     Status save(std::span<const int32_t> tokens, const KVCache& kv);
 
     uint64_t records() const { return m_tokens.size(); } // durable records

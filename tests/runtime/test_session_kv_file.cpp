@@ -126,6 +126,29 @@ TEST(SessionKvFile, ADivergingConversationCutsBackToTheCommonPrefix) {
     expectPrefix(openOk(p), b, 3);
 }
 
+// The app keeps a chat's file open across its turns: a rolling-window turn (the prompt's start
+// moved, so little is shared, and fewer tokens in all) leaves the file at its new size at once,
+// not at the old one until the next open.
+TEST(SessionKvFile, AShorterDivergingSaveShrinksTheOpenFile) {
+    TempDir d;
+    const std::string p = d.file("s.kv");
+    SessionKvState st;
+    std::vector<std::string> notes;
+    auto f = SessionKvFile::open(p, testKey(), &st, &notes);
+    ASSERT_TRUE(f.isOk()) << f.status().message();
+    const uint64_t record = SessionKvFile::recordBytes(testKey());
+    const auto a = seq(12, 10);
+    ASSERT_TRUE((*f)->save(a, cacheOf(a)).isOk());
+    EXPECT_EQ(fs::file_size(p), SessionKvFile::kHeaderBytes + 12 * record);
+    auto b = std::vector<int32_t>(a.begin(), a.begin() + 2);
+    b.insert(b.end(), {90, 91, 92, 93, 94});
+    ASSERT_TRUE((*f)->save(b, cacheOf(b)).isOk());
+    EXPECT_EQ((*f)->fileBytes(), SessionKvFile::kHeaderBytes + b.size() * record);
+    EXPECT_EQ(fs::file_size(p), (*f)->fileBytes());
+    f->reset(); // unlocks
+    expectPrefix(openOk(p), b, b.size());
+}
+
 TEST(SessionKvFile, TruncatedAtEveryByteOfTheLastTwoRecordsOpensToTheLastWholeOne) {
     TempDir d;
     const std::string p = d.file("s.kv");

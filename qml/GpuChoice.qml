@@ -40,7 +40,9 @@ ColumnLayout {
         valueRole: "value"
         model: choice.entries
         implicitContentWidthPolicy: ComboBox.WidestText
-        Layout.maximumWidth: 420
+        Layout.fillWidth: true // up to its widest entry; shorter (elided) in a narrow window
+        Layout.maximumWidth: Math.min(implicitWidth, 420)
+        Layout.minimumWidth: 120
         // The exact entry, else the device the engine would choose for a saved part of a name
         // (`--gpu llvmpipe`): the first whose name contains it.
         currentIndex: {
@@ -53,6 +55,7 @@ ColumnLayout {
     }
     Label {
         objectName: "gpuDeviceDetail"
+        Layout.fillWidth: true
         Layout.maximumWidth: 420
         wrapMode: Text.Wrap
         color: Theme.textMuted

@@ -21,12 +21,17 @@ Page {
         Layout.fillWidth: true
         spacing: 6
         Label { id: heading; font.bold: true; font.pixelSize: Theme.titleFontSize; color: Theme.text; Layout.topMargin: 8 }
-        GridLayout { id: body; columns: 2; columnSpacing: Theme.padding; rowSpacing: 6 }
+        GridLayout { id: body; columns: 2; columnSpacing: Theme.padding; rowSpacing: 6; Layout.fillWidth: true }
     }
-    component Name: Label { color: Theme.text; Layout.preferredWidth: 200; Layout.minimumWidth: 200 }
+    // In a narrow window (down to the window's minimum) the names wrap, the hints narrow and the
+    // wide controls shorten, so that nothing leaves the window.
+    component Name: Label {
+        color: Theme.text; wrapMode: Text.Wrap
+        Layout.fillWidth: true; Layout.preferredWidth: 200; Layout.maximumWidth: 200; Layout.minimumWidth: 110
+    }
     component Hint: Label {
         color: Theme.textMuted; font.pixelSize: Theme.smallFontSize; wrapMode: Text.Wrap
-        Layout.columnSpan: 2; Layout.preferredWidth: 520; Layout.maximumWidth: 520
+        Layout.columnSpan: 2; Layout.fillWidth: true; Layout.preferredWidth: 520; Layout.maximumWidth: 520
     }
     // An editable whole number: its text editor (what Tab focuses) carries the box's name.
     component NumberBox: SpinBox {
@@ -42,7 +47,7 @@ Page {
         property real to: 1
         signal committed(real v)
         text: value.toString()
-        color: Theme.text
+        color: enabled ? Theme.text : Theme.textMuted // off with "Use these values"
         Layout.preferredWidth: 110
         validator: DoubleValidator { bottom: field.from; top: field.to; notation: DoubleValidator.StandardNotation; locale: "C" }
         onEditingFinished: if (acceptableInput) committed(parseFloat(text))
@@ -62,8 +67,10 @@ Page {
             Section {
                 title: qsTr("Appearance")
                 Name { text: qsTr("Theme") }
-                RowLayout {
+                Flow { // the three choices wrap rather than leave the window
                     objectName: "themeChoice"
+                    Layout.fillWidth: true
+                    spacing: 6
                     Repeater {
                         model: [ { v: "system", t: qsTr("Follow the system") }, { v: "light", t: qsTr("Light") }, { v: "dark", t: qsTr("Dark") } ]
                         RadioButton {
@@ -111,6 +118,9 @@ Page {
                 Name { text: qsTr("Expert reads") }
                 ComboBox {
                     objectName: "readModeSetting"
+                    Layout.fillWidth: true
+                    Layout.maximumWidth: implicitWidth // shortens (elided) in a narrow window
+                    Layout.minimumWidth: 120
                     textRole: "text"
                     valueRole: "value"
                     model: [
@@ -135,6 +145,8 @@ Page {
                 Name { text: qsTr("GPU for experts") }
                 GpuChoice {
                     objectName: "gpuSetting"
+                    Layout.fillWidth: true
+                    Layout.maximumWidth: implicitWidth
                     appSettings: page.appSettings
                 }
                 Name { text: qsTr("VRAM for experts (MiB)") }
@@ -151,9 +163,11 @@ Page {
                 }
                 Name { text: qsTr("Mirror folder") }
                 RowLayout {
+                    Layout.fillWidth: true
                     Label {
                         objectName: "mirrorFolderSetting"
-                        Layout.maximumWidth: 320
+                        Layout.fillWidth: true
+                        Layout.maximumWidth: Math.min(implicitWidth, 320)
                         elide: Text.ElideMiddle
                         color: page.appSettings && page.appSettings.mirrorFolder !== "" ? Theme.text : Theme.textMuted
                         text: page.appSettings && page.appSettings.mirrorFolder !== "" ? page.appSettings.mirrorFolder : qsTr("none")
@@ -216,7 +230,10 @@ Page {
                 Name { text: qsTr("Usage database") }
                 TextField {
                     objectName: "usageDatabaseSetting"
+                    Layout.fillWidth: true
                     Layout.preferredWidth: 400
+                    Layout.maximumWidth: 400
+                    Layout.minimumWidth: 120
                     text: page.appSettings ? page.appSettings.usageDatabase : ""
                     placeholderText: page.appSettings ? page.appSettings.effectiveUsageDatabase : ""
                     color: Theme.text

@@ -11,8 +11,14 @@ ColumnLayout {
     property var colorFor
     property var formatBytes
     property var formatShare
-    // Numeric columns keep their width so the lines align; the name column takes the rest.
-    readonly property var widths: [96, 90, 130, 130]
+    // Every row has the same constraints per column, so the layout gives every row the same
+    // widths and the lines align: the numeric columns at their wanted widths, the name column the
+    // rest. In a narrow window (down to the window's minimum) all shrink towards their least
+    // widths, so the names keep some room instead of vanishing under the numbers.
+    readonly property var wanted: [110, 90, 130, 130]
+    readonly property var least: [90, 72, 60, 60]
+    readonly property int nameWanted: 150
+    readonly property int nameLeast: 90
 
     spacing: 4
 
@@ -29,8 +35,10 @@ ColumnLayout {
                 font.pixelSize: Theme.smallFontSize
                 elide: Text.ElideRight
                 horizontalAlignment: index > 0 ? Text.AlignRight : Text.AlignLeft
-                Layout.fillWidth: index === 0
-                Layout.preferredWidth: index > 0 ? legend.widths[index - 1] : -1
+                Layout.fillWidth: true
+                Layout.preferredWidth: index > 0 ? legend.wanted[index - 1] : legend.nameWanted
+                Layout.minimumWidth: index > 0 ? legend.least[index - 1] : legend.nameLeast
+                Layout.maximumWidth: index > 0 ? legend.wanted[index - 1] : Number.POSITIVE_INFINITY
             }
         }
     }
@@ -55,6 +63,8 @@ ColumnLayout {
                 color: parent.ink
                 elide: Text.ElideRight
                 Layout.fillWidth: true
+                Layout.preferredWidth: legend.nameWanted
+                Layout.minimumWidth: legend.nameLeast
             }
             Label {
                 text: !model.available ? "–"
@@ -63,25 +73,41 @@ ColumnLayout {
                                             : String(model.experts)
                 color: parent.ink
                 horizontalAlignment: Text.AlignRight
-                Layout.preferredWidth: legend.widths[0]
+                elide: Text.ElideRight
+                Layout.fillWidth: true
+                Layout.preferredWidth: legend.wanted[0]
+                Layout.minimumWidth: legend.least[0]
+                Layout.maximumWidth: legend.wanted[0]
             }
             Label {
                 text: model.available ? legend.formatBytes(model.bytes) : "–"
                 color: parent.ink
                 horizontalAlignment: Text.AlignRight
-                Layout.preferredWidth: legend.widths[1]
+                elide: Text.ElideRight
+                Layout.fillWidth: true
+                Layout.preferredWidth: legend.wanted[1]
+                Layout.minimumWidth: legend.least[1]
+                Layout.maximumWidth: legend.wanted[1]
             }
             Label {
                 text: legend.formatShare(model.hitLast)
                 color: parent.ink
                 horizontalAlignment: Text.AlignRight
-                Layout.preferredWidth: legend.widths[2]
+                elide: Text.ElideRight
+                Layout.fillWidth: true
+                Layout.preferredWidth: legend.wanted[2]
+                Layout.minimumWidth: legend.least[2]
+                Layout.maximumWidth: legend.wanted[2]
             }
             Label {
                 text: legend.formatShare(model.hitSession)
                 color: parent.ink
                 horizontalAlignment: Text.AlignRight
-                Layout.preferredWidth: legend.widths[3]
+                elide: Text.ElideRight
+                Layout.fillWidth: true
+                Layout.preferredWidth: legend.wanted[3]
+                Layout.minimumWidth: legend.least[3]
+                Layout.maximumWidth: legend.wanted[3]
             }
         }
     }

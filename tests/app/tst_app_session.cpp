@@ -348,6 +348,7 @@ private slots:
     void everyViewByItsShortcut();
     void budgetTypedDuringAnAnswer();
     void screenshotsOfEveryViewInBothThemes();
+    void theNarrowestWindowKeepsViewsInside();
     void quitAndRestart();
     void cleanupTestCase();
 };
@@ -743,6 +744,49 @@ void TestAppSession::screenshotsOfEveryViewInBothThemes() {
 // Ctrl+Q, then the app is started again on the same settings and database: the list of chats
 // and the last chat shown come back, with its KV cache (its size shown; the next answer reuses
 // the stored tokens).
+// At the window's minimum size (640 x 420) the Tiers and Settings views stay inside the window:
+// the tier table's numeric columns and the settings' names, choices and combo boxes shorten
+// (the table once pushed the RAM card and the place names past the right edge, the theme
+// choices and the GPU box ran off it).
+void TestAppSession::theNarrowestWindowKeepsViewsInside() {
+    const QSize size = w()->size();
+    w()->resize(640, 420);
+    QTRY_COMPARE(w()->width(), 640);
+    const struct {
+        Qt::Key key;
+        const char* view;
+        QStringList items;
+    } views[] = {{Qt::Key_2, "tiers", {"ramBar", "ramTotals", "tierRow_cache", "tierRow_free"}},
+                 {Qt::Key_4, "settings", {"themeChoice", "readModeSetting", "gpuDeviceBox"}}};
+    for (const auto& v : views) {
+        shortcut(v.key);
+        QTRY_COMPARE(app().currentView(), QString::fromLatin1(v.view));
+        QTest::qWait(200);
+        QVERIFY(w()->grabWindow().save(kShots + QStringLiteral("/narrow-%1.png").arg(v.view)));
+        for (const QString& name : v.items) {
+            QQuickItem* item = visibleItem(w(), name);
+            QVERIFY2(item, qPrintable(name));
+            const qreal right = item->mapToScene(QPointF(item->width(), 0)).x();
+            QVERIFY2(right <= w()->width() + 0.5,
+                     qPrintable(QStringLiteral("%1 ends at x %2 in a window %3 wide")
+                                    .arg(name)
+                                    .arg(right)
+                                    .arg(w()->width())));
+        }
+    }
+    // The place names keep some room beside the numbers.
+    shortcut(Qt::Key_2);
+    QTRY_COMPARE(app().currentView(), QStringLiteral("tiers"));
+    QQuickItem* row = visibleItem(w(), QStringLiteral("tierRow_cache"));
+    QVERIFY(row);
+    const QList<QQuickItem*> cells = row->childItems();
+    QVERIFY(cells.size() >= 2);
+    QVERIFY2(cells.at(1)->width() >= 60,
+             qPrintable(QStringLiteral("the place name is %1 px wide").arg(cells.at(1)->width())));
+    w()->resize(size);
+    shortcut(Qt::Key_1);
+}
+
 void TestAppSession::quitAndRestart() {
     QVERIFY(app().settle());
     const qint64 shown = app().sessions->currentSessionId();

@@ -59,7 +59,7 @@ QVariantMap modelRow(const QString& dir, bool isDefault) {
     m[QStringLiteral("exists")] = fi.isDir();
     m[QStringLiteral("sizeText")] =
         fi.isDir() ? QLocale::system().formattedDataSize(folderBytes(dir), 1,
-                                                         QLocale::DataSizeTraditionalFormat)
+                                                         QLocale::DataSizeIecFormat)
                    : QObject::tr("folder not found");
     return m;
 }

@@ -116,7 +116,7 @@ void SessionListModel::setKvBytes(qint64 id, qint64 bytes) {
 
 QString SessionListModel::kvSizeText(qint64 bytes) {
     if (bytes <= qint64(SessionKvFile::kHeaderBytes)) return {};
-    return QLocale::system().formattedDataSize(bytes, 1, QLocale::DataSizeTraditionalFormat);
+    return QLocale::system().formattedDataSize(bytes, 1, QLocale::DataSizeIecFormat);
 }
 
 void SessionListModel::rekey(qint64 from, qint64 to) {

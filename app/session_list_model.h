@@ -4,7 +4,7 @@
 // Roles: sessionId (the database id, or a provisional key < 0 until the storage thread has
 // created the row), title, updated (QDateTime), messageCount, modelPath, snippet (search only;
 // the match between « and »), kvBytes (the chat's KV cache file on disk, 0: none) and kvSize
-// (the same in words, "1.2 MB"; "" when the file holds no token).
+// (the same in words, "1.2 MiB"; "" when the file holds no token).
 // Thread-safety: GUI thread only; changed in batches (threading contract rule 5).
 #include "storage/session_types.h"
 
@@ -56,8 +56,8 @@ public:
     void remove(qint64 id);
     // The chat's KV file holds `bytes` now (a turn saved, the cap deleted it, ...).
     void setKvBytes(qint64 id, qint64 bytes);
-    // "1.2 MB" (the locale's digits, units of 1024 bytes); "" for a file that holds no token
-    // (its header alone) or none.
+    // "1.2 MiB" (the locale's digits, IEC units as everywhere in the app); "" for a file that holds
+    // no token (its header alone) or none.
     static QString kvSizeText(qint64 bytes);
     // A provisional key became a database id.
     void rekey(qint64 from, qint64 to);

@@ -48,7 +48,7 @@ class SessionManager : public QObject {
     Q_PROPERTY(QVariantMap chatSettings READ chatSettings NOTIFY chatSettingsChanged)
     // The loaded model's usage is being learned (its database row is known; turn ends save).
     Q_PROPERTY(bool learning READ learning NOTIFY learningChanged)
-    // The chat shown's KV cache on disk, "KV cache 1.2 MB on disk"; "" when it has none.
+    // The chat shown's KV cache on disk, "KV cache 1.2 MiB on disk"; "" when it has none.
     Q_PROPERTY(QString currentKvText READ currentKvText NOTIFY currentKvChanged)
 public:
     SessionManager(EngineController* controller, StorageWorkerOptions options,

@@ -48,7 +48,7 @@ ItemDelegate {
                 text: row.searching && model.snippet !== ""
                       ? model.snippet
                       : Qt.formatDateTime(model.updated, "d MMM yyyy, hh:mm")
-                        // No break inside "KV 1.2 MB" when the line wraps.
+                        // No break inside "KV 1.2 MiB" when the line wraps.
                         + (model.kvSize !== ""
                            ? " · " + qsTr("KV %1").arg(model.kvSize).replace(/ /g, "\u00a0") : "")
                 color: Theme.textMuted

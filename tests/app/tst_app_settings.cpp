@@ -230,7 +230,7 @@ void TstAppSettings::recentModelsAndStartFolder() {
     QCOMPARE(rows[1].toMap().value("path").toString(), two); // most recent first
     QCOMPARE(rows[2].toMap().value("name").toString(), QStringLiteral("one"));
     QVERIFY2(rows[2].toMap().value("sizeText").toString() ==
-                 QLocale::system().formattedDataSize(1000, 1, QLocale::DataSizeTraditionalFormat),
+                 QLocale::system().formattedDataSize(1000, 1, QLocale::DataSizeIecFormat),
              qPrintable(rows[2].toMap().value("sizeText").toString()));
     QVERIFY(a.isModelFolder(one));
     QVERIFY(!a.isModelFolder(two));

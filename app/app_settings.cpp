@@ -58,9 +58,9 @@ QVariantMap modelRow(const QString& dir, bool isDefault) {
     m[QStringLiteral("isDefault")] = isDefault;
     m[QStringLiteral("exists")] = fi.isDir();
     m[QStringLiteral("sizeText")] =
-        fi.isDir() ? QLocale::system().formattedDataSize(folderBytes(dir), 1,
-                                                         QLocale::DataSizeIecFormat)
-                   : QObject::tr("folder not found");
+        fi.isDir()
+            ? QLocale::system().formattedDataSize(folderBytes(dir), 1, QLocale::DataSizeIecFormat)
+            : QObject::tr("folder not found");
     return m;
 }
 } // namespace
@@ -92,6 +92,14 @@ void AppSettings::setReloadNeeded(bool on) {
 }
 
 // ---- appearance ----
+QSize AppSettings::windowSize() const {
+    return value(QStringLiteral("window/size"), QVariant()).toSize();
+}
+
+void AppSettings::setWindowSize(QSize size) {
+    if (size.isValid()) store(QStringLiteral("window/size"), size);
+}
+
 QString AppSettings::theme() const {
     const QString t =
         value(QStringLiteral("appearance/theme"), QStringLiteral("system")).toString();

@@ -19,6 +19,7 @@
 #include "runtime/sampling_defaults.h"
 
 #include <QObject>
+#include <QSize>
 #include <QString>
 #include <QStringList>
 #include <QVariantList>
@@ -93,6 +94,11 @@ public:
 
     QString theme() const;
     void setTheme(const QString& t);
+    // The main window's size when it was last closed, in logical pixels ("window/size"); an
+    // invalid QSize when none was saved. Not a QML property: app_window.cpp restores it before
+    // the window shows and saves it after each resize.
+    QSize windowSize() const;
+    void setWindowSize(QSize size);
     bool dark() const;
     QString systemThemeSource() const { return m_system.source(); }
     int threads() const;

@@ -15,6 +15,7 @@
 #include <QQmlApplicationEngine>
 #include <QQmlComponent>
 #include <QQuickWindow>
+#include <QTimer>
 
 namespace coli::app {
 
@@ -186,6 +187,24 @@ QQuickWindow* createMainWindow(QQmlApplicationEngine& engine, EngineController* 
                             ? nullptr
                             : qobject_cast<QQuickWindow*>(engine.rootObjects().first());
     if (win && controller) controller->setFrameWindow(win);
+    if (win) {
+        // The size the window had when it was last closed (a user who made it larger keeps it),
+        // within the window's minimum; the screen's limits are the window system's.
+        const QSize saved = settings->windowSize();
+        if (saved.isValid())
+            win->resize(saved.expandedTo(win->minimumSize()).expandedTo(QSize(1, 1)));
+        // Saved half a second after the user stops resizing, so that every way out (the window
+        // closed, Ctrl+Q, a crash) keeps it. A maximised or full-screen window keeps the size it
+        // had before (that state is the window system's to restore).
+        auto* saveTimer = new QTimer(win);
+        saveTimer->setSingleShot(true);
+        saveTimer->setInterval(500);
+        QObject::connect(saveTimer, &QTimer::timeout, settings, [win, settings] {
+            if (win->windowState() == Qt::WindowNoState) settings->setWindowSize(win->size());
+        });
+        QObject::connect(win, &QWindow::widthChanged, saveTimer, qOverload<>(&QTimer::start));
+        QObject::connect(win, &QWindow::heightChanged, saveTimer, qOverload<>(&QTimer::start));
+    }
     if (!win && error)
         *error = QStringLiteral("could not create the main window (QML module Colibri): ") +
                  (warnings.isEmpty() ? QStringLiteral("no root object") : warnings.join("; "));

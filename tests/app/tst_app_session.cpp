@@ -797,6 +797,11 @@ void TestAppSession::quitAndRestart() {
     QStringList texts;
     for (int i = 0; i < app().chat().rowCount(); ++i)
         texts << app().chat().at(i).text;
+    // The window's size comes back too (it came back at 960 x 600 whatever the user made it).
+    const QSize chosen(1010, 640);
+    w()->resize(chosen);
+    QTRY_COMPARE(w()->size(), chosen);
+    QTRY_COMPARE(app().settings->windowSize(), chosen); // saved once the resizing stops
     QSignalSpy quit(app().engine.get(), &QQmlEngine::quit);
     shortcut(Qt::Key_Q);
     QTRY_COMPARE(quit.count(), 1); // main() connects it to the application's quit
@@ -805,6 +810,7 @@ void TestAppSession::quitAndRestart() {
     m_app = std::make_unique<App>(QString()); // the database as the settings remember it
     QVERIFY(w());
     QVERIFY(QTest::qWaitForWindowExposed(w()));
+    QCOMPARE(w()->size(), chosen);
     QCOMPARE(app().settings->usageDatabase(), m_dir.filePath(QStringLiteral("colibri.db")));
     QVERIFY(app().ready());
     QTRY_COMPARE_WITH_TIMEOUT(app().sessions->currentSessionId(), shown, 10000);

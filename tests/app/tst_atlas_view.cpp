@@ -12,6 +12,7 @@
 #include "storage/atlas_store.h"
 
 #include <QApplication>
+#include <QTemporaryDir>
 #include <QDir>
 #include <QImage>
 #include <QQmlApplicationEngine>
@@ -552,6 +553,9 @@ private slots:
 };
 
 int main(int argc, char** argv) {
+    // The window's settings (theme, size) come from a temporary folder, not the user's.
+    QTemporaryDir config;
+    qputenv("XDG_CONFIG_HOME", config.path().toLocal8Bit());
     QApplication app(argc, argv);
     TestAtlasView t;
     return QTest::qExec(&t, argc, argv);

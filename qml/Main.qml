@@ -74,6 +74,17 @@ ApplicationWindow {
     palette.disabled.text: Theme.textMuted
     palette.disabled.windowText: Theme.textMuted
     palette.disabled.buttonText: Theme.textMuted
+    // The one tooltip that every `ToolTip.text` shows is a popup the engine makes with Qt's default
+    // palette (pale yellow), not the window's, and it keeps it through theme changes (Qt 6.4): it
+    // is painted here at start and at every theme change (it stayed light in the dark theme).
+    function paintToolTip() {
+        // Asked through an item QML made (the engine knows it), it is made here if needed.
+        const tip = win.header.ToolTip.toolTip
+        if (!tip) return
+        tip.palette.toolTipBase = Theme.surface
+        tip.palette.toolTipText = Theme.text
+    }
+    Connections { target: Theme; function onDarkChanged() { win.paintToolTip() } }
 
     header: Rectangle {
         objectName: "header"
@@ -295,6 +306,7 @@ ApplicationWindow {
         }
     }
     Component.onCompleted: {
+        paintToolTip()
         if (wizard && !knowsAModel()) {
             wizardOpenedAtStart = true
             showView("wizard")

@@ -134,6 +134,17 @@ QQuickItem* buttonWithText(QQuickItem* root, const QString& text) {
     return nullptr;
 }
 
+// A visible text item under `root` showing exactly `text` (popups' contents have no objectName).
+QQuickItem* textItem(QQuickItem* root, const QString& text) {
+    for (QQuickItem* child : root->childItems()) {
+        if (child->isVisible() && child->inherits("QQuickText") &&
+            child->property("text").toString() == text)
+            return child;
+        if (QQuickItem* found = textItem(child, text)) return found;
+    }
+    return nullptr;
+}
+
 QPoint centre(QQuickItem* item) {
     return item->mapToScene(QPointF(item->width() / 2, item->height() / 2)).toPoint();
 }
@@ -331,6 +342,29 @@ class TestAppSession : public QObject {
             return nullptr;
         QTest::qWait(100); // the menu's open transition: a click lands once it is in place
         return entry;
+    }
+
+    // Hovers the item `name` until its tooltip `text` shows; empty when the tooltip's background
+    // is dark (`dark`) or light as asked, else what it is.
+    QString tooltipShade(const QString& name, const QString& text, bool dark) {
+        QQuickItem* item = nullptr;
+        if (!QTest::qWaitFor([&] { return (item = visibleItem(w(), name)) != nullptr; }, 5000))
+            return QStringLiteral("no visible %1").arg(name);
+        QTest::mouseMove(w(), QPoint(w()->width() / 2, w()->height() - 5));
+        QTest::mouseMove(w(), centre(item));
+        QQuickItem* tip = nullptr;
+        if (!QTest::qWaitFor([&] { return (tip = textItem(w()->contentItem(), text)) != nullptr; },
+                             5000))
+            return QStringLiteral("no tooltip '%1'").arg(text);
+        QTest::qWait(300); // its fade-in
+        const QImage shot = w()->grabWindow();
+        shot.save(QStringLiteral("%1/tooltip-%2.png").arg(kShots, dark ? "dark" : "light"));
+        const QPointF in = tip->mapToScene(QPointF(-2, tip->height() / 2)); // its padding
+        const QColor bg = shot.pixelColor((in * w()->devicePixelRatio()).toPoint());
+        QTest::mouseMove(w(), QPoint(w()->width() / 2, w()->height() - 5));
+        if (dark ? bg.lightnessF() < 0.3 : bg.lightnessF() > 0.7) return {};
+        return QStringLiteral("the tooltip is %1 in the %2 theme")
+            .arg(bg.name(), dark ? QStringLiteral("dark") : QStringLiteral("light"));
     }
 
     // Exports the chat `title` through its menu and the file dialog into `file`.
@@ -799,6 +833,7 @@ void TestAppSession::quitAndRestart() {
         texts << app().chat().at(i).text;
     // The window's size comes back too (it came back at 960 x 600 whatever the user made it).
     const QSize chosen(1010, 640);
+    app().settings->setTheme(QStringLiteral("dark")); // the next start begins dark
     w()->resize(chosen);
     QTRY_COMPARE(w()->size(), chosen);
     QTRY_COMPARE(app().settings->windowSize(), chosen); // saved once the resizing stops
@@ -812,6 +847,15 @@ void TestAppSession::quitAndRestart() {
     QVERIFY(QTest::qWaitForWindowExposed(w()));
     QCOMPARE(w()->size(), chosen);
     QCOMPARE(app().settings->usageDatabase(), m_dir.filePath(QStringLiteral("colibri.db")));
+    // Started dark: the tooltips are dark too (the one popup all tooltips share stayed white).
+    QVERIFY(app().settings->dark());
+    QString tipProblem = tooltipShade(QStringLiteral("chatSettingsButton"),
+                                      QStringLiteral("This chat's settings"), true);
+    QVERIFY2(tipProblem.isEmpty(), qPrintable(tipProblem));
+    app().settings->setTheme(QStringLiteral("light"));
+    tipProblem = tooltipShade(QStringLiteral("chatSettingsButton"),
+                              QStringLiteral("This chat's settings"), false);
+    QVERIFY2(tipProblem.isEmpty(), qPrintable(tipProblem));
     QVERIFY(app().ready());
     QTRY_COMPARE_WITH_TIMEOUT(app().sessions->currentSessionId(), shown, 10000);
     QTRY_COMPARE_WITH_TIMEOUT(app().chat().rowCount(), int(texts.size()), 10000);

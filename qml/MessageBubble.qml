@@ -221,6 +221,7 @@ Item {
                     objectName: "editSend"
                     text: qsTr("Send")
                     primary: true
+                    enabled: editBox.text.trim() !== "" // as the composer's: nothing to send
                     onClicked: bubble.sendEdit()
                 }
             }

@@ -511,9 +511,14 @@ void TestAppSession::secondChatAndEditAndResend() {
     QTRY_VERIFY((box = visibleItem(w(), QStringLiteral("editBox"))) != nullptr);
     QTRY_VERIFY(box->hasActiveFocus());
     QCOMPARE(box->property("text").toString(), QStringLiteral("Define lantern."));
-    retype(w(), QStringLiteral("Define zeppelin."));
     QQuickItem* send = visibleItem(w(), QStringLiteral("editSend"));
     QVERIFY(send);
+    // Emptied, the edit has nothing to send: its Send is off, as the composer's (it looked
+    // ready and did nothing).
+    retype(w(), QStringLiteral("   "));
+    QTRY_VERIFY(!send->isEnabled());
+    retype(w(), QStringLiteral("Define zeppelin."));
+    QTRY_VERIFY(send->isEnabled());
     click(w(), send);
     QVERIFY(app().controller->generating());
     QVERIFY(waitAnswerEnd());

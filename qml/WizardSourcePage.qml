@@ -122,11 +122,13 @@ WizardPage {
                 enabled: page.wizard !== null && page.wizard.downloadState !== "running"
                 color: Theme.text
                 Accessible.name: qsTr("Search the Hub or enter a repo")
-                onAccepted: page.wizard.search(text)
+                onAccepted: if (text.trim() !== "") page.wizard.search(text)
             }
             AppButton {
                 objectName: "wizardSearchButton"
                 text: qsTr("Search")
+                // Nothing typed, nothing to search (it did nothing and said nothing).
+                enabled: query.enabled && query.text.trim() !== ""
                 onClicked: page.wizard.search(query.text)
             }
         }

@@ -339,7 +339,9 @@ void TstWizardView::walksFromTheHub() {
     click(app.window, app.item("wizardSourceHub"));
     QTRY_COMPARE(w->sourceKind(), QStringLiteral("hub"));
     QSignalSpy searched(w, &WizardController::searchFinished);
+    QVERIFY(!app.item("wizardSearchButton")->isEnabled()); // nothing typed yet
     app.item("wizardSearchField")->setProperty("text", QStringLiteral("colibri"));
+    QTRY_VERIFY(app.item("wizardSearchButton")->isEnabled());
     click(app.window, app.item("wizardSearchButton"));
     QVERIFY(searched.count() > 0 || searched.wait(30000));
     QVERIFY2(w->searchResults().size() == 1, qPrintable(w->hubStatus()));

@@ -123,24 +123,14 @@ QQuickItem* visibleItem(QQuickWindow* w, const QString& name) {
     const QList<QQuickItem*> items = visibleItems(w, name);
     return items.isEmpty() ? nullptr : items.first();
 }
-// A visible button (any AbstractButton) under `root` whose text is `text`.
-QQuickItem* buttonWithText(QQuickItem* root, const QString& text) {
+// A visible item of class `type` under `root` whose text is `text`: a button
+// ("QQuickAbstractButton", any kind) or a text ("QQuickText": popups' contents have no objectName).
+QQuickItem* itemWithText(QQuickItem* root, const char* type, const QString& text) {
     for (QQuickItem* child : root->childItems()) {
-        if (child->isVisible() && child->inherits("QQuickAbstractButton") &&
+        if (child->isVisible() && child->inherits(type) &&
             child->property("text").toString() == text)
             return child;
-        if (QQuickItem* found = buttonWithText(child, text)) return found;
-    }
-    return nullptr;
-}
-
-// A visible text item under `root` showing exactly `text` (popups' contents have no objectName).
-QQuickItem* textItem(QQuickItem* root, const QString& text) {
-    for (QQuickItem* child : root->childItems()) {
-        if (child->isVisible() && child->inherits("QQuickText") &&
-            child->property("text").toString() == text)
-            return child;
-        if (QQuickItem* found = textItem(child, text)) return found;
+        if (QQuickItem* found = itemWithText(child, type, text)) return found;
     }
     return nullptr;
 }
@@ -353,8 +343,11 @@ class TestAppSession : public QObject {
         QTest::mouseMove(w(), QPoint(w()->width() / 2, w()->height() - 5));
         QTest::mouseMove(w(), centre(item));
         QQuickItem* tip = nullptr;
-        if (!QTest::qWaitFor([&] { return (tip = textItem(w()->contentItem(), text)) != nullptr; },
-                             5000))
+        if (!QTest::qWaitFor(
+                [&] {
+                    return (tip = itemWithText(w()->contentItem(), "QQuickText", text)) != nullptr;
+                },
+                5000))
             return QStringLiteral("no tooltip '%1'").arg(text);
         QTest::qWait(300); // its fade-in
         const QImage shot = w()->grabWindow();
@@ -599,7 +592,7 @@ QString TestAppSession::exportThroughDialog(const QString& title, const QString&
         return QStringLiteral("the file name offered is %1").arg(name->property("text").toString());
     click(w(), name);
     retype(w(), fileName);
-    QQuickItem* accept = buttonWithText(dialog, QStringLiteral("Export"));
+    QQuickItem* accept = itemWithText(dialog, "QQuickAbstractButton", QStringLiteral("Export"));
     if (!accept) return QStringLiteral("the file dialog has no Export button");
     QSignalSpy exported(app().sessions.get(), &SessionManager::exported);
     click(w(), accept);

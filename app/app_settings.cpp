@@ -97,7 +97,8 @@ QSize AppSettings::windowSize() const {
 }
 
 void AppSettings::setWindowSize(QSize size) {
-    if (size.isValid()) store(QStringLiteral("window/size"), size);
+    if (size.isValid()) return store(QStringLiteral("window/size"), size);
+    open().remove(QStringLiteral("window/size"));
 }
 
 QString AppSettings::theme() const {

@@ -96,7 +96,7 @@ public:
     void setTheme(const QString& t);
     // The main window's size when it was last closed, in logical pixels ("window/size"); an
     // invalid QSize when none was saved. Not a QML property: app_window.cpp restores it before
-    // the window shows and saves it after each resize.
+    // the window shows and saves it after each resize. An invalid size forgets the saved one.
     QSize windowSize() const;
     void setWindowSize(QSize size);
     bool dark() const;

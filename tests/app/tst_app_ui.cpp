@@ -2,6 +2,7 @@
 // (at the folder holding the current model) without QML warnings, message bubbles fit their text,
 // the keyboard focus returns to the composer, a model without a chat template fails at load with
 // tokenizer_config.json named, and the context-full message gives the model's context length.
+#include "app_settings.h"
 #include "app_window.h"
 #include "engine_controller.h"
 #include "engine_worker.h"
@@ -440,6 +441,10 @@ void TstAppUi::tooLongMessageIsRefusedBeforeSending() {
 // The default size fits a 1000-px-high screen at 1.5x scaling: 667 logical px, less a panel and
 // the title bar.
 void TstAppUi::defaultWindowSizeFitsASmallScreen() {
+    // A first start: no size kept from the windows of the tests before (the app keeps the size
+    // a window was given).
+    AppSettings(QString()).setWindowSize(QSize());
+    QVERIFY(!AppSettings(QString()).windowSize().isValid());
     WorkerOptions wo;
     EngineController controller(wo);
     QQmlApplicationEngine engine;

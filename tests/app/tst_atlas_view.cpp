@@ -12,13 +12,13 @@
 #include "storage/atlas_store.h"
 
 #include <QApplication>
-#include <QTemporaryDir>
 #include <QDir>
 #include <QImage>
 #include <QQmlApplicationEngine>
 #include <QQuickItem>
 #include <QQuickWindow>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <memory>

@@ -60,7 +60,7 @@ Item {
                 ContextMeter {
                     controller: page.controller
                     Layout.fillWidth: true
-                    Layout.maximumWidth: implicitWidth
+                    Layout.maximumWidth: Math.ceil(implicitWidth) // whole pixels, as its text
                 }
                 // The chat's KV cache on disk: what lets its next answer skip the prompt.
                 Label {
@@ -71,7 +71,8 @@ Item {
                     font.pixelSize: Theme.smallFontSize
                     elide: Text.ElideRight
                     Layout.fillWidth: true
-                    Layout.maximumWidth: implicitWidth
+                    Layout.preferredWidth: Math.ceil(implicitWidth)
+                    Layout.maximumWidth: Math.ceil(implicitWidth)
                     HoverHandler { id: kvHover }
                     ToolTip.visible: kvHover.hovered
                     ToolTip.text: qsTr("Saved after every answer: after a restart this chat goes on without reading the conversation again.")

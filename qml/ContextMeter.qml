@@ -40,10 +40,12 @@ RowLayout {
         objectName: "contextText"
         color: Theme.textMuted
         font.pixelSize: Theme.smallFontSize
-        // Shortens (the whole text in the tooltip) rather than widening the toolbar.
+        // Shortens (the whole text in the tooltip) rather than widening the toolbar. Whole pixels:
+        // the layout floors its sizes, and 0.4 px short of the text's width elided it ("toke…").
         elide: Text.ElideRight
         Layout.fillWidth: true
-        Layout.maximumWidth: implicitWidth
+        Layout.preferredWidth: Math.ceil(implicitWidth)
+        Layout.maximumWidth: Math.ceil(implicitWidth)
         text: qsTr("%1 / %2 tokens").arg(meter.used).arg(meter.length)
               + (meter.dropped === 1 ? qsTr(" · 1 older message left out")
                  : meter.dropped > 1 ? qsTr(" · %1 older messages left out").arg(meter.dropped)

@@ -1,5 +1,7 @@
 #include "engine_controller.h"
 
+#include "runtime/context_fit.h"
+
 #include "tiers/expert_cache.h"
 #include "user_messages.h"
 
@@ -267,36 +269,37 @@ void EngineController::estimateContextMeter() {
     // A reopened chat: what its last turn held, counted with the tokenizer (the template's
     // wrapping estimated per message), so the meter does not read 0 over a full conversation;
     // with the rolling window's rule (runtime/context_fit.h: while the prompt and the answer's
-    // reserve exceed the context, the oldest user turn after a system message is left out with
-    // the replies that follow it, never the last message), so a chat past its context reads as
-    // the live meter read after that turn, not as the whole conversation capped at the context.
+    // reserve exceed the context, the oldest messages after a system message are left out, whole
+    // exchanges, never the last), so a chat past its context reads as the live meter read after
+    // that turn, not as the whole conversation capped at the context.
     const int rows = m_chat.rowCount();
-    std::vector<int> cost(size_t(std::max(rows, 0)));
+    std::vector<int> before(size_t(std::max(rows, 0)) + 1, 0); // tokens of rows [0, i)
     for (int row = 0; row < rows; ++row) {
         const int n = countTokens(m_chat.at(row).text);
         if (n < 0) return resetContextMeter(); // no model loaded: nothing to count with
-        cost[size_t(row)] = n;
+        before[size_t(row) + 1] = before[size_t(row)] + n + m_promptOverhead;
     }
-    const auto role = [&](int row) { return m_chat.at(row).role; };
+    const auto sum = [&](size_t from, size_t to) { return before[to] - before[from]; };
+    const auto isAssistant = [&](size_t row) {
+        return m_chat.at(int(row)).role == QLatin1String("assistant");
+    };
     // The last turn's prompt: every message before its answer (the last row, if it is one).
-    const bool answered = rows > 0 && role(rows - 1) == QLatin1String("assistant");
-    const int promptEnd = answered ? rows - 1 : rows;
-    int prompt = 0;
-    for (int row = 0; row < promptEnd; ++row)
-        prompt += cost[size_t(row)] + m_promptOverhead;
+    const bool answered = rows > 0 && isAssistant(size_t(rows - 1));
+    const size_t promptEnd = size_t(answered ? rows - 1 : rows);
+    const size_t firstDroppable =
+        promptEnd > 0 && m_chat.at(0).role == QLatin1String("system") ? 1 : 0;
+    const int head = sum(0, firstDroppable);
     const int reserve = std::clamp(m_params.maxNewTokens, 0, std::max(m_contextLength / 2, 0));
-    int first = promptEnd > 0 && role(0) == QLatin1String("system") ? 1 : 0;
-    int dropped = 0;
-    while (m_contextLength > 0 && prompt + reserve > m_contextLength && first < promptEnd - 1) {
-        int end = first + 1; // the user turn at `first` and the replies after it
-        while (end < promptEnd - 1 && role(end) != QLatin1String("user"))
-            ++end;
-        for (int row = first; row < end; ++row)
-            prompt -= cost[size_t(row)] + m_promptOverhead;
-        dropped += end - first;
-        first = end;
+    // Fewest dropped that fit, as fitChatToContext finds them (there by binary search).
+    size_t kept = firstDroppable;
+    for (size_t drop = 0; promptEnd > firstDroppable + drop; ++drop) {
+        kept = drop == 0 ? firstDroppable
+                         : firstKeptMessage(promptEnd, firstDroppable, drop, isAssistant);
+        if (m_contextLength <= 0 || head + sum(kept, promptEnd) + reserve <= m_contextLength) break;
     }
-    const int used = prompt + (answered ? cost[size_t(rows - 1)] : 0);
+    const int used = head + sum(kept, promptEnd) +
+                     (answered ? sum(size_t(rows - 1), size_t(rows)) - m_promptOverhead : 0);
+    const int dropped = int(kept - firstDroppable);
     const int capped = m_contextLength > 0 ? std::min(used, m_contextLength) : used;
     if (capped == m_contextUsed && dropped == m_contextDropped) return;
     m_contextUsed = capped;

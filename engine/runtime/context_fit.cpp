@@ -8,15 +8,12 @@ namespace coli {
 
 namespace {
 
-// Messages kept when the first `drop` droppable messages are left out. Dropping always removes
-// whole exchanges: if the first kept message would be an assistant reply, it goes too (a prompt
-// that opens with an orphan reply confuses most templates and models).
+// Messages kept when the first `drop` droppable messages are left out (firstKeptMessage).
 std::vector<ChatMessage> keep(const std::vector<ChatMessage>& all, size_t firstDroppable,
                               size_t drop) {
     std::vector<ChatMessage> out(all.begin(), all.begin() + firstDroppable);
-    size_t i = firstDroppable + drop;
-    while (i + 1 < all.size() && all[i].role == "assistant")
-        ++i;
+    const size_t i = firstKeptMessage(all.size(), firstDroppable, drop,
+                                      [&](size_t m) { return all[m].role == "assistant"; });
     out.insert(out.end(), all.begin() + i, all.end());
     return out;
 }

@@ -7,6 +7,7 @@
 #include "core/status.h"
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -19,6 +20,20 @@ struct FittedPrompt {
     int droppedMessages = 0;  // leading messages (after a system message) left out
     int contextTokens = 0;    // the model's context (max_position_embeddings)
 };
+
+// The rolling window's unit of dropping, for fitChatToContext and for estimates without a model
+// (the app's context meter of a reopened chat): the index of the first message kept when the
+// first `drop` droppable messages (those from firstDroppable on, of n) are left out. Whole
+// exchanges only: an assistant reply that would open the kept part goes too (a prompt that opens
+// with an orphan reply confuses most templates and models); the last message is always kept.
+// isAssistant(i): whether message i is the assistant's. Pure.
+template <class IsAssistant>
+size_t firstKeptMessage(size_t n, size_t firstDroppable, size_t drop, IsAssistant isAssistant) {
+    size_t i = firstDroppable + drop;
+    while (i + 1 < n && isAssistant(i))
+        ++i;
+    return i;
+}
 
 // Renders `messages` with the model's chat template (generation prompt appended) and tokenises
 // it; while prompt + reserveTokens exceeds the context, drops the oldest message after an
